@@ -1,0 +1,232 @@
+"""The fuzz loop: generate, run in lanes, judge, record, within a time budget.
+
+Cases are generated in index order in this thread (so generation is
+deterministic) and run on ``jobs`` lanes; results are recorded in index order
+through a reorder window, so ``cases.jsonl`` is always a prefix of the
+campaign and ``--resume`` continues at the next index.  New cases stop when the
+budget is near; anything still running at budget + grace is abandoned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import signal
+import threading
+import time
+from collections import Counter, deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from queue import Queue
+from typing import Any, Callable
+
+from . import __version__
+from .corpus import DEFAULT_CORPUS, Corpus, load_corpus
+from .graph.generate import GenOptions
+from .graph.ir import Graph
+from .oracle import Status, Tolerance
+from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
+from .search import CaseSource, RandomSource
+from .store import ResultStore
+
+GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
+
+
+@dataclass
+class FuzzConfig:
+    out: Path
+    engine: str = "mnn"
+    budget: float = 60.0
+    max_models: int = 0  # 0: no limit
+    seed: int = 0
+    blocks: tuple[int, int] = (1, 30)
+    graph: str = "both"
+    jobs: int = 2
+    corpus: str = str(DEFAULT_CORPUS)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    engine_mem_mb: int = 4096
+
+    def identity(self) -> dict[str, Any]:
+        """What must match for a resumed campaign to be the same campaign."""
+        return {"seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
+                "corpus_sha256": _sha(self.corpus)}
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["out"] = str(self.out)
+        d["blocks"] = list(self.blocks)
+        return d
+
+
+def _sha(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class Campaign:
+    def __init__(self, cfg: FuzzConfig, source: CaseSource | None = None,
+                 progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.cfg = cfg
+        self.corpus: Corpus = load_corpus(cfg.corpus)
+        opts = GenOptions(blocks=cfg.blocks, graph=cfg.graph)
+        opts.validate()
+        self.source = source or RandomSource(self.corpus, opts, cfg.seed)
+        self.store = ResultStore(cfg.out)
+        self.progress = progress
+        self.records: list[dict[str, Any]] = []
+        self.engine_info: dict[str, Any] = {}
+        self._stop = threading.Event()
+        self.stop_reason = ""
+
+    # -- public -------------------------------------------------------------------
+    def request_stop(self, reason: str = "stopped") -> None:
+        self.stop_reason = self.stop_reason or reason
+        self._stop.set()
+
+    def run(self) -> dict[str, Any]:
+        t0 = time.monotonic()
+        deadline = t0 + self.cfg.budget
+        self._check_resume()
+        self.records = self.store.load()
+        self._replay_feedback()
+        lanes = self._start_lanes(deadline)
+        try:
+            self._loop(lanes, deadline)
+        finally:
+            for lane in lanes:
+                lane.stop()
+            self.store.close()
+        return self._finish(time.monotonic() - t0)
+
+    # -- setup ----------------------------------------------------------------------
+    def _check_resume(self) -> None:
+        path = self.cfg.out / "campaign.json"
+        ident = self.cfg.identity()
+        if path.exists():
+            old = json.loads(path.read_text())
+            if old.get("identity") != ident:
+                raise ValueError(f"{self.cfg.out} holds another campaign ({old.get('identity')}); "
+                                 f"use a new --out or the same seed/blocks/graph/engine/corpus")
+            self.sessions = old.get("sessions", [])
+        else:
+            self.sessions = []
+        self.store.write_json("campaign.json", {"identity": ident, "config": self.cfg.to_json(),
+                                                "sessions": self.sessions, "tool_version": __version__})
+
+    def _replay_feedback(self) -> None:
+        """Rebuild the source's learned state from the recorded cases (resume)."""
+        for rec in self.records:
+            g = self.source.next_graph(rec["index"])
+            if g.structure_hash() != rec["hash"]:
+                raise RuntimeError(f"resume: case {rec['index']} regenerates as {g.structure_hash()}, "
+                                   f"recorded {rec['hash']}: the generator is not deterministic")
+            self.source.feedback(rec["index"], g, rec)
+
+    def _start_lanes(self, deadline: float) -> list[Lane]:
+        lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
+                          self.cfg.engine_mem_mb)
+        lanes = [Lane(lcfg, i) for i in range(max(1, self.cfg.jobs))]
+        with ThreadPoolExecutor(len(lanes)) as ex:
+            infos = list(ex.map(lambda ln: ln.start(), lanes))
+        self.engine_info = infos[0]
+        return lanes
+
+    # -- loop -----------------------------------------------------------------------
+    def _loop(self, lanes: list[Lane], deadline: float) -> None:
+        free: Queue[Lane] = Queue()
+        for ln in lanes:
+            free.put(ln)
+        window: deque[Future[CaseResult]] = deque()
+        index = len(self.records)
+        est = 0.05  # running estimate of one case's wall time on one lane
+
+        def task(i: int, g: Graph) -> CaseResult:
+            lane = free.get()
+            try:
+                return lane.run(i, g, deadline + GRACE_S - time.monotonic())
+            finally:
+                free.put(lane)
+
+        with ThreadPoolExecutor(len(lanes)) as ex:
+            while not self._stop.is_set():
+                if self.cfg.max_models and index >= self.cfg.max_models:
+                    self.request_stop("max-models reached")
+                    break
+                if time.monotonic() + est > deadline:
+                    self.request_stop("budget reached")
+                    break
+                while len(window) >= 2 * len(lanes):
+                    est = self._record(window.popleft().result(), est)
+                g = self.source.next_graph(index)
+                window.append(ex.submit(task, index, g))
+                index += 1
+            while window:
+                est = self._record(window.popleft().result(), est)
+
+    def _record(self, res: CaseResult, est: float) -> float:
+        if res.aborted:
+            if res.workdir is not None:
+                shutil.rmtree(res.workdir, ignore_errors=True)
+            return est
+        rec = self.store.append(res)
+        self.records.append(rec)
+        self.source.feedback(res.index, res.graph, rec)
+        if self.progress:
+            self.progress(self.counts())
+        spent = sum(res.timings.values())
+        return 0.9 * est + 0.1 * spent
+
+    # -- results --------------------------------------------------------------------
+    def counts(self) -> dict[str, Any]:
+        by = Counter(r["status"] for r in self.records)
+        return {"models": len(self.records), "by_status": {s.value: by.get(s.value, 0) for s in Status}}
+
+    def _finish(self, elapsed: float) -> dict[str, Any]:
+        session_models = len(self.records) - sum(s["models"] for s in self.sessions)
+        self.sessions.append({"elapsed_s": round(elapsed, 3), "models": session_models,
+                              "stop_reason": self.stop_reason})
+        summary = build_summary(self.records, self.sessions, self.cfg, self.engine_info)
+        self.store.write_json("summary.json", summary)
+        self.store.write_json("campaign.json", {"identity": self.cfg.identity(), "config": self.cfg.to_json(),
+                                                "sessions": self.sessions, "tool_version": __version__})
+        return summary
+
+
+def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]], cfg: FuzzConfig,
+                  engine: dict[str, Any]) -> dict[str, Any]:
+    by = Counter(r["status"] for r in records)
+    keys = Counter(r["key"] for r in records if "key" in r)
+    elapsed = sum(s["elapsed_s"] for s in sessions)
+    last = sessions[-1] if sessions else {"elapsed_s": 0.0, "models": 0}
+    failures = []
+    for key, n in keys.most_common():
+        first = next(r for r in records if r.get("key") == key)
+        failures.append({"key": key, "count": n, "status": first["status"], "op": first["op"],
+                         "first_index": first["index"], "case_dir": first.get("case_dir", ""),
+                         "message": first["message"][:300]})
+    return {
+        "tool_version": __version__,
+        "models": len(records),
+        "elapsed_s": round(elapsed, 3),
+        "models_per_s": round(last["models"] / last["elapsed_s"], 3) if last["elapsed_s"] else 0.0,
+        "by_status": {s.value: by.get(s.value, 0) for s in Status},
+        "unique_failures": len(keys),
+        "failures": failures,
+        "seed": cfg.seed,
+        "blocks": list(cfg.blocks),
+        "engine": {"name": engine.get("engine", cfg.engine), "version": engine.get("version", ""),
+                   "machine": engine.get("machine", "")},
+        "stop_reason": sessions[-1]["stop_reason"] if sessions else "",
+        "sessions": len(sessions),
+    }
+
+
+def install_signal_handlers(c: Campaign) -> None:
+    """SIGTERM/SIGINT: stop starting cases, finish the summary."""
+    def handler(signum: int, frame: Any) -> None:
+        c.request_stop(f"signal {signal.Signals(signum).name}")
+
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, handler)

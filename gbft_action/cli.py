@@ -1,0 +1,169 @@
+"""Command line: ``gbft fuzz``, ``gbft corpus check``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .corpus import DEFAULT_CORPUS, CorpusError, load_corpus
+from .oracle import Tolerance
+
+EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
+
+
+def parse_range(text: str) -> tuple[int, int]:
+    try:
+        lo, _, hi = text.partition("-")
+        a, b = int(lo), int(hi or lo)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MIN-MAX (e.g. 1-30), got {text!r}") from None
+    if not 1 <= a <= b:
+        raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX, got {text!r}")
+    return a, b
+
+
+def positive(kind: type) -> Any:
+    def conv(text: str) -> Any:
+        v = kind(text)
+        if v <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return v
+    return conv
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="gbft", description="Graph-based fuzz testing of DL inference engines")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    f = sub.add_parser("fuzz", help="generate models and test an engine against TensorFlow")
+    f.add_argument("--engine", default="mnn", help="engine name (mnn) or module:Class")
+    f.add_argument("--budget", type=positive(float), default=60.0, help="seconds for the whole run")
+    f.add_argument("--max-models", type=int, default=0, help="stop after N models (0: no limit)")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--blocks", type=parse_range, default=(1, 30), help="blocks per model, MIN-MAX")
+    f.add_argument("--graph", choices=["ws", "rn", "both"], default="both")
+    f.add_argument("--out", type=Path, default=Path("gbft-out"))
+    f.add_argument("--jobs", type=positive(int), default=2, help="parallel lanes (reference + engine worker)")
+    f.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    f.add_argument("--resume", type=Path, metavar="OUT", help="continue the campaign in OUT")
+    f.add_argument("--rtol", type=float, default=Tolerance.rtol)
+    f.add_argument("--atol", type=float, default=Tolerance.atol)
+    f.add_argument("--min-ratio", type=float, default=Tolerance.min_ratio)
+    f.add_argument("--timeout-convert", type=positive(float), default=30.0)
+    f.add_argument("--timeout-infer", type=positive(float), default=30.0)
+    f.add_argument("--engine-mem-mb", type=int, default=4096, help="address-space limit of the engine worker")
+    f.add_argument("--quiet", action="store_true")
+
+    c = sub.add_parser("corpus", help="block corpus tools")
+    csub = c.add_subparsers(dest="corpus_cmd", required=True)
+    ck = csub.add_parser("check", help="validate a corpus file")
+    ck.add_argument("file")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.cmd == "corpus":
+        return cmd_corpus_check(args.file)
+    if args.cmd == "fuzz":
+        return cmd_fuzz(args)
+    return EXIT_USAGE
+
+
+def cmd_corpus_check(path: str) -> int:
+    try:
+        c = load_corpus(path)
+    except CorpusError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    for b in c.blocks:
+        kind = f"subgraph {'+'.join(b.ops)} edges={[list(e) for e in b.inner_edges]}" if b.is_subgraph else "operator"
+        print(f"{b.name:24s} {kind} in={sorted(b.in_degree)} out={sorted(b.out_degree)}")
+    print(f"{path}: {len(c.blocks)} blocks, {len(c.op_types)} operator types: OK")
+    return EXIT_OK
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from .campaign import Campaign, FuzzConfig, install_signal_handlers
+    from .pipeline import Timeouts
+
+    out = args.resume or args.out
+    cfg = FuzzConfig(out=out, engine=args.engine, budget=args.budget, max_models=args.max_models, seed=args.seed,
+                     blocks=args.blocks, graph=args.graph, jobs=args.jobs, corpus=args.corpus,
+                     timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
+                     tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb)
+    if args.resume:
+        cfg = _resume_config(cfg, args)
+    bar = Progress(enabled=not args.quiet)
+    try:
+        camp = Campaign(cfg, progress=bar.update)
+    except (CorpusError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    install_signal_handlers(camp)
+    try:
+        summary = camp.run()
+    except (ValueError, RuntimeError) as e:
+        print(f"\nerror: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    bar.close()
+    print_summary(summary, out)
+    return EXIT_OK
+
+
+def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
+    """Take the campaign's identity (seed, blocks, graph, engine, corpus) from OUT."""
+    path = args.resume / "campaign.json"
+    if not path.exists():
+        raise SystemExit(f"error: --resume {args.resume}: no campaign.json there")
+    old = json.loads(path.read_text())["config"]
+    cfg.seed, cfg.blocks, cfg.graph = old["seed"], tuple(old["blocks"]), old["graph"]
+    cfg.engine, cfg.corpus = old["engine"], old["corpus"]
+    return cfg
+
+
+class Progress:
+    """One status line on stderr: models, failures by status, models/s."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.t0 = time.monotonic()
+        self.last = 0.0
+        self.tty = sys.stderr.isatty()
+
+    def update(self, counts: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self.last < (0.25 if self.tty else 5.0):
+            return
+        self.last = now
+        by = counts["by_status"]
+        fails = " ".join(f"{k}={v}" for k, v in by.items() if v and k != "DCP")
+        rate = counts["models"] / max(now - self.t0, 1e-9)
+        line = f"models {counts['models']:6d}  pass {by.get('DCP', 0):6d}  {fails or 'no failures'}  {rate:6.1f}/s"
+        sys.stderr.write(("\r" + line + "\x1b[K") if self.tty else line + "\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.tty:
+            sys.stderr.write("\n")
+
+
+def print_summary(s: dict[str, Any], out: Path) -> None:
+    eng = s["engine"]
+    print(f"\n{eng['name']} {eng['version']} ({eng['machine']}): {s['models']} models in {s['elapsed_s']:.1f} s "
+          f"({s['models_per_s']:.1f}/s), stopped: {s['stop_reason']}")
+    print(f"{'status':8s} {'count':>7s}")
+    for k, v in s["by_status"].items():
+        print(f"{k:8s} {v:7d}")
+    print(f"unique failures: {s['unique_failures']}")
+    for f in s["failures"][:20]:
+        print(f"  {f['count']:5d}  {f['status']:4s} {f['op'] or '-':22s} {f['message'][:90]}")
+    print(f"report: {out / 'summary.json'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

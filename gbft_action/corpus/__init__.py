@@ -1,0 +1,203 @@
+"""Block corpus: schema, loader and validation (paper III-A, III-D).
+
+A block is one operator or a subgraph of operators with inner edges.  Each has
+the set of in-degrees and out-degrees it may take in a generated graph and,
+optionally, narrowed parameter domains.  The loader rejects a bad corpus with a
+``CorpusError`` naming the file, the block and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..ops.domains import Domain, parse_domain
+from ..ops.specs import SPECS
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "tensorflow-mnn.yaml"
+
+
+class CorpusError(ValueError):
+    def __init__(self, file: str, block: str, fld: str, msg: str) -> None:
+        super().__init__(f"{file}: block {block!r}: field {fld!r}: {msg}")
+        self.file, self.block, self.field = file, block, fld
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str
+    ops: tuple[str, ...]  # one entry for an operator block
+    inner_edges: tuple[tuple[int, int], ...]
+    in_degree: frozenset[int]
+    out_degree: frozenset[int]
+    params: tuple[dict[str, Domain], ...]  # per inner op
+
+    @property
+    def is_subgraph(self) -> bool:
+        return len(self.ops) > 1
+
+    @property
+    def entries(self) -> tuple[int, ...]:
+        """Inner ops with no inner in-edge: they take the block's external inputs."""
+        fed = {d for _, d in self.inner_edges}
+        return tuple(i for i in range(len(self.ops)) if i not in fed)
+
+    @property
+    def exit(self) -> int:
+        srcs = {s for s, _ in self.inner_edges}
+        return [i for i in range(len(self.ops)) if i not in srcs][0]
+
+    def inner_preds(self, i: int) -> list[int]:
+        return [s for s, d in self.inner_edges if d == i]
+
+
+@dataclass
+class Corpus:
+    name: str
+    blocks: list[Block]
+    path: str = ""
+    n_maxspc: int = 200
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def block(self, name: str) -> Block:
+        for b in self.blocks:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    @property
+    def op_types(self) -> list[str]:
+        """Distinct operator types in the corpus (n_t of the paper), sorted."""
+        return sorted({op for b in self.blocks for op in b.ops})
+
+    def blocks_with_op(self, op: str) -> list[Block]:
+        return [b for b in self.blocks if op in b.ops]
+
+
+def load_corpus(path: str | Path = DEFAULT_CORPUS) -> Corpus:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise CorpusError(str(p), "-", "-", f"cannot read: {e.strerror}") from None
+    try:
+        raw = _parse(p, text)
+    except Exception as e:  # noqa: BLE001 - any parser error is a corpus error
+        raise CorpusError(str(p), "-", "-", f"not valid YAML/JSON: {e}") from None
+    return parse_corpus(raw, str(p))
+
+
+def _parse(p: Path, text: str) -> Any:
+    if p.suffix == ".json":
+        return json.loads(text)
+    import yaml  # only the CLI and the loader need it
+
+    return yaml.safe_load(text)
+
+
+def parse_corpus(raw: Any, file: str = "<corpus>") -> Corpus:
+    if not isinstance(raw, dict) or not isinstance(raw.get("blocks"), list) or not raw["blocks"]:
+        raise CorpusError(file, "-", "blocks", "the corpus needs a non-empty list 'blocks'")
+    blocks = []
+    seen: set[str] = set()
+    for i, rb in enumerate(raw["blocks"]):
+        b = _parse_block(rb, i, file)
+        if b.name in seen:
+            raise CorpusError(file, b.name, "name", "duplicate block name")
+        seen.add(b.name)
+        blocks.append(b)
+    n_max = raw.get("n_maxspc", 200)
+    if not isinstance(n_max, int) or n_max < 1:
+        raise CorpusError(file, "-", "n_maxspc", "must be a positive integer")
+    return Corpus(str(raw.get("name", Path(file).stem)), blocks, file, n_max, raw)
+
+
+def _parse_block(rb: Any, i: int, file: str) -> Block:
+    if not isinstance(rb, dict) or not isinstance(rb.get("name"), str):
+        raise CorpusError(file, f"#{i}", "name", "each block is a mapping with a string 'name'")
+    name = rb["name"]
+
+    def err(fld: str, msg: str) -> CorpusError:
+        return CorpusError(file, name, fld, msg)
+
+    ops = rb.get("ops", [name])
+    if not isinstance(ops, list) or not ops:
+        raise err("ops", "must be a non-empty list of operator names")
+    for op in ops:
+        if op not in SPECS:
+            raise err("ops", f"unknown operator {op!r} (known: {', '.join(sorted(SPECS))})")
+    edges = _parse_edges(rb.get("inner_edges", []), len(ops), err)
+    in_deg = _degrees(rb.get("in_degree"), "in_degree", err, lo=1)
+    out_deg = _degrees(rb.get("out_degree"), "out_degree", err, lo=0)
+    params = _parse_params(rb.get("params", {}), ops, err)
+    block = Block(name, tuple(ops), edges, in_deg, out_deg, params)
+    _check_arity(block, err)
+    return block
+
+
+def _parse_edges(raw: Any, n: int, err) -> tuple[tuple[int, int], ...]:
+    if not isinstance(raw, list):
+        raise err("inner_edges", "must be a list of [src, dst] pairs")
+    edges = []
+    for e in raw:
+        if not (isinstance(e, list) and len(e) == 2 and all(isinstance(x, int) for x in e)):
+            raise err("inner_edges", f"{e!r} is not a [src, dst] pair of integers")
+        s, d = e
+        if not (0 <= s < n and 0 <= d < n):
+            raise err("inner_edges", f"edge {e} out of range: the block has {n} operators (0..{n - 1})")
+        if s >= d:
+            raise err("inner_edges", f"edge {e} must go forward (src < dst) so the block is acyclic")
+        edges.append((s, d))
+    if n > 1:
+        srcs = {s for s, _ in edges}
+        sinks = [i for i in range(n) if i not in srcs]
+        if len(sinks) != 1:
+            raise err("inner_edges", f"a subgraph needs exactly one output operator, found {sinks}")
+    return tuple(edges)
+
+
+def _degrees(raw: Any, fld: str, err, lo: int) -> frozenset[int]:
+    if not isinstance(raw, list) or not raw:
+        raise err(fld, "must be a non-empty list of integers")
+    if not all(isinstance(x, int) and not isinstance(x, bool) and lo <= x <= 8 for x in raw):
+        raise err(fld, f"degrees must be integers in {lo}..8, got {raw}")
+    return frozenset(raw)
+
+
+def _parse_params(raw: Any, ops: list[str], err) -> tuple[dict[str, Domain], ...]:
+    per_op: list[dict[str, Domain]] = [{} for _ in ops]
+    if not isinstance(raw, dict):
+        raise err("params", "must be a mapping")
+    if len(ops) == 1 and raw and not all(str(k).isdigit() for k in raw):
+        raw = {0: raw}  # an operator block may give its domains directly
+    for k, doms in raw.items():
+        idx = int(k) if str(k).isdigit() else -1
+        if not 0 <= idx < len(ops) or not isinstance(doms, dict):
+            raise err("params", f"key {k!r} must be an operator index 0..{len(ops) - 1} with a mapping")
+        spec = SPECS[ops[idx]]
+        for pname, pdom in doms.items():
+            if pname not in spec.domains:
+                raise err(f"params.{pname}", f"{ops[idx]} has no parameter {pname!r} "
+                          f"(known: {', '.join(sorted(spec.domains)) or 'none'})")
+            try:
+                per_op[idx][pname] = parse_domain(pdom, spec.domains[pname])
+            except ValueError as e:
+                raise err(f"params.{pname}", str(e)) from None
+    return tuple(per_op)
+
+
+def _check_arity(b: Block, err) -> None:
+    if not b.is_subgraph:
+        bad = sorted(b.in_degree - SPECS[b.ops[0]].arity)
+        if bad:
+            raise err("in_degree", f"{b.ops[0]} cannot take {bad} inputs (it takes {sorted(SPECS[b.ops[0]].arity)})")
+        return
+    n_entries = len(b.entries)
+    if max(b.in_degree) > n_entries:
+        raise err("in_degree", f"the subgraph has {n_entries} entry operators, so at most {n_entries} inputs")
+    for i, op in enumerate(b.ops):
+        k = len(b.inner_preds(i)) or 1
+        if k not in SPECS[op].arity:
+            raise err("inner_edges", f"operator {i} ({op}) gets {k} inputs, it takes {sorted(SPECS[op].arity)}")

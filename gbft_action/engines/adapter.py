@@ -1,0 +1,78 @@
+"""The engine interface, its registry, and the worker-side handler.
+
+An engine adapter runs inside an engine worker process; the host never imports
+it.  The registry maps a name to a ``module:Class`` string so that importing
+``gbft_action`` imports no engine.  ``--engine module:Class`` names any
+adapter directly (the tests use this for engines that crash on purpose).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..workers.arrays import pack, unpack
+
+
+class ConvertError(RuntimeError):
+    """The engine's converter rejected the model (its log says why)."""
+
+
+@runtime_checkable
+class EngineAdapter(Protocol):
+    name: str
+    #: model formats the converter reads, in order of preference ("pb", "tflite")
+    formats: tuple[str, ...]
+
+    def version(self) -> str: ...
+
+    def convert(self, model: Path, fmt: str, workdir: Path) -> Path:
+        """Convert ``model`` into the engine's format; raise ConvertError."""
+
+    def infer(self, artifact: Path, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        """Run the converted model; return every requested output."""
+
+
+ENGINES: dict[str, str] = {
+    "mnn": "gbft_action.engines.mnn:MNNEngine",
+}
+
+
+def resolve(name: str) -> str:
+    """Engine name -> ``module:Class`` target for the worker."""
+    if name in ENGINES:
+        return ENGINES[name]
+    if ":" in name:
+        return name
+    raise ValueError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))}, or module:Class)")
+
+
+class EngineHandler:
+    """Worker side: keeps the converted artifact between convert and infer."""
+
+    def __init__(self, adapter: EngineAdapter) -> None:
+        self.adapter = adapter
+        self.artifact: Path | None = None
+
+    def hello(self) -> dict[str, Any]:
+        return {"engine": self.adapter.name, "version": self.adapter.version()}
+
+    def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+        op = msg["op"]
+        t0 = time.perf_counter()
+        if op == "convert":
+            self.artifact = None
+            try:
+                self.artifact = self.adapter.convert(Path(msg["model"]), msg.get("format", "pb"), Path(msg["dir"]))
+            except ConvertError as e:
+                return {"ok": False, "kind": "convert", "error": str(e)}
+            return {"ok": True, "artifact": str(self.artifact), "t": time.perf_counter() - t0}
+        if op == "infer":
+            if self.artifact is None:
+                raise RuntimeError("infer before a successful convert")
+            outs = self.adapter.infer(self.artifact, unpack(msg["inputs"]), list(msg["outputs"]))
+            return {"ok": True, "outputs": pack(outs), "t": time.perf_counter() - t0}
+        raise ValueError(f"unknown op {op!r}")

@@ -1,0 +1,60 @@
+"""Alibaba MNN adapter (runs in the engine worker only).
+
+Conversion goes through the compiled extension ``_tools.mnnconvert``: the
+Python wrappers ``MNN.tools.*`` import a telemetry module that pip-installs a
+logging SDK and phones home, which a CI fuzzer must never do.  ``mnnconvert``
+returns True even when conversion fails; failure shows as a missing output file
+and "Converted Failed!" in its log, which the supervisor captures.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .adapter import ConvertError
+
+FRAMEWORK_FLAG = {"pb": "TF", "tflite": "TFLITE", "onnx": "ONNX"}
+
+
+class MNNEngine:
+    name = "mnn"
+    formats = ("pb", "tflite")
+
+    def __init__(self) -> None:
+        import _tools  # noqa: F401 - MNN's compiled converter; see the module docstring
+        import MNN
+        import MNN.expr as F
+
+        self._tools, self.MNN, self.F = _tools, MNN, F
+        self.precision = os.environ.get("GBFT_MNN_PRECISION", "high").lower()
+
+    def version(self) -> str:
+        return str(self.MNN.version())
+
+    def convert(self, model: Path, fmt: str, workdir: Path) -> Path:
+        out = workdir / "model.mnn"
+        if out.exists():
+            out.unlink()
+        argv = ["mnnconvert", "-f", FRAMEWORK_FLAG[fmt], "--modelFile", str(model), "--MNNModel", str(out),
+                "--bizCode", "gbft"]
+        self._tools.mnnconvert(argv)
+        if not out.exists() or out.stat().st_size == 0:
+            raise ConvertError("MNNConvert produced no model (see the converter log)")
+        return out
+
+    def infer(self, artifact: Path, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+        F = self.F
+        prec = {"high": F.PrecisionMode.High, "normal": F.PrecisionMode.Normal, "low": F.PrecisionMode.Low}
+        names = sorted(inputs)
+        net = self.MNN.nn.load_module_from_file(str(artifact), names, outputs, precision_mode=prec[self.precision])
+        xs = [F.const(inputs[k], list(inputs[k].shape), F.NHWC) for k in names]
+        ys = net.forward(xs)
+        result = {}
+        for name, y in zip(outputs, ys):
+            if y.data_format == F.NC4HW4:
+                y = F.convert(y, F.NHWC)
+            result[name] = np.array(y.read()).copy()
+        return result

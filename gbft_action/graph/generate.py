@@ -1,0 +1,110 @@
+"""Input mutator, generation half (paper III-G, Algorithm 1 lines 16-18).
+
+A random graph (WS or RN) gives the data flows; each node gets a block whose
+allowed in- and out-degrees match the node's; subgraph blocks are expanded into
+their inner operators; the solver makes shapes and parameters valid.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from ..corpus import Block, Corpus
+from .ir import Graph, TensorType
+from .models import make_graph, trim_degrees
+from .solver import Builder, GenError
+
+GRAPH_MODELS = ("ws", "rn")
+
+
+@dataclass(frozen=True)
+class GenOptions:
+    blocks: tuple[int, int] = (1, 30)  # number of graph nodes (blocks) per model
+    graph: str = "both"  # ws | rn | both
+    height: tuple[int, int] = (1, 16)
+    width: tuple[int, int] = (1, 16)
+    channels: tuple[int, int] = (1, 8)
+
+    def validate(self) -> None:
+        lo, hi = self.blocks
+        if not 1 <= lo <= hi:
+            raise ValueError(f"blocks must be MIN-MAX with 1 <= MIN <= MAX, got {lo}-{hi}")
+        if self.graph not in (*GRAPH_MODELS, "both"):
+            raise ValueError(f"graph must be one of ws, rn, both; got {self.graph!r}")
+
+
+@dataclass
+class Skeleton:
+    """The block-level graph before realisation: what mutations work on."""
+
+    model: str
+    k: int
+    n: int
+    edges: list[tuple[int, int]]
+    blocks: list[str] = field(default_factory=list)
+    input_shape: tuple[int, ...] = ()
+
+    def preds(self, j: int) -> list[int]:
+        return [a for a, b in self.edges if b == j]
+
+    def out_degree(self, j: int) -> int:
+        return sum(1 for a, _ in self.edges if a == j)
+
+
+def draw_skeleton(rng: random.Random, corpus: Corpus, opts: GenOptions,
+                  chosen: list[Block] | None = None) -> Skeleton:
+    n = rng.randint(*opts.blocks)
+    model = rng.choice(GRAPH_MODELS) if opts.graph == "both" else opts.graph
+    model, k, edges = make_graph(rng, model, n)
+    max_in = max(max(b.in_degree) for b in corpus.blocks)
+    max_out = max(max(b.out_degree) for b in corpus.blocks)
+    edges = trim_degrees(rng, n, edges, max_in, max_out)
+    sk = Skeleton(model, k, n, edges)
+    sk.input_shape = (1, rng.randint(*opts.height), rng.randint(*opts.width), rng.randint(*opts.channels))
+    sk.blocks = [assign_block(rng, corpus, chosen, sk, j).name for j in range(n)]
+    return sk
+
+
+def assign_block(rng: random.Random, corpus: Corpus, chosen: list[Block] | None,
+                 sk: Skeleton, j: int) -> Block:
+    """A block whose degree sets admit node j's, preferring the chosen blocks."""
+    d_in = max(1, len(sk.preds(j)))
+    d_out = sk.out_degree(j)
+    for pool in (chosen or [], corpus.blocks):
+        cands = [b for b in pool if d_in in b.in_degree and d_out in b.out_degree]
+        if cands:
+            return rng.choice(cands)
+    raise GenError(f"no block in the corpus takes in-degree {d_in} and out-degree {d_out}")
+
+
+def realise(rng: random.Random, corpus: Corpus, sk: Skeleton, seed: int) -> Graph:
+    """Turn a skeleton into a valid IR graph (shapes and parameters solved)."""
+    b = Builder(rng, seed)
+    x = b.add_input("in0", TensorType(sk.input_shape))
+    out: list[str] = []
+    for j in range(sk.n):
+        inputs = [out[p] for p in sk.preds(j)] or [x]
+        out.append(_place_block(b, corpus.block(sk.blocks[j]), inputs, j))
+    return b.finish({"model": sk.model, "k": sk.k, "n": sk.n, "edges": [list(e) for e in sk.edges],
+                     "blocks": list(sk.blocks)})
+
+
+def _place_block(b: Builder, block: Block, inputs: list[str], j: int) -> str:
+    if not block.is_subgraph:
+        return b.add_op(block.ops[0], inputs, block.params[0], block=block.name, gnode=j)
+    inner: dict[int, str] = {}
+    entries = block.entries
+    for i, op in enumerate(block.ops):
+        if i in entries:
+            ins = [inputs[entries.index(i) % len(inputs)]]
+        else:
+            ins = [inner[p] for p in block.inner_preds(i)]
+        inner[i] = b.add_op(op, ins, block.params[i], block=f"{block.name}#{i}", gnode=j)
+    return inner[block.exit]
+
+
+def generate(rng: random.Random, corpus: Corpus, opts: GenOptions, seed: int,
+             chosen: list[Block] | None = None) -> Graph:
+    sk = draw_skeleton(rng, corpus, opts, chosen)
+    return realise(rng, corpus, sk, seed)

@@ -1,0 +1,213 @@
+"""One lane of the pipeline: reference worker + engine worker for one case.
+
+``Lane.run`` takes a generated graph through TensorFlow (expected outputs),
+the engine's converter and the engine's inference, and judges it.  Nothing the
+engine or TensorFlow does can raise out of here: crashes, hangs and errors all
+become a judged ``CaseResult``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .engines.adapter import resolve
+from .graph.ir import Graph
+from .oracle import Status, Tolerance, judge_outputs
+from .workers.arrays import pack, unpack
+from .workers.supervisor import CallResult, Worker, WorkerSpec
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    reference: float = 60.0
+    convert: float = 30.0
+    infer: float = 30.0
+
+
+@dataclass
+class CaseResult:
+    index: int
+    graph: Graph
+    status: Status
+    stage: str = ""  # generate | reference | convert | infer | compare
+    message: str = ""
+    op: str = ""  # the failing operator type, when known
+    node: str = ""  # the failing node id, when known
+    signal: int | None = None
+    exit_code: int | None = None
+    log: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    diffs: list[dict[str, Any]] = field(default_factory=list)
+    arrays: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # inputs/expected/actual
+    workdir: Path | None = None
+    aborted: bool = False  # cut off by the campaign's deadline: not a result
+
+
+@dataclass
+class LaneConfig:
+    engine: str
+    workdir: Path
+    timeouts: Timeouts = Timeouts()
+    tolerance: Tolerance = Tolerance()
+    engine_mem_mb: int = 4096
+    engine_prefix: tuple[str, ...] = ()
+    engine_python: str = ""
+    engine_env: dict[str, str] = field(default_factory=dict)
+
+
+class Lane:
+    def __init__(self, cfg: LaneConfig, lane_id: int) -> None:
+        self.cfg = cfg
+        logs = cfg.workdir / "logs"
+        ref_spec = WorkerSpec("reference")
+        eng_spec = WorkerSpec("engine", resolve(cfg.engine), prefix=cfg.engine_prefix,
+                              mem_mb=cfg.engine_mem_mb, env=dict(cfg.engine_env))
+        if cfg.engine_python:
+            eng_spec.python = cfg.engine_python
+        self.ref = Worker(ref_spec, logs / f"reference-{lane_id}.log")
+        self.eng = Worker(eng_spec, logs / f"engine-{lane_id}.log")
+        self.deadline_hit = threading.Event()
+
+    def start(self) -> dict[str, Any]:
+        """Start both workers; returns the engine's hello (name, version, machine)."""
+        self.ref.start()
+        return self.eng.start()
+
+    def stop(self) -> None:
+        self.ref.stop()
+        self.eng.stop()
+
+    # -- one case -----------------------------------------------------------------
+    def run(self, index: int, g: Graph, budget_left: float) -> CaseResult:
+        d = self.cfg.workdir / "tmp" / f"{index:06d}"
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+        res = CaseResult(index, g, Status.DCP, workdir=d)
+        try:
+            self._run(res, budget_left)
+        except _Aborted:
+            res.aborted = True
+        return res
+
+    def _call(self, w: Worker, msg: dict[str, Any], limit: float, budget_left: float) -> tuple[CallResult, bool]:
+        """Call with min(stage limit, budget); the flag says the budget cut it."""
+        if budget_left <= 0:
+            raise _Aborted()
+        timeout = min(limit, budget_left)
+        r = w.call(msg, timeout)
+        return r, r.kind == "timeout" and timeout < limit
+
+    def _run(self, res: CaseResult, budget_left: float) -> None:
+        t_start = time.monotonic()
+
+        def left() -> float:
+            return budget_left - (time.monotonic() - t_start)
+
+        g, d, to = res.graph, res.workdir, self.cfg.timeouts
+        r, cut = self._call(self.ref, {"op": "build", "graph": g.to_json(), "dir": str(d)}, to.reference, left())
+        res.timings["reference"] = r.elapsed
+        if cut:
+            raise _Aborted()
+        if r.kind != "ok":
+            self._reference_failure(res, r)
+            return
+        res.arrays["inputs"] = unpack(r.reply["inputs"])
+        res.arrays["expected"] = unpack(r.reply["expected"])
+
+        r, cut = self._call(self.eng, {"op": "convert", "model": str(d / "model.pb"), "format": "pb",
+                                       "dir": str(d)}, to.convert, left())
+        res.timings["convert"] = r.elapsed
+        if cut:
+            raise _Aborted()
+        if r.kind != "ok":
+            self._engine_failure(res, r, "convert", Status.MCF)
+            return
+
+        r, cut = self._call(self.eng, {"op": "infer", "inputs": pack(res.arrays["inputs"]),
+                                       "outputs": list(g.outputs)}, to.infer, left())
+        res.timings["infer"] = r.elapsed
+        if cut:
+            raise _Aborted()
+        if r.kind != "ok":
+            self._engine_failure(res, r, "infer", Status.IF)
+            return
+        res.arrays["actual"] = unpack(r.reply["outputs"])
+        self._compare(res)
+
+    # -- judging ------------------------------------------------------------------
+    def _reference_failure(self, res: CaseResult, r: CallResult) -> None:
+        res.stage = "reference"
+        res.log = r.log[-8000:]
+        if r.kind == "timeout":
+            res.status, res.message = Status.TIMEOUT, "reference timed out"
+        elif r.kind == "crash":
+            res.status, res.message = Status.REF, f"TensorFlow {r.crash_summary}"
+            res.signal, res.exit_code = r.signal, r.exit_code
+        elif r.reply.get("kind") == "invalid":
+            res.status, res.message = Status.GEN, r.reply.get("error", "")
+        else:
+            res.status, res.message = Status.REF, r.reply.get("error", "")
+
+    def _engine_failure(self, res: CaseResult, r: CallResult, stage: str, status: Status) -> None:
+        res.stage = stage
+        res.log = r.log[-8000:]
+        if r.kind == "timeout":
+            res.status, res.message = Status.TIMEOUT, f"{stage} timed out"
+        elif r.kind == "crash":
+            res.status, res.message = status, f"engine {r.crash_summary}"
+            res.signal, res.exit_code = r.signal, r.exit_code
+        else:
+            res.status = status
+            res.message = error_line(r.log) if stage == "convert" else r.reply.get("error", "")
+            res.message = res.message or r.reply.get("error", "")
+        res.op = failing_op_from_log(r.log, res.graph) or ""
+
+    def _compare(self, res: CaseResult) -> None:
+        res.stage = "compare"
+        g = res.graph
+        diffs = judge_outputs(res.arrays["expected"], res.arrays["actual"], list(g.outputs), self.cfg.tolerance)
+        res.diffs = [x.to_json() for x in diffs]
+        bad = [x for x in diffs if not x.ok]
+        if not bad:
+            res.status = Status.DCP
+            return
+        res.status = Status.DCF
+        first = bad[0]
+        res.node = first.name
+        res.op = g.node(first.name).op
+        res.message = f"output {first.name} ({res.op}): {first.reason}"
+
+
+class _Aborted(Exception):
+    pass
+
+
+_NOT_SUPPORT = re.compile(r"Not Support:\s*(?:Tensorflow|TF|Onnx|Tflite)::(\w+)", re.I)
+_ERROR_LINE = re.compile(r"(Not Support|Check failed|Error|error|Can't|Failed|failed|abort|Segmentation)")
+
+
+def error_line(log: str) -> str:
+    """The first line of an engine log that reads like an error."""
+    for line in log.splitlines():
+        if _ERROR_LINE.search(line) and "Converted Failed" not in line:
+            return line.strip()
+    return ""
+
+
+def failing_op_from_log(log: str, g: Graph) -> str | None:
+    """The operator an engine error names (MNN: 'Not Support: Tensorflow::Op')."""
+    m = _NOT_SUPPORT.search(log)
+    if m:
+        return m.group(1)
+    for n in g.nodes:  # an error that quotes a node name blames that node's op
+        if re.search(rf"\b{re.escape(n.id)}\b", log):
+            return n.op
+    return None

@@ -1,0 +1,90 @@
+"""Reference handler: runs inside the reference worker process (imports TF).
+
+``build``: IR JSON -> frozen GraphDef ``model.pb`` in the case directory, inputs
+drawn from U[-1, 1], expected outputs.  A model TensorFlow rejects (shape or
+argument errors) is ``invalid`` (status GEN); any other TensorFlow failure is
+``reference`` (status REF).  ``tflite``: also write ``model.tflite``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from ..graph.ir import Graph  # noqa: E402
+from ..workers.arrays import pack  # noqa: E402
+from .tf_emit import build, tf1  # noqa: E402
+
+INPUT_STREAM = 0x1F  # separates the input-data stream from the weight streams
+
+
+def draw_inputs(g: Graph) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng([g.seed & 0xFFFFFFFF, INPUT_STREAM])
+    return {k: rng.uniform(-1.0, 1.0, size=t.shape).astype(t.dtype) for k, t in sorted(g.inputs.items())}
+
+
+def session_config() -> Any:
+    cfg = tf1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+    # Grappler rewrites the graph before running it; the reference must run
+    # the graph as written (and grappler has crashed on valid random graphs).
+    cfg.graph_options.rewrite_options.disable_meta_optimizer = True
+    return cfg
+
+
+class ReferenceHandler:
+    def hello(self) -> dict[str, Any]:
+        return {"framework": "tensorflow", "version": tf.__version__}
+
+    def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if msg["op"] == "build":
+            return self.build(msg)
+        if msg["op"] == "tflite":
+            return self.tflite(msg)
+        raise ValueError(f"unknown op {msg['op']!r}")
+
+    def build(self, msg: dict[str, Any]) -> dict[str, Any]:
+        g = Graph.from_json(msg["graph"])
+        outdir = Path(msg["dir"])
+        outdir.mkdir(parents=True, exist_ok=True)
+        fetch = list(g.outputs) + [t for t in msg.get("extra_outputs", []) if t not in g.outputs]
+        t0 = time.perf_counter()
+        try:
+            tg, names = build(g)
+        except (ValueError, TypeError, tf.errors.InvalidArgumentError) as e:
+            return _invalid(e)
+        (outdir / "model.pb").write_bytes(tg.as_graph_def().SerializeToString())
+        inputs = draw_inputs(g)
+        t1 = time.perf_counter()
+        try:
+            with tf1.Session(graph=tg, config=session_config()) as s:
+                vals = s.run([names[t] for t in fetch], {names[k]: v for k, v in inputs.items()})
+        except tf.errors.InvalidArgumentError as e:
+            return _invalid(e)
+        except tf.errors.OpError as e:
+            return {"ok": False, "kind": "reference", "error": f"{type(e).__name__}: {e.message}"}
+        return {"ok": True, "inputs": pack(inputs), "expected": pack(dict(zip(fetch, vals))),
+                "t_build": t1 - t0, "t_run": time.perf_counter() - t1}
+
+    def tflite(self, msg: dict[str, Any]) -> dict[str, Any]:
+        g = Graph.from_json(msg["graph"])
+        tg, names = build(g)
+        with tf1.Session(graph=tg, config=session_config()) as s:
+            ins = [tg.get_tensor_by_name(names[k]) for k in sorted(g.inputs)]
+            outs = [tg.get_tensor_by_name(names[o]) for o in g.outputs]
+            conv = tf1.lite.TFLiteConverter.from_session(s, ins, outs)
+            data = conv.convert()
+        path = Path(msg["dir"]) / "model.tflite"
+        path.write_bytes(data)
+        return {"ok": True, "path": str(path)}
+
+
+def _invalid(e: Exception) -> dict[str, Any]:
+    text = getattr(e, "message", None) or str(e)
+    return {"ok": False, "kind": "invalid", "error": f"{type(e).__name__}: {text}".strip()}

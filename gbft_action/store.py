@@ -1,0 +1,116 @@
+"""The results store: ``OUT/cases.jsonl``, kept failing cases, the summary.
+
+Every judged case is appended to ``cases.jsonl`` (and flushed) the moment it is
+judged, so a SIGKILL loses only the cases in flight.  A failing case keeps its
+directory under ``OUT/cases/<index>-<hash>/`` with the graph, the model files,
+inputs, expected and actual outputs, the engine log and ``result.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .oracle import ENGINE_FAILURES, Status
+from .pipeline import CaseResult
+
+KEEP = {Status.MCF, Status.IF, Status.DCF, Status.TIMEOUT, Status.REF, Status.GEN}
+
+
+def simple_key(status: str, op: str, message: str) -> str:
+    """First-cut dedup key: status + operator + first message line, numbers blanked."""
+    first = (message.strip().splitlines() or [""])[0]
+    first = re.sub(r"0x[0-9a-fA-F]+|\d+(\.\d+)?", "N", first)
+    first = re.sub(r"(/[\w.+-]+)+", "PATH", first)
+    return f"{status}|{op}|{first[:160]}"
+
+
+class ResultStore:
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.cases_path = out / "cases.jsonl"
+        self.cases_dir = out / "cases"
+        out.mkdir(parents=True, exist_ok=True)
+        self._fh = None
+
+    # -- reading ------------------------------------------------------------------
+    def load(self) -> list[dict[str, Any]]:
+        """Records so far; a torn last line (killed mid-write) is dropped and cut off."""
+        if not self.cases_path.exists():
+            return []
+        raw = self.cases_path.read_bytes()
+        records, good = [], 0
+        for line in raw.splitlines(keepends=True):
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+            if not line.endswith(b"\n"):
+                records.pop()
+                break
+            good += len(line)
+        if good != len(raw):
+            with open(self.cases_path, "r+b") as f:
+                f.truncate(good)
+        return records
+
+    # -- writing ------------------------------------------------------------------
+    def append(self, res: CaseResult) -> dict[str, Any]:
+        rec = self._record(res)
+        if res.status in KEEP:
+            rec["case_dir"] = str(self.keep(res).relative_to(self.out))
+        elif res.workdir is not None:
+            shutil.rmtree(res.workdir, ignore_errors=True)
+        if self._fh is None:
+            self._fh = open(self.cases_path, "a", encoding="utf-8")
+        self._fh.write(json.dumps(rec, sort_keys=True) + "\n")
+        self._fh.flush()
+        return rec
+
+    def _record(self, res: CaseResult) -> dict[str, Any]:
+        g = res.graph
+        rec: dict[str, Any] = {
+            "index": res.index, "hash": g.structure_hash(), "seed": g.seed, "status": str(res.status),
+            "stage": res.stage, "op": res.op, "node": res.node, "message": res.message[:2000],
+            "timings": {k: round(v, 5) for k, v in res.timings.items()},
+            "n_nodes": len(g.nodes), "n_blocks": len(g.meta.get("blocks", [])),
+        }
+        if res.signal is not None or res.exit_code is not None:
+            rec["signal"], rec["exit_code"] = res.signal, res.exit_code
+        if res.status in ENGINE_FAILURES or (res.status == Status.TIMEOUT and res.stage in ("convert", "infer")):
+            rec["key"] = simple_key(rec["status"], res.op, res.message)
+        return rec
+
+    def keep(self, res: CaseResult) -> Path:
+        g = res.graph
+        dest = self.cases_dir / f"{res.index:06d}-{g.structure_hash()}"
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if res.workdir is not None and res.workdir.exists():
+            shutil.move(str(res.workdir), dest)
+        dest.mkdir(exist_ok=True)
+        (dest / "graph.json").write_text(g.to_json())
+        for kind, arrays in res.arrays.items():
+            if arrays:
+                np.savez(dest / f"{kind}.npz", **arrays)
+        if res.log:
+            (dest / "engine.log").write_text(res.log)
+        (dest / "result.json").write_text(json.dumps(self._record(res) | {"diffs": res.diffs}, indent=2,
+                                                     sort_keys=True, default=str))
+        return dest
+
+    def write_json(self, name: str, data: Any) -> None:
+        tmp = self.out / f".{name}.tmp"
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        os.replace(tmp, self.out / name)
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None

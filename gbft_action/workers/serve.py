@@ -1,0 +1,82 @@
+"""Worker process entry point: ``python -m gbft_action.workers.serve``.
+
+Runs one handler (the TensorFlow reference, or an engine adapter) in a loop over
+the pipe the supervisor gave it.  Python exceptions become error replies; native
+crashes kill the process, and the supervisor reports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib
+import os
+import platform
+import resource
+import sys
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+def load_handler(role: str, target: str) -> Any:
+    if role == "reference":
+        from ..reference.worker import ReferenceHandler
+
+        return ReferenceHandler()
+    if role == "engine":
+        mod, _, cls = target.partition(":")
+        from ..engines.adapter import EngineHandler
+
+        return EngineHandler(getattr(importlib.import_module(mod), cls)())
+    raise SystemExit(f"unknown worker role {role!r}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--role", required=True)
+    ap.add_argument("--target", default="")
+    ap.add_argument("--rfd", type=int, required=True)
+    ap.add_argument("--wfd", type=int, required=True)
+    ap.add_argument("--mem-mb", type=int, default=0)
+    a = ap.parse_args(argv)
+    if a.mem_mb:
+        lim = a.mem_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+    rconn = Connection(a.rfd, writable=False)
+    wconn = Connection(a.wfd, readable=False)
+    handler = None
+    while True:
+        try:
+            msg = rconn.recv()
+        except EOFError:
+            return
+        try:
+            if msg["op"] == "hello":
+                handler = handler or load_handler(a.role, a.target)
+                reply = {"ok": True, "machine": platform.machine(), "pid": os.getpid(),
+                         "python": sys.version.split()[0], **handler.hello()}
+            else:
+                reply = handler.handle(msg)  # type: ignore[union-attr]
+        except MemoryError:
+            reply = {"ok": False, "error": "MemoryError", "kind": "memory", "trace": traceback.format_exc()}
+        except Exception as e:  # noqa: BLE001 - reported to the supervisor, never lost
+            reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "kind": type(e).__name__,
+                     "trace": traceback.format_exc()}
+        _flush()
+        wconn.send(reply)
+
+
+def _flush() -> None:
+    # Native code (MNN's converter) writes through C stdio, which is fully
+    # buffered on a file: flush it so this call's log is complete.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""Host side of a worker process: start, call with a timeout, survive its death.
+
+A worker is ``python -m gbft_action.workers.serve`` (optionally behind a command
+prefix such as ``chroot ROOT``) speaking pickled dicts over an inherited pipe.
+Its stdout/stderr go to a log file, so whatever native code prints (MNN's
+converter prints its errors) is kept per call by file offset.  A call ends in
+one of three ways: a reply, the worker's death (signal or exit code, with the
+tail of its log), or a timeout (the worker is killed).  The next call starts a
+fresh worker.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+LOG_TAIL_LINES = 40
+
+
+@dataclass
+class CallResult:
+    kind: str  # "ok" | "error" | "crash" | "timeout"
+    reply: dict[str, Any] = field(default_factory=dict)
+    log: str = ""  # what the worker printed during this call
+    signal: int | None = None
+    exit_code: int | None = None
+    elapsed: float = 0.0
+
+    @property
+    def crash_summary(self) -> str:
+        if self.kind == "timeout":
+            return "timed out (worker killed)"
+        if self.signal:
+            return f"killed by signal {self.signal} ({signal.Signals(self.signal).name})"
+        return f"worker exited with code {self.exit_code}"
+
+
+@dataclass
+class WorkerSpec:
+    role: str  # "reference" | "engine"
+    target: str = ""  # engine "module:Class" for engine workers
+    prefix: tuple[str, ...] = ()  # e.g. ("chroot", ROOT) for an emulated platform
+    python: str = sys.executable
+    mem_mb: int = 0  # address-space limit inside the worker; 0: none
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    pythonpath: str = ""
+
+
+class Worker:
+    def __init__(self, spec: WorkerSpec, log_path: Path) -> None:
+        self.spec = spec
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.conn: _DuplexConn | None = None
+        self.restarts = 0
+        self.hello: dict[str, Any] = {}
+
+    # -- lifecycle ------------------------------------------------------------------
+    def start(self, timeout: float = 120.0) -> dict[str, Any]:
+        r_parent, w_child = os.pipe()
+        r_child, w_parent = os.pipe()
+        argv = [*self.spec.prefix, self.spec.python, "-m", "gbft_action.workers.serve",
+                "--role", self.spec.role, "--rfd", str(r_child), "--wfd", str(w_child),
+                "--mem-mb", str(self.spec.mem_mb)]
+        if self.spec.target:
+            argv += ["--target", self.spec.target]
+        env = {**os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1"}
+        if self.spec.pythonpath:
+            env["PYTHONPATH"] = self.spec.pythonpath
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         pass_fds=(r_child, w_child), env=env, cwd=self.spec.cwd,
+                                         start_new_session=True)
+        finally:
+            log.close()
+            os.close(r_child)
+            os.close(w_child)
+        self.conn = _DuplexConn(r_parent, w_parent)
+        res = self.call({"op": "hello"}, timeout)
+        if res.kind != "ok":
+            tail = res.log or self._tail(0)
+            self.stop()
+            raise RuntimeError(f"{self.spec.role} worker failed to start: {res.crash_summary}\n{tail}")
+        self.hello = res.reply
+        return res.reply
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            self.proc.wait()
+        if self.conn is not None:
+            self.conn.close()
+        self.proc, self.conn = None, None
+
+    def ensure(self) -> None:
+        if not self.alive():
+            if self.proc is not None:
+                self.restarts += 1
+            self.stop()
+            self.start()
+
+    # -- calls ----------------------------------------------------------------------
+    def call(self, msg: dict[str, Any], timeout: float) -> CallResult:
+        if msg.get("op") != "hello":
+            self.ensure()
+        assert self.conn is not None and self.proc is not None
+        off = self._size()
+        t0 = time.monotonic()
+        try:
+            self.conn.send(msg)
+            if not self.conn.poll(timeout):
+                self.stop()
+                return CallResult("timeout", log=self._tail(off), elapsed=time.monotonic() - t0)
+            reply = self.conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            return self._died(off, t0)
+        kind = "ok" if reply.get("ok") else "error"
+        return CallResult(kind, reply, self._read(off), elapsed=time.monotonic() - t0)
+
+    def _died(self, off: int, t0: float) -> CallResult:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            code = -9
+        log = self._tail(off)
+        self.stop()
+        sig = -code if code < 0 else None
+        return CallResult("crash", log=log, signal=sig, exit_code=code, elapsed=time.monotonic() - t0)
+
+    # -- log ------------------------------------------------------------------------
+    def _size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def _read(self, off: int, limit: int = 64 * 1024) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(off)
+                data = f.read(limit)
+        except OSError:
+            return ""
+        return data.decode("utf-8", "replace")
+
+    def _tail(self, off: int) -> str:
+        return "\n".join(self._read(off, 1 << 20).splitlines()[-LOG_TAIL_LINES:])
+
+
+class _DuplexConn:
+    """Two one-way pipe Connections used as one duplex connection."""
+
+    def __init__(self, rfd: int, wfd: int) -> None:
+        self.r = Connection(rfd, writable=False)
+        self.w = Connection(wfd, readable=False)
+
+    def send(self, obj: Any) -> None:
+        self.w.send(obj)
+
+    def recv(self) -> Any:
+        return self.r.recv()
+
+    def poll(self, timeout: float) -> bool:
+        return self.r.poll(timeout)
+
+    def close(self) -> None:
+        self.r.close()
+        self.w.close()
