@@ -62,9 +62,9 @@ def compare(expected: np.ndarray, actual: np.ndarray, name: str = "", tol: Toler
         return OutputDiff(name, False, 0.0, f"shape {list(a.shape)} != expected {list(e.shape)}")
     if e.size == 0:
         return OutputDiff(name, True, 1.0)
-    e64 = e.astype(np.float64)
-    a64 = a.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
+        e64 = e.astype(np.float64)
+        a64 = a.astype(np.float64)
         close = np.abs(a64 - e64) <= tol.atol + tol.rtol * np.abs(e64)
         same_special = (np.isnan(e64) & np.isnan(a64)) | (np.isinf(e64) & (a64 == e64))
     ok_mask = close | same_special

@@ -14,6 +14,8 @@ import os
 import platform
 import resource
 import sys
+import threading
+import time
 import traceback
 from multiprocessing.connection import Connection
 from typing import Any
@@ -40,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--wfd", type=int, required=True)
     ap.add_argument("--mem-mb", type=int, default=0)
     a = ap.parse_args(argv)
+    _die_with_parent()
     if a.mem_mb:
         lim = a.mem_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
@@ -65,6 +68,21 @@ def main(argv: list[str] | None = None) -> None:
                      "trace": traceback.format_exc()}
         _flush()
         wconn.send(reply)
+
+
+def _die_with_parent() -> None:
+    # Workers run in their own session (so a timeout can kill the whole group).
+    # If the supervisor dies (SIGKILL), exit too.  PR_SET_PDEATHSIG is no use
+    # here: it fires when the supervisor *thread* that started us ends.
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def _flush() -> None:

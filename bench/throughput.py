@@ -1,0 +1,47 @@
+"""Throughput of the fuzz loop on the real MNN: models/s and where the time goes.
+
+    .venv/bin/python bench/throughput.py [--budget 30] [--blocks 10-10] [--jobs 2]
+
+Runs one campaign and splits wall time into TensorFlow (reference worker),
+the engine (convert + infer) and the harness (everything else: generation,
+judging, IPC, recording).  Shares are of lane time (summed over lanes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from gbft_action.campaign import Campaign, FuzzConfig
+from gbft_action.cli import parse_range
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--budget", type=float, default=30)
+    ap.add_argument("--blocks", type=parse_range, default=(10, 10))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        cfg = FuzzConfig(out=Path(d) / "o", engine="mnn", budget=a.budget, seed=a.seed, blocks=a.blocks, jobs=a.jobs)
+        t0 = time.monotonic()
+        s = Campaign(cfg).run()
+        wall = time.monotonic() - t0
+        recs = [json.loads(x) for x in (Path(d) / "o" / "cases.jsonl").read_text().splitlines()]
+    ref = sum(r["timings"].get("reference", 0) for r in recs)
+    eng = sum(r["timings"].get("convert", 0) + r["timings"].get("infer", 0) for r in recs)
+    lane_time = wall * a.jobs
+    print(f"blocks {a.blocks[0]}-{a.blocks[1]}, jobs {a.jobs}, budget {a.budget:.0f} s, wall {wall:.1f} s")
+    print(f"models {s['models']}, models/s {s['models'] / wall:.1f} (wall, including worker start-up)")
+    print(f"time share of lane time: TensorFlow {100 * ref / lane_time:.1f}%, engine {100 * eng / lane_time:.1f}%, "
+          f"harness {100 * (lane_time - ref - eng) / lane_time:.1f}%")
+    print(f"per model: TensorFlow {1000 * ref / len(recs):.1f} ms, engine {1000 * eng / len(recs):.1f} ms")
+    print(f"by status: {s['by_status']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Engine adapters that misbehave on purpose, for the crash-isolation tests.
+
+They wrap the real MNN adapter and misbehave on a deterministic share of the
+models (chosen by a hash of the model bytes), so the rest of the campaign runs
+on the real engine.  The worker imports them by ``module:Class``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import zlib
+from pathlib import Path
+
+from gbft_action.engines.mnn import MNNEngine
+
+
+def _selected(model: Path, every: int = 3) -> bool:
+    return zlib.crc32(model.read_bytes()) % every == 0
+
+
+class SegfaultOnConvert(MNNEngine):
+    """SIGSEGV in the converter on about a third of the models."""
+
+    def convert(self, model, fmt, workdir):
+        if _selected(model):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().convert(model, fmt, workdir)
+
+
+class AbortOnInfer(MNNEngine):
+    """SIGABRT during inference on about a third of the models."""
+
+    def convert(self, model, fmt, workdir):
+        self._crash = _selected(model)
+        return super().convert(model, fmt, workdir)
+
+    def infer(self, artifact, inputs, outputs):
+        if self._crash:
+            print("fake engine: about to abort", flush=True)
+            os.abort()
+        return super().infer(artifact, inputs, outputs)
+
+
+class HangOnInfer(MNNEngine):
+    """Hangs in inference on about a third of the models."""
+
+    def convert(self, model, fmt, workdir):
+        self._hang = _selected(model)
+        return super().convert(model, fmt, workdir)
+
+    def infer(self, artifact, inputs, outputs):
+        if self._hang:
+            time.sleep(3600)
+        return super().infer(artifact, inputs, outputs)
+
+
+class RunawayMemory(MNNEngine):
+    """Allocates without bound during inference on about a third of the models."""
+
+    def convert(self, model, fmt, workdir):
+        self._hog = _selected(model)
+        return super().convert(model, fmt, workdir)
+
+    def infer(self, artifact, inputs, outputs):
+        if self._hog:
+            hoard = []
+            while True:
+                hoard.append(bytearray(256 << 20))
+        return super().infer(artifact, inputs, outputs)

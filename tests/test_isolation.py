@@ -1,0 +1,56 @@
+"""The engine under test cannot take the harness down (real MNN, real workers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gbft_action.campaign import Campaign, FuzzConfig
+from gbft_action.pipeline import Timeouts
+
+pytestmark = pytest.mark.slow
+
+
+def run(out: Path, engine: str, n: int, **kw) -> tuple[dict, list[dict]]:
+    cfg = FuzzConfig(out=out, engine=engine, budget=120, max_models=n, seed=21, blocks=(2, 6), jobs=1, **kw)
+    summary = Campaign(cfg).run()
+    recs = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    return summary, recs
+
+
+def test_segfault_in_converter_is_a_finding(tmp_path, fake_engines_path):
+    summary, recs = run(tmp_path / "o", "fake_engines:SegfaultOnConvert", 24)
+    assert summary["models"] == 24 == len(recs)
+    crashed = [r for r in recs if r.get("signal") == 11]
+    assert crashed, "no model hit the fake converter's segfault"
+    assert all(r["status"] == "MCF" and r["stage"] == "convert" for r in crashed)
+    assert all("SIGSEGV" in r["message"] for r in crashed)
+    # The campaign went on: models after a crash were still judged by the real engine.
+    after = [r for r in recs if r["index"] > crashed[0]["index"] and "signal" not in r]
+    assert any(r["status"] in ("DCP", "DCF") for r in after)
+    assert sum(summary["by_status"].values()) == summary["models"]
+
+
+def test_abort_in_inference_keeps_log_tail(tmp_path, fake_engines_path):
+    _, recs = run(tmp_path / "o", "fake_engines:AbortOnInfer", 18)
+    aborted = [r for r in recs if r.get("signal") == 6]
+    assert aborted and all(r["status"] == "IF" and r["stage"] == "infer" for r in aborted)
+    log = (tmp_path / "o" / aborted[0]["case_dir"] / "engine.log").read_text()
+    assert "about to abort" in log
+
+
+def test_hang_is_a_timeout_and_the_worker_is_replaced(tmp_path, fake_engines_path):
+    summary, recs = run(tmp_path / "o", "fake_engines:HangOnInfer", 12, timeouts=Timeouts(infer=2.0))
+    hung = [r for r in recs if r["status"] == "TIMEOUT"]
+    assert hung and all(r["stage"] == "infer" for r in hung)
+    assert all(r["timings"]["infer"] < 10 for r in hung)
+    assert any(r["status"] == "DCP" for r in recs if r["index"] > hung[0]["index"])
+    assert summary["models"] == 12
+
+
+def test_runaway_memory_is_a_finding(tmp_path, fake_engines_path):
+    _, recs = run(tmp_path / "o", "fake_engines:RunawayMemory", 12, engine_mem_mb=3072)
+    hogs = [r for r in recs if "MemoryError" in r["message"]]
+    assert hogs and all(r["status"] == "IF" for r in hogs)
