@@ -28,10 +28,16 @@ from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .oracle import Status, Tolerance
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
-from .search import CaseSource, RandomSource
+from .search import CaseSource
+from .search.guided import GuidedSource
 from .store import ResultStore
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
+# Results of case i reach the generator just before case i + LAG is generated,
+# whatever the number of lanes: a fixed lag keeps guided generation deterministic
+# while up to LAG cases are in flight.
+LAG = 8
+STATE_FILE = "state.json"
 
 
 @dataclass
@@ -48,11 +54,16 @@ class FuzzConfig:
     timeouts: Timeouts = field(default_factory=Timeouts)
     tolerance: Tolerance = field(default_factory=Tolerance)
     engine_mem_mb: int = 4096
+    chooser: str = "mcts"
+    mutations: bool = True
+    state: str = ""  # a directory holding a previous run's state.json (coverage, MCTS)
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resumed campaign to be the same campaign."""
+        state = Path(self.state) / STATE_FILE if self.state else None
         return {"seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
-                "corpus_sha256": _sha(self.corpus)}
+                "corpus_sha256": _sha(self.corpus), "chooser": self.chooser, "mutations": self.mutations,
+                "state_sha256": _sha(str(state)) if state else ""}
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -72,13 +83,23 @@ class Campaign:
         self.corpus: Corpus = load_corpus(cfg.corpus)
         opts = GenOptions(blocks=cfg.blocks, graph=cfg.graph)
         opts.validate()
-        self.source = source or RandomSource(self.corpus, opts, cfg.seed)
+        self.source = source or self._make_source(opts)
         self.store = ResultStore(cfg.out)
         self.progress = progress
         self.records: list[dict[str, Any]] = []
         self.engine_info: dict[str, Any] = {}
+        self._replayed: dict[int, Graph] = {}
         self._stop = threading.Event()
         self.stop_reason = ""
+
+    def _make_source(self, opts: GenOptions) -> CaseSource:
+        src = GuidedSource(self.corpus, opts, self.cfg.seed, self.cfg.chooser, self.cfg.mutations)
+        if self.cfg.state:
+            path = Path(self.cfg.state) / STATE_FILE
+            if not path.exists():
+                raise ValueError(f"--state {self.cfg.state}: no {STATE_FILE} there")
+            src.load_state(json.loads(path.read_text()))
+        return src
 
     # -- public -------------------------------------------------------------------
     def request_stop(self, reason: str = "stopped") -> None:
@@ -116,13 +137,22 @@ class Campaign:
                                                 "sessions": self.sessions, "tool_version": __version__})
 
     def _replay_feedback(self) -> None:
-        """Rebuild the source's learned state from the recorded cases (resume)."""
+        """Rebuild the source's learned state from the recorded cases (resume).
+
+        Generation and feedback are interleaved exactly as in the live loop:
+        the result of case i is fed back before case i + LAG is generated.
+        """
+        graphs: dict[int, Graph] = {}
         for rec in self.records:
-            g = self.source.next_graph(rec["index"])
+            i = rec["index"]
+            if i - LAG in graphs:
+                self.source.feedback(i - LAG, graphs.pop(i - LAG), self.records[i - LAG])
+            g = self.source.next_graph(i)
             if g.structure_hash() != rec["hash"]:
-                raise RuntimeError(f"resume: case {rec['index']} regenerates as {g.structure_hash()}, "
+                raise RuntimeError(f"resume: case {i} regenerates as {g.structure_hash()}, "
                                    f"recorded {rec['hash']}: the generator is not deterministic")
-            self.source.feedback(rec["index"], g, rec)
+            graphs[i] = g
+        self._replayed = graphs  # fed back by the live loop at the same points
 
     def _start_lanes(self, deadline: float) -> list[Lane]:
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
@@ -138,8 +168,10 @@ class Campaign:
         free: Queue[Lane] = Queue()
         for ln in lanes:
             free.put(ln)
-        window: deque[Future[CaseResult]] = deque()
+        window: deque[Future[CaseResult] | CaseResult] = deque()
         index = len(self.records)
+        for i in sorted(self._replayed):  # resumed: results already known
+            window.append(_KnownResult(i, self._replayed[i], self.records[i]))
         est = 0.05  # running estimate of one case's wall time on one lane
 
         def task(i: int, g: Graph) -> CaseResult:
@@ -157,7 +189,7 @@ class Campaign:
                 if time.monotonic() + est > deadline:
                     self.request_stop("budget reached")
                     break
-                while len(window) >= 2 * len(lanes):
+                while len(window) >= LAG:
                     est = self._record(window.popleft().result(), est)
                 g = self.source.next_graph(index)
                 window.append(ex.submit(task, index, g))
@@ -165,7 +197,10 @@ class Campaign:
             while window:
                 est = self._record(window.popleft().result(), est)
 
-    def _record(self, res: CaseResult, est: float) -> float:
+    def _record(self, res: CaseResult | _KnownResult, est: float) -> float:
+        if isinstance(res, _KnownResult):
+            self.source.feedback(res.index, res.graph, res.record)
+            return est
         if res.aborted:
             if res.workdir is not None:
                 shutil.rmtree(res.workdir, ignore_errors=True)
@@ -188,10 +223,26 @@ class Campaign:
         self.sessions.append({"elapsed_s": round(elapsed, 3), "models": session_models,
                               "stop_reason": self.stop_reason})
         summary = build_summary(self.records, self.sessions, self.cfg, self.engine_info)
+        if hasattr(self.source, "summary"):
+            summary["coverage"] = self.source.summary()
         self.store.write_json("summary.json", summary)
+        self.store.write_json(STATE_FILE, self.source.state())
         self.store.write_json("campaign.json", {"identity": self.cfg.identity(), "config": self.cfg.to_json(),
                                                 "sessions": self.sessions, "tool_version": __version__})
         return summary
+
+
+@dataclass
+class _KnownResult:
+    """A recorded result of a resumed campaign, still owed to the generator."""
+
+    index: int
+    graph: Graph
+    record: dict[str, Any]
+
+    def result(self) -> _KnownResult:
+        return self
+
 
 
 def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]], cfg: FuzzConfig,

@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--timeout-convert", type=positive(float), default=30.0)
     f.add_argument("--timeout-infer", type=positive(float), default=30.0)
     f.add_argument("--engine-mem-mb", type=int, default=4096, help="address-space limit of the engine worker")
+    f.add_argument("--chooser", choices=["mcts", "random"], default="mcts", help="block chooser")
+    f.add_argument("--mutations", choices=["on", "off"], default="on", help="the six mutations of the paper")
+    f.add_argument("--state", default="", metavar="DIR",
+                   help="start from the coverage and MCTS state of a previous run's output directory")
     f.add_argument("--quiet", action="store_true")
 
     c = sub.add_parser("corpus", help="block corpus tools")
@@ -95,7 +99,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     cfg = FuzzConfig(out=out, engine=args.engine, budget=args.budget, max_models=args.max_models, seed=args.seed,
                      blocks=args.blocks, graph=args.graph, jobs=args.jobs, corpus=args.corpus,
                      timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
-                     tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb)
+                     tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
+                     chooser=args.chooser, mutations=args.mutations == "on", state=args.state)
     if args.resume:
         cfg = _resume_config(cfg, args)
     bar = Progress(enabled=not args.quiet)
@@ -123,6 +128,7 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     old = json.loads(path.read_text())["config"]
     cfg.seed, cfg.blocks, cfg.graph = old["seed"], tuple(old["blocks"]), old["graph"]
     cfg.engine, cfg.corpus = old["engine"], old["corpus"]
+    cfg.chooser, cfg.mutations, cfg.state = old["chooser"], old["mutations"], old["state"]
     return cfg
 
 
@@ -159,6 +165,9 @@ def print_summary(s: dict[str, Any], out: Path) -> None:
     print(f"{'status':8s} {'count':>7s}")
     for k, v in s["by_status"].items():
         print(f"{k:8s} {v:7d}")
+    cov = s.get("coverage")
+    if cov:
+        print("coverage: " + "  ".join(f"{k} {cov[k]:.3f}" for k in ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC", "OLC")))
     print(f"unique failures: {s['unique_failures']}")
     for f in s["failures"][:20]:
         print(f"  {f['count']:5d}  {f['status']:4s} {f['op'] or '-':22s} {f['message'][:90]}")

@@ -188,6 +188,23 @@ def _parse_params(raw: Any, ops: list[str], err) -> tuple[dict[str, Domain], ...
     return tuple(per_op)
 
 
+def subgraph_problem(b: Block) -> str | None:
+    """Why a (possibly mutated) subgraph block is malformed, or None if it is fine."""
+    n = len(b.ops)
+    if any(not (0 <= s < d < n) for s, d in b.inner_edges):
+        return "inner edges must go forward between existing operators"
+    srcs = {s for s, _ in b.inner_edges}
+    if n > 1 and len([i for i in range(n) if i not in srcs]) != 1:
+        return "a subgraph needs exactly one output operator"
+    for i, op in enumerate(b.ops):
+        k = len(b.inner_preds(i)) or 1
+        if k not in SPECS[op].arity:
+            return f"operator {i} ({op}) gets {k} inputs, it takes {sorted(SPECS[op].arity)}"
+    if n > 1 and max(b.in_degree) > len(b.entries):
+        return f"the subgraph has {len(b.entries)} entry operators, so at most {len(b.entries)} inputs"
+    return None
+
+
 def _check_arity(b: Block, err) -> None:
     if not b.is_subgraph:
         bad = sorted(b.in_degree - SPECS[b.ops[0]].arity)

@@ -44,6 +44,13 @@ class Skeleton:
     edges: list[tuple[int, int]]
     blocks: list[str] = field(default_factory=list)
     input_shape: tuple[int, ...] = ()
+    # Mutants: subgraph blocks changed by BNA/BNR (by node), parameter values
+    # fixed by PM (by "node#inner-op"); the solver repairs them like any draw.
+    overrides: dict[int, Block] = field(default_factory=dict)
+    fixed_params: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    def block_of(self, corpus: Corpus, j: int) -> Block:
+        return self.overrides.get(j) or corpus.block(self.blocks[j])
 
     def preds(self, j: int) -> list[int]:
         return [a for a, b in self.edges if b == j]
@@ -54,16 +61,35 @@ class Skeleton:
 
 def draw_skeleton(rng: random.Random, corpus: Corpus, opts: GenOptions,
                   chosen: list[Block] | None = None) -> Skeleton:
-    n = rng.randint(*opts.blocks)
-    model = rng.choice(GRAPH_MODELS) if opts.graph == "both" else opts.graph
-    model, k, edges = make_graph(rng, model, n)
-    max_in = max(max(b.in_degree) for b in corpus.blocks)
-    max_out = max(max(b.out_degree) for b in corpus.blocks)
-    edges = trim_degrees(rng, n, edges, max_in, max_out)
-    sk = Skeleton(model, k, n, edges)
-    sk.input_shape = (1, rng.randint(*opts.height), rng.randint(*opts.width), rng.randint(*opts.channels))
+    sk = draw_edges(rng, corpus, opts)
     sk.blocks = [assign_block(rng, corpus, chosen, sk, j).name for j in range(n)]
     return sk
+
+
+def draw_edges(rng: random.Random, corpus: Corpus, opts: GenOptions,
+               arm: tuple[str, int] | None = None) -> Skeleton:
+    """The data-flow graph and input shape only; blocks are assigned later.
+
+    ``arm`` fixes the graph model and k (guided generation picks them);
+    otherwise both are drawn as the paper does.
+    """
+    n = rng.randint(*opts.blocks)
+    model = rng.choice(GRAPH_MODELS) if opts.graph == "both" else opts.graph
+    if arm is not None:
+        model = arm[0]
+    model, k, edges = make_graph(rng, model, n, arm[1] if arm else None)
+    edges = trim_degrees(rng, n, edges, *max_degrees(corpus))
+    sk = Skeleton(model, k, n, edges)
+    sk.input_shape = draw_input_shape(rng, opts)
+    return sk
+
+
+def max_degrees(corpus: Corpus) -> tuple[int, int]:
+    return (max(max(b.in_degree) for b in corpus.blocks), max(max(b.out_degree) for b in corpus.blocks))
+
+
+def draw_input_shape(rng: random.Random, opts: GenOptions) -> tuple[int, ...]:
+    return (1, rng.randint(*opts.height), rng.randint(*opts.width), rng.randint(*opts.channels))
 
 
 def assign_block(rng: random.Random, corpus: Corpus, chosen: list[Block] | None,
@@ -85,14 +111,19 @@ def realise(rng: random.Random, corpus: Corpus, sk: Skeleton, seed: int) -> Grap
     out: list[str] = []
     for j in range(sk.n):
         inputs = [out[p] for p in sk.preds(j)] or [x]
-        out.append(_place_block(b, corpus.block(sk.blocks[j]), inputs, j))
-    return b.finish({"model": sk.model, "k": sk.k, "n": sk.n, "edges": [list(e) for e in sk.edges],
-                     "blocks": list(sk.blocks)})
+        out.append(_place_block(b, sk.block_of(corpus, j), inputs, j, sk.fixed_params))
+    meta = {"model": sk.model, "k": sk.k, "n": sk.n, "edges": [list(e) for e in sk.edges], "blocks": list(sk.blocks)}
+    if sk.overrides:
+        meta["mutant_blocks"] = {str(j): {"ops": list(bl.ops), "inner_edges": [list(e) for e in bl.inner_edges]}
+                                 for j, bl in sorted(sk.overrides.items())}
+    return b.finish(meta)
 
 
-def _place_block(b: Builder, block: Block, inputs: list[str], j: int) -> str:
+def _place_block(b: Builder, block: Block, inputs: list[str], j: int,
+                 fixed: dict[str, dict[str, object]]) -> str:
     if not block.is_subgraph:
-        return b.add_op(block.ops[0], inputs, block.params[0], block=block.name, gnode=j)
+        return b.add_op(block.ops[0], inputs, block.params[0], block=block.name, gnode=j,
+                        fixed=fixed.get(f"{j}#0"))
     inner: dict[int, str] = {}
     entries = block.entries
     for i, op in enumerate(block.ops):
@@ -100,7 +131,8 @@ def _place_block(b: Builder, block: Block, inputs: list[str], j: int) -> str:
             ins = [inputs[entries.index(i) % len(inputs)]]
         else:
             ins = [inner[p] for p in block.inner_preds(i)]
-        inner[i] = b.add_op(op, ins, block.params[i], block=f"{block.name}#{i}", gnode=j)
+        inner[i] = b.add_op(op, ins, block.params[i], block=f"{block.name}#{i}", gnode=j,
+                            fixed=fixed.get(f"{j}#{i}"))
     return inner[block.exit]
 
 

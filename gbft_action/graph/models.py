@@ -54,9 +54,9 @@ def residual_network(rng: random.Random, n: int, k: int, p: float = RN_P) -> Edg
     return sorted(edges)
 
 
-def make_graph(rng: random.Random, model: str, n: int) -> tuple[str, int, Edges]:
-    """Draw k from {2, 4, 6} and build a graph with ``model`` ('ws' or 'rn')."""
-    k = rng.choice(NEIGHBOURS)
+def make_graph(rng: random.Random, model: str, n: int, k: int | None = None) -> tuple[str, int, Edges]:
+    """Build a graph with ``model`` ('ws' or 'rn'); k drawn from {2, 4, 6} unless given."""
+    k = k or rng.choice(NEIGHBOURS)
     if model == "ws":
         return model, k, watts_strogatz(rng, n, k)
     if model == "rn":

@@ -56,7 +56,7 @@ class Builder:
 
     # -- operators ----------------------------------------------------------------
     def add_op(self, op: str, inputs: list[str], doms: dict[str, Domain] | None = None,
-               block: str = "", gnode: int = -1) -> str:
+               block: str = "", gnode: int = -1, fixed: dict[str, Any] | None = None) -> str:
         """Place ``op`` on ``inputs``; returns the tensor later ops should read."""
         spec = SPECS[op]
         if len(inputs) not in spec.arity:
@@ -65,6 +65,8 @@ class Builder:
         want = spec.want(self.rng, ins)
         names = [self.coerce(n, w) for n, w in zip(inputs, want)]
         params = spec.sample(self.rng, want, doms)
+        if fixed:  # PM-mutated values: repaired against the shapes like any draw
+            params = spec.repair(self.rng, want, {**params, **fixed})
         aligned = spec.align(want, params)
         names = [self.coerce(n, w) for n, w in zip(names, aligned)]
         out = spec.infer(aligned, params)

@@ -80,6 +80,14 @@ class Coverage:
         """How many new coverage items ``graph`` would bring (no mutation)."""
         return len(self._new_items(graph))
 
+    def seen(self, kind: str, op: str, item: Any) -> bool:
+        """Whether the test set has already exercised ``item`` of ``kind`` for ``op``."""
+        return op not in self._ops or item in self._seen[kind][op]
+
+    def size(self, kind: str, op: str) -> int:
+        """How many distinct items of ``kind`` ``op`` has so far."""
+        return len(self._seen[kind][op]) if op in self._ops else 0
+
     def would_add(self, graph: Graph) -> bool:
         return self.gain(graph) > 0
 
@@ -89,6 +97,10 @@ class Coverage:
         for kind, op, item in new:
             self._seen[kind][op].add(item)
         return bool(new)
+
+    def new_items(self, graph: Graph) -> set[Item]:
+        """The coverage items ``graph`` would add (no mutation)."""
+        return self._new_items(graph)
 
     def _new_items(self, graph: Graph) -> set[Item]:
         return {it for it in graph_items(graph, self._ops)
@@ -238,25 +250,45 @@ def _consumers(graph: Graph) -> dict[str, list[Node]]:
     return cons
 
 
+def _block_consumers(graph: Graph) -> dict[str, list[Node]]:
+    """Per node id, the block nodes its tensor reaches through adapter chains.
+
+    The solver's Cast/Reshape/Slice/Pad adapters realise one data flow of the
+    digraph G; they are not vertices of G, so edges (SEC, DEC) see through them.
+    """
+    direct = _consumers(graph)
+    memo: dict[str, list[Node]] = {}
+
+    def reach(nid: str) -> list[Node]:
+        if nid not in memo:
+            out: list[Node] = []
+            for c in direct.get(nid, []):
+                out.extend([c] if c.role == "block" else reach(c.id))
+            memo[nid] = out
+        return memo[nid]
+
+    return {n.id: reach(n.id) for n in graph.nodes}
+
+
 def graph_items(graph: Graph, ops: Collection[str]) -> Iterator[Item]:
-    """Every coverage item ``graph`` exercises for operator types in ``ops``."""
-    by_id = {n.id: n for n in graph.nodes}
-    cons = _consumers(graph)
+    """Every coverage item ``graph`` exercises for operator types in ``ops``.
+
+    Only block nodes (vertices of the generated digraph) count; adapter nodes
+    inserted by the shapes-and-parameters calculator are part of an edge.
+    """
+    cons = _block_consumers(graph)
     uses = Counter(src for n in graph.nodes for src in n.inputs)
-    for n in graph.nodes:
-        if n.op not in ops:
-            continue
+    blocks = [n for n in graph.nodes if n.role == "block" and n.op in ops]
+    for n in blocks:
         yield ("OTC", n.op, 1)
         yield ("IDC", n.op, len(n.inputs))
         yield ("ODC", n.op, uses[n.id])
         yield ("SPC", n.op, _digest(spc_vector(graph, n)))
-        for c in cons[n.id]:
-            if c.op in ops:
-                yield ("SEC", n.op, c.op)
-        # DEC: n is the middle of a -> n -> c; credit goes to the first operator a.
-        for a in (by_id[s] for s in n.inputs if s in by_id):
-            if a.op in ops:
-                yield from (("DEC", a.op, (n.op, c.op)) for c in cons[n.id] if c.op in ops)
+        succ = [c for c in cons[n.id] if c.op in ops]
+        for c in succ:
+            yield ("SEC", n.op, c.op)
+            # DEC: n -> c -> d, credited to the first operator n.
+            yield from (("DEC", n.op, (c.op, d.op)) for d in cons[c.id] if d.op in ops)
 
 
 # --------------------------------------------------------------------------- graph level

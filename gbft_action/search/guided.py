@@ -1,0 +1,214 @@
+"""The generation loop of Algorithm 1: choose blocks, mutate, generate, keep if new.
+
+``GuidedSource.next_graph(i)`` returns the i-th test of the campaign: it draws
+attempts ``(seed, i, a)`` until one brings new operator-level coverage (line 7)
+or ``max_attempts`` is reached; the others are counted as discarded.  With the
+``mcts`` chooser the blocks come from the MCTS path and each graph node takes
+the admissible block that adds the most coverage (in-/out-degree, edge from its
+predecessors, new operator); with ``random`` every node takes a random
+admissible block of the whole corpus.  Results arrive later through
+``feedback`` (an engine failure is an MCTS success too).  Everything is a
+function of the seed and the order of calls, so a campaign replays exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from ..corpus import Block, Corpus
+from ..graph.generate import GRAPH_MODELS, GenOptions, Skeleton, draw_edges, realise
+from ..graph.models import NEIGHBOURS
+from ..graph.ir import Graph
+from ..graph.mutations import ALL, RATES, TSM, Mutation
+from ..graph.solver import GenError
+from . import case_seed
+from .coverage import Coverage, graph_level
+from .mcts import MCTSChooser, TreeNode
+
+ENGINE_FAILURES = {"MCF", "IF", "DCF"}
+
+
+class GuidedSource:
+    def __init__(self, corpus: Corpus, opts: GenOptions, seed: int, chooser: str = "mcts",
+                 mutations: bool = True, max_attempts: int = 8, n_maxspc: int | None = None) -> None:
+        if chooser not in ("mcts", "random"):
+            raise ValueError(f"chooser must be mcts or random, got {chooser!r}")
+        self.corpus, self.opts, self.seed = corpus, opts, seed
+        self.chooser_name = chooser
+        self.mcts = MCTSChooser(corpus) if chooser == "mcts" else None
+        models = GRAPH_MODELS if opts.graph == "both" else (opts.graph,)
+        self.arms = GraphArms([(m, k) for m in models for k in NEIGHBOURS]) if chooser == "mcts" else None
+        self.mutations: tuple[Mutation, ...] = tuple(
+            TSM(opts=opts) if m.name == "TSM" else m for m in ALL) if mutations else ()
+        self.max_attempts = max_attempts
+        self.coverage = Coverage.from_corpus(corpus, n_maxspc)
+        self.discarded = 0
+        self.generated = 0
+        self._paths: dict[int, list[TreeNode]] = {}
+        self._rewarded: set[int] = set()
+        self._graph_level: dict[str, float] = {}
+        self._kept = 0
+
+    # -- CaseSource -------------------------------------------------------------------
+    def next_graph(self, index: int) -> Graph:
+        g, path = None, []
+        for attempt in range(self.max_attempts):
+            rng = random.Random(f"gbft:{self.seed}:{index}:{attempt}")
+            g, path = self._attempt(rng, index)
+            self.generated += 1
+            if self.arms:
+                self.arms.update(g.meta["model"], g.meta["k"], self._structural_gain(g))
+            new = self.coverage.add(g)
+            if self.mcts:
+                self.mcts.backpropagate(path, 1.0 if new else 0.0)
+            if new:
+                self._rewarded.add(index)
+                break
+            self.discarded += 1
+        assert g is not None
+        g.meta.update(index=index, attempt=attempt)
+        self._paths[index] = path
+        self._accumulate_graph_level(g)
+        return g
+
+    def feedback(self, index: int, graph: Graph, record: dict[str, Any]) -> None:
+        path = self._paths.pop(index, [])
+        if self.mcts and record.get("status") in ENGINE_FAILURES and index not in self._rewarded:
+            self.mcts.backpropagate(path, 1.0, visit=False)
+
+    def state(self) -> dict[str, Any]:
+        return {"chooser": self.chooser_name, "mutations": bool(self.mutations),
+                "coverage": self.coverage.to_json(), "mcts": self.mcts.to_json() if self.mcts else None,
+                "graph_arms": self.arms.to_json() if self.arms else None,
+                "generated": self.generated, "discarded": self.discarded}
+
+    def load_state(self, st: dict[str, Any]) -> None:
+        """Start from a saved state (``--state``): coverage and the MCTS tree."""
+        self.coverage = Coverage.from_json(st["coverage"])
+        if self.mcts and st.get("mcts"):
+            self.mcts.load(st["mcts"])
+        if self.arms and st.get("graph_arms"):
+            self.arms.load(st["graph_arms"])
+
+    def summary(self) -> dict[str, Any]:
+        return {**self.coverage.metrics(), "graph": dict(self._graph_level), "generated": self.generated,
+                "discarded": self.discarded, "mcts_nodes": self.mcts.size() if self.mcts else 0,
+                "graph_arms": self.arms.to_json() if self.arms else None}
+
+    # -- one attempt ------------------------------------------------------------------
+    def _attempt(self, rng: random.Random, index: int) -> tuple[Graph, list[TreeNode]]:
+        chosen, path = self.mcts.choose(rng, self.coverage) if self.mcts else ([], [])
+        muts = self._select_mutations(rng)
+        sk = draw_edges(rng, self.corpus, self.opts, self.arms.pick(rng) if self.arms else None)
+        for m, r in muts:
+            if m.level == "edges":
+                m.apply(rng, sk, self.corpus, r)
+        self._assign(rng, sk, chosen)
+        for m, r in muts:
+            if m.level != "edges":
+                m.apply(rng, sk, self.corpus, r)
+        try:
+            g = realise(rng, self.corpus, sk, case_seed(self.seed, index))
+        except GenError:
+            sk.overrides.clear()
+            sk.fixed_params.clear()
+            g = realise(rng, self.corpus, sk, case_seed(self.seed, index))
+        g.meta["mutations"] = [f"{m.name}:{r}" for m, r in muts]
+        g.meta["path"] = [b.name for b in chosen]
+        return g, path
+
+    def _select_mutations(self, rng: random.Random) -> list[tuple[Mutation, float]]:
+        """The mutation selector: each mutation on with probability 1/2, rate from RATES."""
+        return [(m, rng.choice(RATES[1:]) if m.level != "source" else 0.0)
+                for m in self.mutations if rng.random() < 0.5]
+
+    def _assign(self, rng: random.Random, sk: Skeleton, chosen: list[Block]) -> None:
+        sk.blocks = []
+        for j in range(sk.n):
+            d_in, d_out = max(1, len(sk.preds(j))), sk.out_degree(j)
+            cands = [b for b in self.corpus.blocks if d_in in b.in_degree and d_out in b.out_degree]
+            if not cands:
+                raise GenError(f"no block takes in-degree {d_in} and out-degree {d_out}")
+            if self.mcts is None:
+                sk.blocks.append(rng.choice(cands).name)
+                continue
+            preds = [self.corpus.block(sk.blocks[p]) for p in sk.preds(j)]
+            on_path = {b.name for b in chosen}
+            # The MCTS path breaks ties: coverage first, then the tree's choice.
+            scored = [(self._score(b, d_in, d_out, preds, sk.blocks) + (0.5 if b.name in on_path else 0), b)
+                      for b in cands]
+            best = max(s for s, _ in scored)
+            top = [b for s, b in scored if s == best]
+            sk.blocks.append(rng.choice(top).name)
+
+    def _score(self, b: Block, d_in: int, d_out: int, preds: list[Block], placed: list[str]) -> float:
+        """New coverage this block would bring at this node: types, degrees, edges from its predecessors."""
+        cov = self.coverage
+        head, tail = b.ops[b.entries[0]], b.ops[b.exit]
+        s = sum(2 for op in set(b.ops) if not cov.seen("OTC", op, 1) and op not in placed)
+        s += 0 if cov.seen("IDC", head, d_in) else 1
+        s += 0 if cov.seen("ODC", tail, d_out) else 1
+        s += sum(0 if cov.seen("SEC", p.ops[p.exit], head) else 1 for p in preds)
+        # Between equals, prefer operators still under n_maxspc shape/parameter vectors.
+        s += 0.5 * sum(cov.size("SPC", op) < cov.n_maxspc for op in b.ops) / len(b.ops)
+        return s
+
+    def _structural_gain(self, g: Graph) -> float:
+        """Coverage gain per block, in units of one SEC pair.
+
+        A shape/parameter vector is worth n_t / n_maxspc of a pair in OLC, and
+        only while the operator is under n_maxspc vectors.
+        """
+        cov = self.coverage
+        new = cov.new_items(g)
+        spc = sum(1 for k, op, _ in new if k == "SPC" and cov.size("SPC", op) < cov.n_maxspc)
+        rest = sum(1 for k, _, _ in new if k in ("OTC", "IDC", "ODC", "SEC"))
+        return (rest + spc * cov.n_t / cov.n_maxspc) / max(1, len(g.block_nodes()))
+
+    def _accumulate_graph_level(self, g: Graph) -> None:
+        self._kept += 1
+        for k, v in graph_level(g, self.corpus.op_types).items():
+            old = self._graph_level.get(k, 0.0)
+            self._graph_level[k] = old + (v - old) / self._kept
+
+
+class GraphArms:
+    """UCB1 over the graph model's settings (model, k in {2, 4, 6}).
+
+    The paper draws k at random.  Which k pays depends on what is left to
+    cover: high k makes the many-input, high-out-degree nodes that degree
+    coverage needs; k = 2 makes chains of single-input nodes, the only places
+    where most operator pairs (SEC) can occur.  The bandit follows the gain.
+    """
+
+    def __init__(self, arms: list[tuple[str, int]], c: float = 0.2) -> None:
+        self.arms = arms
+        self.c = c
+        self.n = {a: 0 for a in arms}
+        self.total = {a: 0.0 for a in arms}
+
+    def pick(self, rng: random.Random) -> tuple[str, int]:
+        untried = [a for a in self.arms if self.n[a] == 0]
+        if untried:
+            return untried[0]
+        t = sum(self.n.values())
+        score = {a: self.total[a] / self.n[a] + self.c * math.sqrt(math.log(t) / self.n[a]) for a in self.arms}
+        best = max(score.values())
+        return rng.choice([a for a in self.arms if score[a] >= best - 1e-12])
+
+    def update(self, model: str, k: int, reward: float) -> None:
+        a = (model, k)
+        if a in self.n:
+            self.n[a] += 1
+            self.total[a] += reward
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [{"model": m, "k": k, "n": self.n[(m, k)], "total": self.total[(m, k)]} for m, k in self.arms]
+
+    def load(self, rows: list[dict[str, Any]]) -> None:
+        for r in rows:
+            a = (r["model"], r["k"])
+            if a in self.n:
+                self.n[a], self.total[a] = r["n"], r["total"]
