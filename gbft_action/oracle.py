@@ -6,7 +6,9 @@ elements are close: ``|actual - expected| <= atol + rtol * |expected|`` with
 values near zero, where relative error is meaningless (a sum of terms that
 cancel), do not fail on float rounding.  NaN matches NaN and an infinity matches
 the same infinity; NaN or Inf on one side only is a mismatch (the paper's
-sigmoid(NaN) and x/0 cases).  A shape or dtype-kind mismatch fails outright.
+sigmoid(NaN) and x/0 cases).  A shape mismatch fails outright; values of
+different dtypes (int32 from the engine, int64 from TensorFlow; bool) are
+compared as numbers.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ def compare(expected: np.ndarray, actual: np.ndarray, name: str = "", tol: Toler
     with np.errstate(invalid="ignore", over="ignore"):
         e64 = e.astype(np.float64)
         a64 = a.astype(np.float64)
-        close = np.abs(a64 - e64) <= tol.atol + tol.rtol * np.abs(e64)
+        # Only finite pairs can be "close": |inf - x| <= rtol * inf would pass anything.
+        close = np.isfinite(e64) & np.isfinite(a64) & (np.abs(a64 - e64) <= tol.atol + tol.rtol * np.abs(e64))
         same_special = (np.isnan(e64) & np.isnan(a64)) | (np.isinf(e64) & (a64 == e64))
     ok_mask = close | same_special
     ok_mask &= ~(np.isnan(e64) ^ np.isnan(a64))

@@ -189,15 +189,18 @@ def test_ops_outside_the_corpus_are_ignored() -> None:
     assert "Tanh" not in cov.per_op()
 
 
-def test_adapters_count_like_other_operators() -> None:
+def test_adapters_are_part_of_an_edge_not_vertices() -> None:
+    # Adapters realise a data flow of the digraph: the edge Relu -> Relu goes
+    # through a Reshape adapter, and the adapter itself is not covered.
     corpus = parse_corpus({"blocks": [{"name": "Relu", "in_degree": [1], "out_degree": [0, 1]},
                                       {"name": "Reshape", "in_degree": [1], "out_degree": [1]}]})
     cov = Coverage.from_corpus(corpus)
-    reshape = Node("a0", "Reshape", ["x"], {"shape": [64, 4], "rank": 2}, TensorType((64, 4)),
+    reshape = Node("a0", "Reshape", ["r0"], {"shape": [64, 4], "rank": 2}, TensorType((64, 4)),
                    role="adapter")
-    cov.add(graph({"x": S}, [reshape, Node("r", "Relu", ["a0"], {}, TensorType((64, 4)))]))
+    cov.add(graph({"x": S}, [Node("r0", "Relu", ["x"], {}, TensorType(S)), reshape,
+                             Node("r", "Relu", ["a0"], {}, TensorType((64, 4)))]))
     per = cov.per_op()
-    assert per["Reshape"]["OTC"] == 1.0 and per["Reshape"]["SEC"] == 0.5
+    assert per["Reshape"]["OTC"] == 0.0 and per["Relu"]["SEC"] == 0.5
 
 
 def test_corpus_degrees_for_subgraph_inner_ops() -> None:
@@ -220,7 +223,8 @@ def test_spc_saturates_at_n_maxspc() -> None:
     cov = Coverage(["Relu"], {"Relu": {1}}, {"Relu": {0}}, n_maxspc=2)
     for h in (2, 3, 4):
         cov.add(graph({"x": (1, h)}, [Node("r", "Relu", ["x"], {}, TensorType((1, h)))]))
-    assert cov.counts()["Relu"]["SPC"] == 3 and cov.per_op()["Relu"]["SPC"] == 1.0
+    # Past the cap a new vector is not new coverage (it would not raise SPC).
+    assert cov.counts()["Relu"]["SPC"] == 2 and cov.per_op()["Relu"]["SPC"] == 1.0
 
 
 def test_graph_level_metrics() -> None:

@@ -58,18 +58,14 @@ def test_same_infinity_passes(v):
     assert d.ok and d.ratio == 1.0
 
 
-# PACKAGE BUG (gbft_action/oracle.py, compare, line 68):
-#   close = |a - e| <= atol + rtol * |e|
-# With e = +-Inf the right-hand side is +Inf, so *any* non-NaN actual value
-# (the opposite infinity, or any finite number) counts as close.  Expected Inf
-# vs actual -Inf or 3.0 passes as DCP.  (Expected finite vs actual Inf fails
-# correctly, because then the bound is finite.)
+# Regression: with e = +-Inf the bound atol + rtol*|e| is +Inf, so a plain
+# |a - e| <= bound once let any non-NaN actual value pass against an expected Inf.
 @pytest.mark.parametrize("e,a", [
-    (INF, -INF),   # PACKAGE BUG: passes today
-    (-INF, INF),   # PACKAGE BUG: passes today
-    (INF, 3.0),    # PACKAGE BUG: passes today
-    (-INF, 0.0),   # PACKAGE BUG: passes today
-    (INF, 3.4e38),  # PACKAGE BUG: passes today (largest float32 is still not Inf)
+    (INF, -INF),
+    (-INF, INF),
+    (INF, 3.0), 
+    (-INF, 0.0),
+    (INF, 3.4e38),  # the largest float32 is still not Inf
     (3.0, INF),
     (0.0, -INF),
 ])
@@ -80,9 +76,8 @@ def test_infinity_mismatch_fails(e, a):
     assert d.worst and d.worst[0]["index"] == [0]
 
 
-def test_bug_inf_vs_finite_hides_in_a_large_tensor():
-    """PACKAGE BUG (oracle.py:68): an engine that returns finite values where
-    TensorFlow returns +Inf everywhere (e.g. x/0) is judged a pass."""
+def test_inf_vs_finite_does_not_hide_in_a_large_tensor():
+    """An engine returning finite values where TensorFlow returns +Inf (x/0) fails."""
     e = np.full((10, 10), INF, np.float32)
     a = np.zeros((10, 10), np.float32)
     d = judge_outputs({"y": e}, {"y": a}, ["y"])[0]

@@ -62,7 +62,7 @@ class Skeleton:
 def draw_skeleton(rng: random.Random, corpus: Corpus, opts: GenOptions,
                   chosen: list[Block] | None = None) -> Skeleton:
     sk = draw_edges(rng, corpus, opts)
-    sk.blocks = [assign_block(rng, corpus, chosen, sk, j).name for j in range(n)]
+    sk.blocks = [assign_block(rng, corpus, chosen, sk, j).name for j in range(sk.n)]
     return sk
 
 

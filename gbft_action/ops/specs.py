@@ -399,6 +399,8 @@ class BatchToSpace(Spec):
 class Squeeze(Spec):
     def want(self, rng, ins):
         t = self._want_one(rng, ins[0])
+        if t.rank == 1:  # squeezing (1,) would give a scalar: make it (1, d) first
+            return [TensorType((1,) + t.shape, t.dtype)]
         if 1 not in t.shape and t.rank < MAX_RANK:
             s = list(t.shape)
             s.insert(rng.randint(0, len(s)), 1)

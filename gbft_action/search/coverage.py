@@ -113,6 +113,8 @@ class Coverage:
             return item in self.allowed_in[op]
         if kind == "ODC":
             return item in self.allowed_out[op]
+        if kind == "SPC":  # past n_maxspc a new vector no longer raises SPC
+            return len(self._seen["SPC"][op]) < self.n_maxspc
         return True
 
     # -- metrics -------------------------------------------------------------

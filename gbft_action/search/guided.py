@@ -65,7 +65,8 @@ class GuidedSource:
                 self.mcts.backpropagate(path, 1.0 if new else 0.0)
             if new:
                 self._rewarded.add(index)
-                break
+            if new or attempt == self.max_attempts - 1:
+                break  # the last attempt is kept even without new coverage: every index has a test
             self.discarded += 1
         assert g is not None
         g.meta.update(index=index, attempt=attempt)
@@ -148,7 +149,8 @@ class GuidedSource:
         cov = self.coverage
         head, tail = b.ops[b.entries[0]], b.ops[b.exit]
         s = sum(2 for op in set(b.ops) if not cov.seen("OTC", op, 1) and op not in placed)
-        s += 0 if cov.seen("IDC", head, d_in) else 1
+        # A subgraph's entry operators take one external input each.
+        s += 0 if cov.seen("IDC", head, 1 if b.is_subgraph else d_in) else 1
         s += 0 if cov.seen("ODC", tail, d_out) else 1
         s += sum(0 if cov.seen("SEC", p.ops[p.exit], head) else 1 for p in preds)
         # Between equals, prefer operators still under n_maxspc shape/parameter vectors.
@@ -180,29 +182,34 @@ class GraphArms:
     The paper draws k at random.  Which k pays depends on what is left to
     cover: high k makes the many-input, high-out-degree nodes that degree
     coverage needs; k = 2 makes chains of single-input nodes, the only places
-    where most operator pairs (SEC) can occur.  The bandit follows the gain.
+    where most operator pairs (SEC) can occur.  What pays changes as coverage
+    fills up, so old rewards are discounted by ``gamma`` per update.
     """
 
-    def __init__(self, arms: list[tuple[str, int]], c: float = 0.2) -> None:
+    def __init__(self, arms: list[tuple[str, int]], c: float = 0.1, gamma: float = 0.98) -> None:
         self.arms = arms
-        self.c = c
-        self.n = {a: 0 for a in arms}
+        self.c, self.gamma = c, gamma
+        self.n = {a: 0.0 for a in arms}
         self.total = {a: 0.0 for a in arms}
 
     def pick(self, rng: random.Random) -> tuple[str, int]:
-        untried = [a for a in self.arms if self.n[a] == 0]
+        untried = [a for a in self.arms if self.n[a] == 0.0]
         if untried:
             return untried[0]
-        t = sum(self.n.values())
+        t = max(sum(self.n.values()), 1.0 + 1e-9)
         score = {a: self.total[a] / self.n[a] + self.c * math.sqrt(math.log(t) / self.n[a]) for a in self.arms}
         best = max(score.values())
         return rng.choice([a for a in self.arms if score[a] >= best - 1e-12])
 
     def update(self, model: str, k: int, reward: float) -> None:
         a = (model, k)
-        if a in self.n:
-            self.n[a] += 1
-            self.total[a] += reward
+        if a not in self.n:
+            return
+        for b in self.arms:
+            self.n[b] *= self.gamma
+            self.total[b] *= self.gamma
+        self.n[a] += 1
+        self.total[a] += reward
 
     def to_json(self) -> list[dict[str, Any]]:
         return [{"model": m, "k": k, "n": self.n[(m, k)], "total": self.total[(m, k)]} for m, k in self.arms]
