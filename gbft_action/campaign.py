@@ -30,7 +30,7 @@ from .oracle import Status, Tolerance
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource
 from .search.guided import GuidedSource
-from .store import ResultStore
+from .store import ResultStore, simple_key
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
 # Results of case i reach the generator just before case i + LAG is generated,
@@ -89,6 +89,8 @@ class Campaign:
         self.records: list[dict[str, Any]] = []
         self.engine_info: dict[str, Any] = {}
         self._replayed: dict[int, Graph] = {}
+        self._tflite_keys: set[str] = set()
+        self._keys_lock = threading.Lock()
         self._stop = threading.Event()
         self.stop_reason = ""
 
@@ -156,12 +158,21 @@ class Campaign:
 
     def _start_lanes(self, deadline: float) -> list[Lane]:
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
-                          self.cfg.engine_mem_mb)
+                          self.cfg.engine_mem_mb, want_tflite=self._first_of_its_kind)
         lanes = [Lane(lcfg, i) for i in range(max(1, self.cfg.jobs))]
         with ThreadPoolExecutor(len(lanes)) as ex:
             infos = list(ex.map(lambda ln: ln.start(), lanes))
         self.engine_info = infos[0]
         return lanes
+
+    def _first_of_its_kind(self, res: CaseResult) -> bool:
+        """True for the first failure with its key (lanes call this from their threads)."""
+        key = simple_key(str(res.status), res.op, res.message)
+        with self._keys_lock:
+            if key in self._tflite_keys:
+                return False
+            self._tflite_keys.add(key)
+            return True
 
     # -- loop -----------------------------------------------------------------------
     def _loop(self, lanes: list[Lane], deadline: float) -> None:

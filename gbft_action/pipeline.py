@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -49,6 +49,7 @@ class CaseResult:
     arrays: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # inputs/expected/actual
     workdir: Path | None = None
     aborted: bool = False  # cut off by the campaign's deadline: not a result
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -61,6 +62,9 @@ class LaneConfig:
     engine_prefix: tuple[str, ...] = ()
     engine_python: str = ""
     engine_env: dict[str, str] = field(default_factory=dict)
+    # Asked once per engine failure: write model.tflite too?  (TFLite conversion
+    # costs ~0.25 s, so the campaign asks for it once per distinct failure.)
+    want_tflite: Callable[[CaseResult], bool] = lambda res: False
 
 
 class Lane:
@@ -91,19 +95,31 @@ class Lane:
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
         res = CaseResult(index, g, Status.DCP, workdir=d)
+        t0 = time.monotonic()
         try:
             self._run(res, budget_left)
+            self._maybe_tflite(res, budget_left - (time.monotonic() - t0))
         except _Aborted:
             res.aborted = True
         return res
 
-    def _call(self, w: Worker, msg: dict[str, Any], limit: float, budget_left: float) -> tuple[CallResult, bool]:
-        """Call with min(stage limit, budget); the flag says the budget cut it."""
-        if budget_left <= 0:
+    def _stage(self, res: CaseResult, stage: str, w: Worker, msg: dict[str, Any], limit: float,
+               left: float) -> CallResult | None:
+        """Run one stage with min(stage limit, budget left); None when it failed (res is judged)."""
+        if left <= 0:
             raise _Aborted()
-        timeout = min(limit, budget_left)
+        timeout = min(limit, left)
         r = w.call(msg, timeout)
-        return r, r.kind == "timeout" and timeout < limit
+        res.timings[stage] = r.elapsed
+        if r.kind == "timeout" and timeout < limit:
+            raise _Aborted()  # the campaign's deadline cut it, not the stage limit
+        if r.kind == "ok":
+            return r
+        if stage == "reference":
+            self._reference_failure(res, r)
+        else:
+            self._engine_failure(res, r, stage, Status.MCF if stage == "convert" else Status.IF)
+        return None
 
     def _run(self, res: CaseResult, budget_left: float) -> None:
         t_start = time.monotonic()
@@ -112,35 +128,30 @@ class Lane:
             return budget_left - (time.monotonic() - t_start)
 
         g, d, to = res.graph, res.workdir, self.cfg.timeouts
-        r, cut = self._call(self.ref, {"op": "build", "graph": g.to_json(), "dir": str(d)}, to.reference, left())
-        res.timings["reference"] = r.elapsed
-        if cut:
-            raise _Aborted()
-        if r.kind != "ok":
-            self._reference_failure(res, r)
+        r = self._stage(res, "reference", self.ref, {"op": "build", "graph": g.to_json(), "dir": str(d)},
+                        to.reference, left())
+        if r is None:
             return
         res.arrays["inputs"] = unpack(r.reply["inputs"])
         res.arrays["expected"] = unpack(r.reply["expected"])
-
-        r, cut = self._call(self.eng, {"op": "convert", "model": str(d / "model.pb"), "format": "pb",
-                                       "dir": str(d)}, to.convert, left())
-        res.timings["convert"] = r.elapsed
-        if cut:
-            raise _Aborted()
-        if r.kind != "ok":
-            self._engine_failure(res, r, "convert", Status.MCF)
+        convert = {"op": "convert", "model": str(d / "model.pb"), "format": "pb", "dir": str(d)}
+        if self._stage(res, "convert", self.eng, convert, to.convert, left()) is None:
             return
-
-        r, cut = self._call(self.eng, {"op": "infer", "inputs": pack(res.arrays["inputs"]),
-                                       "outputs": list(g.outputs)}, to.infer, left())
-        res.timings["infer"] = r.elapsed
-        if cut:
-            raise _Aborted()
-        if r.kind != "ok":
-            self._engine_failure(res, r, "infer", Status.IF)
+        infer = {"op": "infer", "inputs": pack(res.arrays["inputs"]), "outputs": list(g.outputs)}
+        r = self._stage(res, "infer", self.eng, infer, to.infer, left())
+        if r is None:
             return
         res.arrays["actual"] = unpack(r.reply["outputs"])
         self._compare(res)
+
+    def _maybe_tflite(self, res: CaseResult, left: float) -> None:
+        """Also save the model as TFLite (for the engine's other converter path)."""
+        if res.status not in (Status.MCF, Status.IF, Status.DCF) or not self.cfg.want_tflite(res) or left <= 1:
+            return
+        r = self.ref.call({"op": "tflite", "graph": res.graph.to_json(), "dir": str(res.workdir)}, min(20.0, left))
+        res.timings["tflite"] = r.elapsed
+        if r.kind != "ok":
+            res.notes.append(f"TFLite conversion failed: {r.reply.get('error') or r.crash_summary}")
 
     # -- judging ------------------------------------------------------------------
     def _reference_failure(self, res: CaseResult, r: CallResult) -> None:

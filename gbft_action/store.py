@@ -81,6 +81,8 @@ class ResultStore:
             "timings": {k: round(v, 5) for k, v in res.timings.items()},
             "n_nodes": len(g.nodes), "n_blocks": len(g.meta.get("blocks", [])),
         }
+        if res.notes:
+            rec["notes"] = list(res.notes)
         if res.signal is not None or res.exit_code is not None:
             rec["signal"], rec["exit_code"] = res.signal, res.exit_code
         if res.status in ENGINE_FAILURES or (res.status == Status.TIMEOUT and res.stage in ("convert", "infer")):

@@ -59,6 +59,7 @@ def test_failing_cases_keep_everything_needed_to_replay(tmp_path):
     Campaign(FuzzConfig(out=out, engine="mnn", budget=120, max_models=60, seed=3, jobs=2)).run()
     failing = [r for r in records(out) if r["status"] in ("MCF", "IF", "DCF")]
     assert failing, "seed 3 is known to produce MNN failures in 60 models"
+    assert any((out / r["case_dir"] / "model.tflite").exists() for r in failing)
     for r in failing:
         d = out / r["case_dir"]
         assert (d / "graph.json").exists() and (d / "model.pb").stat().st_size > 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Callable, Protocol
 
 from ..corpus import Block, Corpus, subgraph_problem
 from ..ops.specs import SPECS
@@ -66,6 +66,21 @@ class GER:
         return True
 
 
+def _mutate_subgraphs(rng: random.Random, sk: Skeleton, corpus: Corpus, r: float, min_ops: int,
+                      surgery: Callable[[Block, int], Block | None]) -> bool:
+    """Apply ``surgery`` at a random inner op of each subgraph node, with probability r."""
+    changed = False
+    for j in range(sk.n):
+        b = sk.block_of(corpus, j)
+        if not b.is_subgraph or len(b.ops) < min_ops or rng.random() >= r:
+            continue
+        mutant = surgery(b, rng.randrange(len(b.ops)))
+        if mutant is not None and subgraph_problem(mutant) is None and max(1, len(sk.preds(j))) in mutant.in_degree:
+            sk.overrides[j] = mutant
+            changed = True
+    return changed
+
+
 @dataclass(frozen=True)
 class BNA:
     """Duplicate an inner operator of a subgraph block, in series after itself."""
@@ -74,15 +89,7 @@ class BNA:
     level: str = "blocks"
 
     def apply(self, rng: random.Random, sk: Skeleton, corpus: Corpus, r: float) -> bool:
-        changed = False
-        for j in range(sk.n):
-            b = sk.block_of(corpus, j)
-            if b.is_subgraph and rng.random() < r:
-                mutant = duplicate_op(b, rng.randrange(len(b.ops)))
-                if subgraph_problem(mutant) is None:
-                    sk.overrides[j] = mutant
-                    changed = True
-        return changed
+        return _mutate_subgraphs(rng, sk, corpus, r, 2, duplicate_op)
 
 
 @dataclass(frozen=True)
@@ -93,16 +100,7 @@ class BNR:
     level: str = "blocks"
 
     def apply(self, rng: random.Random, sk: Skeleton, corpus: Corpus, r: float) -> bool:
-        changed = False
-        for j in range(sk.n):
-            b = sk.block_of(corpus, j)
-            if b.is_subgraph and len(b.ops) > 2 and rng.random() < r:
-                mutant = remove_op(b, rng.randrange(len(b.ops)))
-                d_in = max(1, len(sk.preds(j)))
-                if mutant is not None and subgraph_problem(mutant) is None and d_in in mutant.in_degree:
-                    sk.overrides[j] = mutant
-                    changed = True
-        return changed
+        return _mutate_subgraphs(rng, sk, corpus, r, 3, remove_op)
 
 
 @dataclass(frozen=True)
