@@ -30,6 +30,8 @@ from .oracle import Status, Tolerance
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource
 from .search.guided import GuidedSource
+from .bugs.bundle import BugBook
+from .bugs.replay import minimize_bug
 from .store import ResultStore, simple_key
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
@@ -57,6 +59,8 @@ class FuzzConfig:
     chooser: str = "mcts"
     mutations: bool = True
     state: str = ""  # a directory holding a previous run's state.json (coverage, MCTS)
+    minimize_share: float = 0.35  # share of the budget kept for minimising new bugs
+    minimize_limit: float = 30.0  # seconds at most per bug
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resumed campaign to be the same campaign."""
@@ -85,10 +89,11 @@ class Campaign:
         opts.validate()
         self.source = source or self._make_source(opts)
         self.store = ResultStore(cfg.out)
+        self.bugs = BugBook(cfg.out, cfg.state)
         self.progress = progress
         self.records: list[dict[str, Any]] = []
         self.engine_info: dict[str, Any] = {}
-        self._replayed: dict[int, Graph] = {}
+        self._pending: deque[tuple[int, Graph, dict[str, Any]]] = deque()  # results owed to the generator
         self._tflite_keys: set[str] = set()
         self._keys_lock = threading.Lock()
         self._stop = threading.Event()
@@ -113,10 +118,21 @@ class Campaign:
         deadline = t0 + self.cfg.budget
         self._check_resume()
         self.records = self.store.load()
+        self.bugs.resume(self.records)
         self._replay_feedback()
         lanes = self._start_lanes(deadline)
         try:
-            self._loop(lanes, deadline)
+            reserve = self.cfg.budget * self.cfg.minimize_share
+            self._loop(lanes, deadline - reserve, deadline)
+            reason = self.stop_reason
+            if reason in ("budget reached", "max-models reached"):  # not a signal: carry on
+                self._stop.clear()
+                self._minimize_new(lanes[0], deadline)
+            if reason == "budget reached" and not self._stop.is_set():  # only the reserve was reached
+                self.stop_reason = ""
+                self._loop(lanes, deadline, deadline)
+            elif not self._stop.is_set():
+                self.stop_reason = reason
         finally:
             for lane in lanes:
                 lane.stop()
@@ -144,17 +160,20 @@ class Campaign:
         Generation and feedback are interleaved exactly as in the live loop:
         the result of case i is fed back before case i + LAG is generated.
         """
-        graphs: dict[int, Graph] = {}
         for rec in self.records:
             i = rec["index"]
-            if i - LAG in graphs:
-                self.source.feedback(i - LAG, graphs.pop(i - LAG), self.records[i - LAG])
+            self._feed_until(i - LAG)
             g = self.source.next_graph(i)
             if g.structure_hash() != rec["hash"]:
                 raise RuntimeError(f"resume: case {i} regenerates as {g.structure_hash()}, "
                                    f"recorded {rec['hash']}: the generator is not deterministic")
-            graphs[i] = g
-        self._replayed = graphs  # fed back by the live loop at the same points
+            self._pending.append((i, g, rec))
+
+    def _feed_until(self, upto: int) -> None:
+        """Give the generator every recorded result with index <= upto, in order."""
+        while self._pending and self._pending[0][0] <= upto:
+            i, g, rec = self._pending.popleft()
+            self.source.feedback(i, g, rec)
 
     def _start_lanes(self, deadline: float) -> list[Lane]:
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
@@ -164,6 +183,18 @@ class Campaign:
             infos = list(ex.map(lambda ln: ln.start(), lanes))
         self.engine_info = infos[0]
         return lanes
+
+    def _minimize_new(self, lane: Lane, deadline: float) -> None:
+        """Minimise this run's new fingerprints, oldest first, within the reserve."""
+        self.minimized: dict[str, dict[str, Any]] = {}
+        todo = self.bugs.new_ids_in_order()
+        for k, fid in enumerate(todo):
+            left = deadline - time.monotonic() - GRACE_S
+            if left < 1 or self._stop.is_set():
+                break
+            # A fair share of what is left, at least 2 s and at most the per-bug limit.
+            share = max(2.0, left / (len(todo) - k))
+            self.minimized[fid] = minimize_bug(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left))
 
     def _first_of_its_kind(self, res: CaseResult) -> bool:
         """True for the first failure with its key (lanes call this from their threads)."""
@@ -175,20 +206,19 @@ class Campaign:
             return True
 
     # -- loop -----------------------------------------------------------------------
-    def _loop(self, lanes: list[Lane], deadline: float) -> None:
+    def _loop(self, lanes: list[Lane], deadline: float, hard_deadline: float) -> None:
+        """Start cases until ``deadline``; cases in flight may run to ``hard_deadline`` + grace."""
         free: Queue[Lane] = Queue()
         for ln in lanes:
             free.put(ln)
-        window: deque[Future[CaseResult] | CaseResult] = deque()
+        window: deque[Future[CaseResult]] = deque()
         index = len(self.records)
-        for i in sorted(self._replayed):  # resumed: results already known
-            window.append(_KnownResult(i, self._replayed[i], self.records[i]))
         est = 0.05  # running estimate of one case's wall time on one lane
 
         def task(i: int, g: Graph) -> CaseResult:
             lane = free.get()
             try:
-                return lane.run(i, g, deadline + GRACE_S - time.monotonic())
+                return lane.run(i, g, hard_deadline + GRACE_S - time.monotonic())
             finally:
                 free.put(lane)
 
@@ -200,25 +230,25 @@ class Campaign:
                 if time.monotonic() + est > deadline:
                     self.request_stop("budget reached")
                     break
-                while len(window) >= LAG:
+                while (window and window[0].done()) or len(window) >= LAG:
                     est = self._record(window.popleft().result(), est)
+                self._feed_until(index - LAG)
                 g = self.source.next_graph(index)
                 window.append(ex.submit(task, index, g))
                 index += 1
             while window:
                 est = self._record(window.popleft().result(), est)
 
-    def _record(self, res: CaseResult | _KnownResult, est: float) -> float:
-        if isinstance(res, _KnownResult):
-            self.source.feedback(res.index, res.graph, res.record)
-            return est
+    def _record(self, res: CaseResult, est: float) -> float:
         if res.aborted:
             if res.workdir is not None:
                 shutil.rmtree(res.workdir, ignore_errors=True)
             return est
         rec = self.store.append(res)
         self.records.append(rec)
-        self.source.feedback(res.index, res.graph, rec)
+        self.bugs.observe(rec, res.graph, self.engine_info,
+                          {"seed": self.cfg.seed, "tolerance": asdict(self.cfg.tolerance)})
+        self._pending.append((res.index, res.graph, rec))
         if self.progress:
             self.progress(self.counts())
         spent = sum(res.timings.values())
@@ -233,27 +263,19 @@ class Campaign:
         session_models = len(self.records) - sum(s["models"] for s in self.sessions)
         self.sessions.append({"elapsed_s": round(elapsed, 3), "models": session_models,
                               "stop_reason": self.stop_reason})
+        self._feed_until(len(self.records))  # the state saved below has seen every result
         summary = build_summary(self.records, self.sessions, self.cfg, self.engine_info)
         if hasattr(self.source, "summary"):
             summary["coverage"] = self.source.summary()
+        self.bugs.save()
+        summary["new_failures"] = self.bugs.new_ids()
+        summary["minimized"] = getattr(self, "minimized", {})
+        summary["bugs_dir"] = str(self.cfg.out / "bugs")
         self.store.write_json("summary.json", summary)
         self.store.write_json(STATE_FILE, self.source.state())
         self.store.write_json("campaign.json", {"identity": self.cfg.identity(), "config": self.cfg.to_json(),
                                                 "sessions": self.sessions, "tool_version": __version__})
         return summary
-
-
-@dataclass
-class _KnownResult:
-    """A recorded result of a resumed campaign, still owed to the generator."""
-
-    index: int
-    graph: Graph
-    record: dict[str, Any]
-
-    def result(self) -> _KnownResult:
-        return self
-
 
 
 def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]], cfg: FuzzConfig,
@@ -265,9 +287,10 @@ def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]],
     failures = []
     for key, n in keys.most_common():
         first = next(r for r in records if r.get("key") == key)
-        failures.append({"key": key, "count": n, "status": first["status"], "op": first["op"],
-                         "first_index": first["index"], "case_dir": first.get("case_dir", ""),
-                         "message": first["message"][:300]})
+        fp = first.get("fingerprint", {})
+        failures.append({"key": key, "fingerprint": key, "title": fp.get("title", ""), "count": n,
+                         "status": first["status"], "op": first["op"], "first_index": first["index"],
+                         "case_dir": first.get("case_dir", ""), "message": first["message"][:300]})
     return {
         "tool_version": __version__,
         "models": len(records),

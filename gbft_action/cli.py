@@ -12,7 +12,9 @@ from typing import Any
 from .corpus import DEFAULT_CORPUS, CorpusError, load_corpus
 from .oracle import Tolerance
 
-EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
+# Exit codes, in one place.  replay: 1 = still fails the same way, 4 = fails differently.
+EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_ERROR, EXIT_DIFFERENT = 0, 1, 2, 3, 4
+REPLAY_EXIT = {"same": EXIT_FAILURES, "different": EXIT_DIFFERENT, "passes": EXIT_OK}
 
 
 def parse_range(text: str) -> tuple[int, int]:
@@ -62,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start from the coverage and MCTS state of a previous run's output directory")
     f.add_argument("--quiet", action="store_true")
 
+    r = sub.add_parser("replay", help="run a bug bundle again: exit 1 same bug, 4 other failure, 0 passes")
+    r.add_argument("bundle", type=Path)
+    r.add_argument("--original", action="store_true", help="replay the original graph, not the minimised one")
+    m = sub.add_parser("minimize", help="minimise a bug bundle's model, keeping its fingerprint")
+    m.add_argument("bundle", type=Path)
+    m.add_argument("--time-limit", type=positive(float), default=30.0)
+
     c = sub.add_parser("corpus", help="block corpus tools")
     csub = c.add_subparsers(dest="corpus_cmd", required=True)
     ck = csub.add_parser("check", help="validate a corpus file")
@@ -75,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_corpus_check(args.file)
     if args.cmd == "fuzz":
         return cmd_fuzz(args)
+    if args.cmd in ("replay", "minimize"):
+        return cmd_bundle(args)
     return EXIT_USAGE
 
 
@@ -118,6 +129,42 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     bar.close()
     print_summary(summary, out)
     return EXIT_OK
+
+
+def cmd_bundle(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .bugs.bundle import BugBook
+    from .bugs.fingerprint import Fingerprint
+    from .bugs.replay import load_bundle, minimize_bug, replay
+    from .pipeline import Lane, LaneConfig
+
+    try:
+        meta, g, small = load_bundle(args.bundle)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    tol = Tolerance(**meta.get("tolerance", {}))
+    with tempfile.TemporaryDirectory(prefix="gbft-") as tmp:
+        lane = Lane(LaneConfig(meta["engine"].get("engine") or "mnn", Path(tmp), tolerance=tol), 0)
+        try:
+            info = lane.start()
+            if args.cmd == "minimize":
+                book = BugBook(args.bundle.parent.parent)
+                stats = minimize_bug(lane, book, meta["id"], args.time_limit)
+                print(json.dumps(stats, indent=2))
+                return EXIT_OK
+            target = Fingerprint.from_json(meta["fingerprint"])
+            v = replay(lane, g if args.original or small is None else small, target)
+        finally:
+            lane.stop()
+    print(f"{info.get('engine')} {info.get('version')} ({info.get('machine')}): {v.outcome}")
+    print(f"  recorded: {target.title}")
+    if v.fingerprint is not None and v.outcome != "same":
+        print(f"  now:      {v.fingerprint.title}")
+    if v.result.message:
+        print(f"  message:  {v.result.message[:300]}")
+    return REPLAY_EXIT[v.outcome]
 
 
 def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
@@ -170,7 +217,7 @@ def print_summary(s: dict[str, Any], out: Path) -> None:
         print("coverage: " + "  ".join(f"{k} {cov[k]:.3f}" for k in ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC", "OLC")))
     print(f"unique failures: {s['unique_failures']}")
     for f in s["failures"][:20]:
-        print(f"  {f['count']:5d}  {f['status']:4s} {f['op'] or '-':22s} {f['message'][:90]}")
+        print(f"  {f['count']:5d}  {f['key'][:12]}  {f.get('title') or f['message'][:90]}")
     print(f"report: {out / 'summary.json'}")
 
 

@@ -18,9 +18,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .bugs.fingerprint import Fingerprint, fingerprint
 from .engines.adapter import resolve
 from .graph.ir import Graph
-from .oracle import Status, Tolerance, judge_outputs
+from .oracle import OutputDiff, Status, Tolerance, compare, judge_outputs
 from .workers.arrays import pack, unpack
 from .workers.supervisor import CallResult, Worker, WorkerSpec
 
@@ -50,6 +51,8 @@ class CaseResult:
     workdir: Path | None = None
     aborted: bool = False  # cut off by the campaign's deadline: not a result
     notes: list[str] = field(default_factory=list)
+    mismatch: str = ""  # DCF: shape | nan | inf | values
+    fingerprint: Fingerprint | None = None
 
 
 @dataclass
@@ -98,6 +101,8 @@ class Lane:
         t0 = time.monotonic()
         try:
             self._run(res, budget_left)
+            res.fingerprint = fingerprint(str(res.status), res.stage, res.message, res.log, res.graph, res.op,
+                                          res.node, res.signal, res.mismatch)
             self._maybe_tflite(res, budget_left - (time.monotonic() - t0))
         except _Aborted:
             res.aborted = True
@@ -111,6 +116,8 @@ class Lane:
         timeout = min(limit, left)
         r = w.call(msg, timeout)
         res.timings[stage] = r.elapsed
+        if stage != "reference" and r.log:
+            res.log = (res.log + r.log)[-8000:]  # the engine's own words, kept for every outcome
         if r.kind == "timeout" and timeout < limit:
             raise _Aborted()  # the campaign's deadline cut it, not the stage limit
         if r.kind == "ok":
@@ -142,7 +149,7 @@ class Lane:
         if r is None:
             return
         res.arrays["actual"] = unpack(r.reply["outputs"])
-        self._compare(res)
+        self._compare(res, left())
 
     def _maybe_tflite(self, res: CaseResult, left: float) -> None:
         """Also save the model as TFLite (for the engine's other converter path)."""
@@ -169,7 +176,6 @@ class Lane:
 
     def _engine_failure(self, res: CaseResult, r: CallResult, stage: str, status: Status) -> None:
         res.stage = stage
-        res.log = r.log[-8000:]
         if r.kind == "timeout":
             res.status, res.message = Status.TIMEOUT, f"{stage} timed out"
         elif r.kind == "crash":
@@ -181,7 +187,7 @@ class Lane:
             res.message = res.message or r.reply.get("error", "")
         res.op = failing_op_from_log(r.log, res.graph) or ""
 
-    def _compare(self, res: CaseResult) -> None:
+    def _compare(self, res: CaseResult, left: float) -> None:
         res.stage = "compare"
         g = res.graph
         diffs = judge_outputs(res.arrays["expected"], res.arrays["actual"], list(g.outputs), self.cfg.tolerance)
@@ -191,10 +197,32 @@ class Lane:
             res.status = Status.DCP
             return
         res.status = Status.DCF
-        first = bad[0]
+        first = self._localise(res, left) or bad[0]
         res.node = first.name
         res.op = g.node(first.name).op
-        res.message = f"output {first.name} ({res.op}): {first.reason}"
+        res.mismatch = mismatch_kind(first)
+        res.message = f"{first.name} ({res.op}) diverges first: {first.reason}"
+
+    def _localise(self, res: CaseResult, left: float) -> OutputDiff | None:
+        """The first node, in topological order, whose output differs (intermediates exposed)."""
+        g = res.graph
+        names = [n.id for n in g.nodes]
+        r = self.ref.call({"op": "build", "graph": g.to_json(), "dir": str(res.workdir / "probe"),
+                           "extra_outputs": names}, min(self.cfg.timeouts.reference, max(left, 0.1)))
+        if r.kind != "ok":
+            return None
+        expected = unpack(r.reply["expected"])
+        r = self.eng.call({"op": "probe", "inputs": pack(res.arrays["inputs"]), "outputs": names},
+                          min(self.cfg.timeouts.infer, max(left, 0.1)))
+        if r.kind != "ok":
+            return None
+        actual = unpack(r.reply["outputs"])
+        for name in names:
+            if name in actual and name in expected:
+                d = compare(expected[name], actual[name], name, self.cfg.tolerance)
+                if not d.ok:
+                    return d
+        return None
 
 
 class _Aborted(Exception):
@@ -222,3 +250,16 @@ def failing_op_from_log(log: str, g: Graph) -> str | None:
         if re.search(rf"\b{re.escape(n.id)}\b", log):
             return n.op
     return None
+
+
+def mismatch_kind(d: OutputDiff) -> str:
+    """What kind of disagreement: the shape, NaN/Inf on one side, or the values."""
+    if d.reason.startswith("shape") or "missing" in d.reason:
+        return "shape"
+    worst = d.worst[0] if d.worst else {}
+    specials = {str(worst.get("expected")), str(worst.get("actual"))}
+    if "nan" in specials:
+        return "nan"
+    if specials & {"inf", "-inf"}:
+        return "inf"
+    return "values"

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .oracle import ENGINE_FAILURES, Status
+from .oracle import Status
 from .pipeline import CaseResult
 
 KEEP = {Status.MCF, Status.IF, Status.DCF, Status.TIMEOUT, Status.REF, Status.GEN}
@@ -85,8 +85,9 @@ class ResultStore:
             rec["notes"] = list(res.notes)
         if res.signal is not None or res.exit_code is not None:
             rec["signal"], rec["exit_code"] = res.signal, res.exit_code
-        if res.status in ENGINE_FAILURES or (res.status == Status.TIMEOUT and res.stage in ("convert", "infer")):
-            rec["key"] = simple_key(rec["status"], res.op, res.message)
+        if res.fingerprint is not None:
+            rec["fingerprint"] = res.fingerprint.to_json()
+            rec["key"] = res.fingerprint.id
         return rec
 
     def keep(self, res: CaseResult) -> Path:
@@ -101,8 +102,8 @@ class ResultStore:
         for kind, arrays in res.arrays.items():
             if arrays:
                 np.savez(dest / f"{kind}.npz", **arrays)
-        if res.log:
-            (dest / "engine.log").write_text(res.log)
+        if res.log or res.status in (Status.MCF, Status.IF, Status.DCF, Status.TIMEOUT):
+            (dest / "engine.log").write_text(res.log or f"(the engine printed nothing; {res.message})\n")
         (dest / "result.json").write_text(json.dumps(self._record(res) | {"diffs": res.diffs}, indent=2,
                                                      sort_keys=True, default=str))
         return dest

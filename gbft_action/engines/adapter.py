@@ -75,4 +75,25 @@ class EngineHandler:
                 raise RuntimeError("infer before a successful convert")
             outs = self.adapter.infer(self.artifact, unpack(msg["inputs"]), list(msg["outputs"]))
             return {"ok": True, "outputs": pack(outs), "t": time.perf_counter() - t0}
+        if op == "probe":
+            return {"ok": True, "outputs": pack(self._probe(unpack(msg["inputs"]), list(msg["outputs"])))}
         raise ValueError(f"unknown op {op!r}")
+
+    def _probe(self, inputs: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
+        """Every requested intermediate tensor the converted model still has.
+
+        Converters fuse and rename; asking for a tensor that is gone fails the
+        whole call, so fall back to one name at a time and skip the missing.
+        """
+        assert self.artifact is not None
+        try:
+            return self.adapter.infer(self.artifact, inputs, names)
+        except Exception:  # noqa: BLE001 - some name is gone; find which
+            pass
+        found = {}
+        for name in names:
+            try:
+                found.update(self.adapter.infer(self.artifact, inputs, [name]))
+            except Exception:  # noqa: BLE001
+                continue
+        return found

@@ -1,0 +1,188 @@
+"""Bug bundles (``OUT/bugs/<id>/``), the known-bugs file, and repro rendering.
+
+A bundle holds everything needed to replay one bug: the graph, the model
+files, inputs, expected and actual outputs, the engine log, ``meta.json``, the
+minimised graph with a Mermaid diagram, and a self-contained ``repro.py``.
+The known-bugs file (``known_bugs.json``) carries fingerprints across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .. import __version__
+from ..graph.ir import Graph
+from ..oracle import Tolerance
+from .fingerprint import Fingerprint
+
+KNOWN_FILE = "known_bugs.json"
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+CASE_FILES = ("graph.json", "model.pb", "model.tflite", "inputs.npz", "expected.npz", "actual.npz", "engine.log")
+ENGINE_PIP = {"mnn": "MNN (pip install MNN)"}
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+class BugBook:
+    """Fingerprints seen before (from ``--state``) and in this run, with their bundles."""
+
+    def __init__(self, out: Path, state_dir: str = "", template_dir: Path = TEMPLATES) -> None:
+        self.out = out
+        self.dir = out / "bugs"
+        self.known: dict[str, dict[str, Any]] = {}
+        if state_dir and (Path(state_dir) / KNOWN_FILE).exists():
+            self.known = json.loads((Path(state_dir) / KNOWN_FILE).read_text())
+        self.before = set(self.known)
+        self.seen_this_run: dict[str, int] = {}
+        self.templates = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
+                                            keep_trailing_newline=True, autoescape=False)
+
+    # -- recording ------------------------------------------------------------------
+    def observe(self, rec: dict[str, Any], graph: Graph, engine: dict[str, Any], ctx: dict[str, Any]) -> bool:
+        """Count one failing case; True when its fingerprint is new in this run."""
+        fp = rec.get("fingerprint")
+        if not fp:
+            return False
+        fid = fp["id"]
+        platform = engine.get("machine", "")
+        entry = self.known.setdefault(fid, {"fingerprint": fp, "title": fp["title"], "first_seen": now(),
+                                            "count": 0, "platforms": [], "bundle": ""})
+        entry["count"] += 1
+        entry["last_seen"] = now()
+        if platform and platform not in entry["platforms"]:
+            entry["platforms"].append(platform)
+        first = fid not in self.seen_this_run
+        self.seen_this_run[fid] = self.seen_this_run.get(fid, 0) + 1
+        if first:
+            entry["bundle"] = str(self.write_bundle(rec, graph, engine, ctx))
+        else:
+            self._bump(fid)
+        return first
+
+    def resume(self, records: list[dict[str, Any]]) -> None:
+        """A resumed campaign: its own earlier sightings are this run's, not new ones again."""
+        own = self.out / KNOWN_FILE
+        if own.exists():
+            for fid, entry in json.loads(own.read_text()).items():
+                self.known.setdefault(fid, entry)
+        for rec in records:
+            if rec.get("fingerprint"):
+                fid = rec["fingerprint"]["id"]
+                self.seen_this_run[fid] = self.seen_this_run.get(fid, 0) + 1
+
+    def new_ids(self) -> list[str]:
+        return sorted(f for f in self.seen_this_run if f not in self.before)
+
+    def new_ids_in_order(self) -> list[str]:
+        """New fingerprints in the order they were first seen, not yet minimised."""
+        return [f for f in self.seen_this_run if f not in self.before and not self._minimized(f)]
+
+    def _minimized(self, fid: str) -> bool:
+        path = self.bundle_dir(fid) / "meta.json"
+        return path.exists() and bool(json.loads(path.read_text()).get("minimized"))
+
+    def save(self) -> None:
+        _write_json(self.out / KNOWN_FILE, self.known)
+
+    # -- bundles ----------------------------------------------------------------------
+    def bundle_dir(self, fid: str) -> Path:
+        return self.dir / fid
+
+    def write_bundle(self, rec: dict[str, Any], graph: Graph, engine: dict[str, Any], ctx: dict[str, Any]) -> Path:
+        fp = rec["fingerprint"]
+        d = self.bundle_dir(fp["id"])
+        d.mkdir(parents=True, exist_ok=True)
+        case = self.out / rec.get("case_dir", "")
+        for name in CASE_FILES:
+            if (case / name).exists():
+                shutil.copy2(case / name, d / name)
+        meta = {
+            "id": fp["id"], "fingerprint": fp, "title": fp["title"], "status": rec["status"], "stage": rec["stage"],
+            "op": rec["op"], "node": rec["node"], "message": rec["message"], "seed": ctx.get("seed"),
+            "case_index": rec["index"], "case_seed": graph.seed, "graph_hash": rec["hash"],
+            "tool_version": __version__, "engine": {k: engine.get(k, "") for k in ("engine", "version", "machine")},
+            "platforms": [engine.get("machine", "")], "occurrences": 1, "first_seen": now(), "last_seen": now(),
+            "tolerance": ctx.get("tolerance", asdict(Tolerance())), "original_size": len(graph.block_nodes()),
+            "minimized_size": len(graph.block_nodes()), "minimized": False, "flaky": None,
+        }
+        _write_json(d / "meta.json", meta)
+        (d / "graph.json").write_text(graph.to_json())
+        # Until the minimiser has run (it may not get budget), the smallest known
+        # model is the original: meta.json says "minimized": false.
+        (d / "minimized.json").write_text(graph.to_json())
+        (d / "minimized.mmd").write_text(mermaid(graph, highlight=rec.get("node") or ""))
+        self.write_repro(d, graph, meta)
+        return d
+
+    def _bump(self, fid: str) -> None:
+        path = self.bundle_dir(fid) / "meta.json"
+        if path.exists():
+            meta = json.loads(path.read_text())
+            meta["occurrences"] = self.seen_this_run[fid]
+            meta["last_seen"] = now()
+            _write_json(path, meta)
+
+    def add_minimized(self, fid: str, small: Graph, node: str, stats: dict[str, Any]) -> None:
+        d = self.bundle_dir(fid)
+        meta = json.loads((d / "meta.json").read_text())
+        (d / "minimized.json").write_text(small.to_json())
+        (d / "minimized.mmd").write_text(mermaid(small, highlight=node))
+        meta.update(minimized_size=len(small.block_nodes()), minimize=stats, minimized=True, node=node or meta["node"])
+        _write_json(d / "meta.json", meta)
+        self.write_repro(d, small, meta)
+
+    def write_repro(self, d: Path, graph: Graph, meta: dict[str, Any]) -> None:
+        (d / "repro.py").write_text(render_repro(self.templates, graph, meta))
+        (d / "repro.py").chmod(0o755)
+
+
+def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any]) -> str:
+    pkg = Path(__file__).resolve().parents[1]
+    ir_src = (pkg / "graph" / "ir.py").read_text()
+    emit_src = (pkg / "reference" / "tf_emit.py").read_text().replace("from ..graph.ir import", "from gbft_repro.ir import")
+    engine = meta["engine"].get("engine") or "mnn"
+    fp = meta["fingerprint"]
+    engine_stage = env.get_template(f"engine_{engine}.py.j2").render()
+    return env.get_template("repro.py.j2").render(
+        fp_id=meta["id"], title=meta["title"], engine_name=engine, engine_version=meta["engine"].get("version", ""),
+        platforms=meta.get("platforms") or ["?"], tool_version=meta["tool_version"], seed=meta.get("seed"),
+        case_index=meta.get("case_index"), n_ops=len(graph.nodes), engine_pip=ENGINE_PIP.get(engine, engine),
+        tol=Tolerance(**meta["tolerance"]), graph_json=repr(graph.to_json()), status=meta["status"],
+        stage=meta["stage"], op=meta.get("op") or "", node=meta.get("node") or "", kind=fp.get("kind", ""),
+        ir_source=repr(ir_src), emit_source=repr(emit_src), engine_stage=engine_stage)
+
+
+def mermaid(g: Graph, highlight: str = "") -> str:
+    """The graph as a Mermaid flowchart (GitHub renders it); the failing node in red."""
+    lines = ["flowchart TD"]
+    for name, t in g.inputs.items():
+        lines.append(f'  {name}[/"{name} {list(t.shape)}"/]')
+    for n in g.nodes:
+        label = f"{n.id}: {n.op}" + (" (adapter)" if n.role == "adapter" else "") + f"<br/>{list(n.out.shape)}"
+        lines.append(f'  {n.id}["{label}"]')
+        for src in n.inputs:
+            lines.append(f"  {src} --> {n.id}")
+    if highlight:
+        lines.append(f"  style {highlight} fill:#f88,stroke:#900")
+    return "\n".join(lines) + "\n"
+
+
+def fingerprint_of_record(rec: dict[str, Any]) -> Fingerprint | None:
+    fp = rec.get("fingerprint")
+    return Fingerprint.from_json(fp) if fp else None

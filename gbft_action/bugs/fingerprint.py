@@ -1,0 +1,158 @@
+"""Fingerprints: the one key for "the same bug".
+
+Built from the stage, the status and what the engine said, after normalising
+away what changes between occurrences of one bug (addresses, numbers, paths,
+tensor names, line numbers, timestamps), the way syzbot normalises crash
+titles.  Per status (the paper's rule, made precise):
+  MCF  error kind (unsupported / check / signal / error), code (the check, the
+       signal or the normalised message), the failing operator;
+  IF   signal or error kind, the top meaningful native frames when a backtrace
+       is there, the operator;
+  DCF  the operator where outputs first diverge and the structure around it
+       (its in-degree and input ranks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..graph.ir import Graph
+
+_TIMESTAMP = re.compile(r"\[\d{1,2}:\d{2}:\d{2}\]\s*(:\d+:)?")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+@-]+){2,}/?")
+_TENSOR = re.compile(r"\b(?:n|a|in)\d+\b")
+_LINE = re.compile(r"(?<=[\w.]):\d+\b")
+_NUM = re.compile(r"(?<![A-Za-z_])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+_SPACE = re.compile(r"\s+")
+_NOT_SUPPORT = re.compile(r"Not Support:\s*((?:\w+::\w+\s*\|?\s*)+)", re.I)
+_CHECK = re.compile(r"Check failed:\s*(.+)")
+_NO_OUTPUT = re.compile(r"Can't find output (\S+) from the model")
+_FRAME = re.compile(r"^\s*#\d+\s+(?:0x[0-9a-f]+\s+in\s+)?([\w:~<>]+)", re.M)
+_BORING_FRAMES = ("abort", "raise", "__libc", "gsignal", "_start", "start_thread", "clone", "Py", "_Py")
+
+
+def normalise(text: str) -> str:
+    """Make a message comparable across occurrences of one bug."""
+    t = _TIMESTAMP.sub("", text)
+    t = _HEX.sub("ADDR", t)
+    t = _PATH.sub("PATH", t)
+    t = _TENSOR.sub("T", t)
+    t = _LINE.sub(":L", t)
+    t = _NUM.sub("N", t)
+    return _SPACE.sub(" ", t).strip()[:200]
+
+
+@dataclass(frozen=True, order=True)
+class Fingerprint:
+    stage: str  # convert | infer | compare | reference
+    status: str  # MCF | IF | DCF | TIMEOUT
+    kind: str  # unsupported | check | signal | error | missing-output | mismatch | timeout
+    code: str  # normalised check / signal / message / mismatch shape
+    op: str  # the failing operator ("" when the engine does not say)
+    structure: str = ""  # DCF: in-degree and input ranks of the diverging node
+
+    @property
+    def id(self) -> str:
+        key = "|".join((self.stage, self.status, self.kind, self.code, self.op, self.structure))
+        return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+    @property
+    def title(self) -> str:
+        op = self.op or "an unidentified operator"
+        if self.kind == "unsupported":
+            return f"MCF: converter does not support {op}"
+        if self.kind == "check":
+            return f"{self.status}: check failed in {self.stage} ({op}): {self.code[:80]}"
+        if self.kind == "signal":
+            return f"{self.status}: {self.code} during {self.stage} ({op})"
+        if self.kind == "missing-output":
+            return "IF: a model output is missing from the converted model"
+        if self.kind == "mismatch":
+            return f"DCF: wrong results from {op} ({self.structure})"
+        if self.kind == "timeout":
+            return f"TIMEOUT: {self.stage} hangs ({op})"
+        return f"{self.status}: {self.stage} error ({op}): {self.code[:80]}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "id": self.id, "title": self.title}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Fingerprint:
+        return Fingerprint(d["stage"], d["status"], d["kind"], d["code"], d["op"], d.get("structure", ""))
+
+
+def fingerprint(status: str, stage: str, message: str, log: str, g: Graph, op: str = "", node: str = "",
+                signal: int | None = None, mismatch: str = "") -> Fingerprint | None:
+    """The fingerprint of one judged engine failure (None for passes, REF, GEN)."""
+    if status == "DCF":
+        return _dcf(g, node, op, mismatch)
+    if status == "TIMEOUT" and stage in ("convert", "infer"):
+        return Fingerprint(stage, status, "timeout", "", op)
+    if status not in ("MCF", "IF"):
+        return None
+    if signal:
+        import signal as _signal
+
+        name = _signal.Signals(signal).name if signal in _signal.Signals._value2member_map_ else f"signal {signal}"
+        frames = top_frames(log)
+        return Fingerprint(stage, status, "signal", name + (f" in {frames}" if frames else ""), op or _op_in(log, g))
+    return _error(stage, status, message, log, g, op)
+
+
+def _error(stage: str, status: str, message: str, log: str, g: Graph, op: str) -> Fingerprint:
+    m = _NOT_SUPPORT.search(log) or _NOT_SUPPORT.search(message)
+    if m:
+        ops = sorted(x.split("::")[1] for x in re.findall(r"\w+::\w+", m.group(1)))
+        return Fingerprint(stage, status, "unsupported", "", ops[0])
+    m = _CHECK.search(log) or _CHECK.search(message)
+    if m:
+        return Fingerprint(stage, status, "check", normalise(m.group(1)), op or _op_in(log, g))
+    m = _NO_OUTPUT.search(log)
+    if m:
+        # One bug whatever the operator: the converter drops outputs it folds
+        # into constants (seen with Shape/Cast-fed chains of many op types).
+        return Fingerprint(stage, status, "missing-output", "", "")
+    text = message or log
+    return Fingerprint(stage, status, "error", normalise(text.splitlines()[0] if text else ""), op or _op_in(log, g))
+
+
+def _dcf(g: Graph, node: str, op: str, mismatch: str) -> Fingerprint:
+    structure = ""
+    if node:
+        try:
+            n = g.node(node)
+            ranks = ",".join(str(g.tensor_type(i).rank) for i in n.inputs)
+            structure = f"in-degree {len(n.inputs)}, input ranks [{ranks}]"
+            op = op or n.op
+        except KeyError:
+            pass
+    return Fingerprint("compare", "DCF", "mismatch", mismatch, op, structure)
+
+
+def _op_of(g: Graph, name: str) -> str:
+    try:
+        return g.node(name).op
+    except KeyError:
+        return ""
+
+
+def _op_in(log: str, g: Graph) -> str:
+    """An operator the log names: a TF op type ('Tensorflow::X') or a node of the graph."""
+    m = re.search(r"(?:Tensorflow|TF)::(\w+)", log)
+    if m:
+        return m.group(1)
+    for name in re.findall(r"\b(?:n|a)\d+\b", log):
+        op = _op_of(g, name)
+        if op:
+            return op
+    return ""
+
+
+def top_frames(log: str, n: int = 3) -> str:
+    """The top meaningful native frames of a backtrace (gdb/ASan style), if any."""
+    frames = [f for f in _FRAME.findall(log) if not f.startswith(_BORING_FRAMES)]
+    return " < ".join(frames[:n])

@@ -1,0 +1,85 @@
+"""The minimiser on toy predicates (no engine): it must find small failing programs."""
+
+from __future__ import annotations
+
+import random
+
+from gbft_action.bugs.minimize import GRAPH_INPUT, Program, Shrinker, Step, minimize, remove_steps
+from gbft_action.corpus import load_corpus
+from gbft_action.graph.generate import GenOptions, generate
+
+CORPUS = load_corpus()
+
+
+def big_graph(seed: int = 3, n: int = 20):
+    return generate(random.Random(seed), CORPUS, GenOptions(blocks=(n, n)), seed)
+
+
+def ops(g):
+    return [n.op for n in g.block_nodes()]
+
+
+def test_finds_the_single_culprit_operator():
+    g = big_graph()
+    culprit = ops(g)[len(ops(g)) // 2]
+    small, res, stats = minimize(g, lambda h: culprit in ops(h), time_limit=30)
+    assert ops(small) == [culprit]
+    assert res is True and stats["calls"] > 0 and stats["to"] < stats["from"]
+
+
+def test_keeps_a_pair_when_the_bug_needs_an_edge():
+    # "fails" when an Add reads a Conv2d: needs both operators and the edge between them.
+    steps = (Step("Relu", (GRAPH_INPUT,), "{}", "Relu"), Step("Conv2d", (0,), "{}", "Conv2d"),
+             Step("Tanh", (1,), "{}", "Tanh"), Step("Add", (2, 1), "{}", "Add"), Step("Exp", (3,), "{}", "Exp"))
+    prog = Program((1, 8, 8, 3), steps, 1)
+
+    def pred(h):
+        by = {n.id: n for n in h.nodes}
+
+        def src_ops(n):
+            out = []
+            for i in n.inputs:
+                while i in by and by[i].role == "adapter":
+                    i = by[i].inputs[0]
+                out.append(by[i].op if i in by else "input")
+            return out
+
+        return any(n.op == "Add" and "Conv2d" in src_ops(n) for n in h.block_nodes())
+
+    s = Shrinker(prog, pred, time_limit=20)
+    best = s.run()
+    assert sorted(st.op for st in best.steps) == ["Add", "Conv2d"]
+    assert best.key() < prog.key()
+
+
+def test_shrinks_the_input_and_parameters():
+    g = big_graph(5, 6)
+    small, _, _ = minimize(g, lambda h: any(n.op == "Conv2d" for n in h.block_nodes()) or
+                           any(n.op != "Reshape" for n in h.block_nodes()), time_limit=20)
+    assert len(small.block_nodes()) == 1
+    assert next(iter(small.inputs.values())).size == 1  # 1x1x1x1
+
+
+def test_never_returns_something_larger_or_unrelated():
+    g = big_graph(7, 10)
+    calls = []
+
+    def never(h):
+        calls.append(h)
+        return False
+
+    small, res, stats = minimize(g, never, time_limit=5, stall_limit=10)
+    assert small is g and res is None and 1 <= len(calls) <= 10
+
+
+def test_stall_limit_stops_a_hopeless_search():
+    g = big_graph(8, 12)
+    small, _, stats = minimize(g, lambda h: False, time_limit=60, stall_limit=5)
+    assert stats["calls"] == 5 and small is g
+
+
+def test_remove_steps_reconnects_consumers():
+    steps = (Step("Relu", (GRAPH_INPUT,), "{}", "Relu"), Step("Tanh", (0,), "{}", "Tanh"),
+             Step("Add", (1, 0), "{}", "Add"))
+    p = remove_steps(Program((1, 2, 2, 1), steps, 0), {1})
+    assert [s.op for s in p.steps] == ["Relu", "Add"] and p.steps[1].inputs == (0, 0)
