@@ -71,6 +71,21 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("bundle", type=Path)
     m.add_argument("--time-limit", type=positive(float), default=30.0)
 
+    rp = sub.add_parser("report", help="file or update issues for a fuzz output directory")
+    rp.add_argument("--from", dest="src", type=Path, required=True, metavar="OUT")
+    rp.add_argument("--tracker", choices=["github", "files", "none"], default="files")
+    rp.add_argument("--repo", default="", help="OWNER/NAME (github tracker)")
+    rp.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
+    rp.add_argument("--base-url", default="https://api.github.com", help="API URL (GitHub Enterprise, tests)")
+    rp.add_argument("--label", default="gbft")
+    rp.add_argument("--max-new-issues", type=int, default=5)
+    rp.add_argument("--check-fixes", action="store_true", help="replay open issues' bundles; close fixed ones")
+    rp.add_argument("--no-close", action="store_true", help="with --check-fixes: comment but leave open")
+    rp.add_argument("--corpus", type=Path, help="regression corpus of bundles (default OUT/bugs)")
+    rp.add_argument("--templates", type=Path, help="a folder of your own issue/comment/summary templates")
+    rp.add_argument("--commit", default="", help="engine commit (default $GITHUB_SHA)")
+    rp.add_argument("--min-write-interval", type=float, default=1.0, help="seconds between writes (>= 1 on github.com)")
+
     c = sub.add_parser("corpus", help="block corpus tools")
     csub = c.add_subparsers(dest="corpus_cmd", required=True)
     ck = csub.add_parser("check", help="validate a corpus file")
@@ -86,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_fuzz(args)
     if args.cmd in ("replay", "minimize"):
         return cmd_bundle(args)
+    if args.cmd == "report":
+        return cmd_report(args)
     return EXIT_USAGE
 
 
@@ -165,6 +182,46 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     if v.result.message:
         print(f"  message:  {v.result.message[:300]}")
     return REPLAY_EXIT[v.outcome]
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import os
+
+    from .report.render import RunContext
+    from .report.reporter import ReportConfig, report
+    from .report.trackers import make_tracker
+
+    if not (args.src / "summary.json").exists():
+        print(f"error: --from {args.src}: no summary.json there (run gbft fuzz first)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.tracker == "github" and not args.repo:
+        print("error: --tracker github needs --repo OWNER/NAME", file=sys.stderr)
+        return EXIT_USAGE
+    token = os.environ.get(args.token_env, "")
+    try:
+        tracker = make_tracker(args.tracker, out=args.src, repo=args.repo, token=token, base_url=args.base_url,
+                               label=args.label, min_interval=args.min_write_interval)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    cfg = ReportConfig(args.src, args.max_new_issues, args.check_fixes, not args.no_close, args.corpus, args.templates)
+    res = report(cfg, tracker, RunContext.from_env(commit=args.commit), lane_factory=_replay_lane)
+    for line in res.lines() or ["nothing to report"]:
+        print(line)
+    print(f"report: {args.src / 'report.json'}")
+    return EXIT_OK
+
+
+def _replay_lane(meta: dict[str, Any]) -> Any:
+    """A started lane for replaying bundles (the --check-fixes path)."""
+    import tempfile
+
+    from .pipeline import Lane, LaneConfig
+
+    lane = Lane(LaneConfig(meta["engine"].get("engine") or "mnn", Path(tempfile.mkdtemp(prefix="gbft-fix-")),
+                           tolerance=Tolerance(**meta.get("tolerance", {}))), 0)
+    lane.start()
+    return lane
 
 
 def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:

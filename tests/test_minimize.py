@@ -69,13 +69,13 @@ def test_never_returns_something_larger_or_unrelated():
         return False
 
     small, res, stats = minimize(g, never, time_limit=5, stall_limit=10)
-    assert small is g and res is None and 1 <= len(calls) <= 10
+    assert small is g and res is None and 1 <= len(calls) <= 4 + 10  # 4 adapter draws of the start, 10 stalls
 
 
 def test_stall_limit_stops_a_hopeless_search():
     g = big_graph(8, 12)
     small, _, stats = minimize(g, lambda h: False, time_limit=60, stall_limit=5)
-    assert stats["calls"] == 5 and small is g
+    assert stats["calls"] == 4 + 5 and small is g  # 4 starting draws, then 5 stalls
 
 
 def test_remove_steps_reconnects_consumers():

@@ -25,7 +25,8 @@ from .fingerprint import Fingerprint
 
 KNOWN_FILE = "known_bugs.json"
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
-CASE_FILES = ("graph.json", "model.pb", "model.tflite", "inputs.npz", "expected.npz", "actual.npz", "engine.log")
+CASE_FILES = ("graph.json", "model.pb", "model.tflite", "inputs.npz", "expected.npz", "actual.npz", "engine.log",
+              "result.json")
 ENGINE_PIP = {"mnn": "MNN (pip install MNN)"}
 
 

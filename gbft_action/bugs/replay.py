@@ -26,7 +26,11 @@ class Verdict:
     result: CaseResult
 
 
-def run_graph(lane: Lane, g: Graph, budget: float = 120.0) -> CaseResult:
+def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False) -> CaseResult:
+    """Run one model; ``fresh`` restarts the engine worker first, so that heap damage
+    left by earlier models (MNN has heap-corruption bugs) cannot change the verdict."""
+    if fresh:
+        lane.eng.stop()
     res = lane.run(next(_scratch), g, budget)
     if res.workdir is not None:
         shutil.rmtree(res.workdir, ignore_errors=True)
@@ -34,7 +38,7 @@ def run_graph(lane: Lane, g: Graph, budget: float = 120.0) -> CaseResult:
 
 
 def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0) -> Verdict:
-    res = run_graph(lane, g, budget)
+    res = run_graph(lane, g, budget, fresh=True)
     fp = res.fingerprint
     if fp is None:
         return Verdict(PASSES, None, res)

@@ -1,0 +1,1 @@
+"""Reporting: issue trackers (github, files, none), templates, the reporter."""

@@ -1,0 +1,150 @@
+"""The GitHub issue tracker (PyGithub), careful about GitHub's limits.
+
+* Writes are spaced by at least ``min_interval`` seconds (GitHub's secondary
+  limits: at most 80 content-creating requests a minute).
+* A 403/429 with ``retry-after`` or ``x-ratelimit-reset`` is waited out and
+  retried; PyGithub's own retrying is off (``retry=None``) so that this policy
+  is the only one and a POST is never repeated behind our back.
+* A create that fails with a 5xx may still have created the issue: before
+  retrying, list the label again and look for the marker.
+* Existing issues are found by listing the label (open and closed, paginated),
+  not by search, whose index lags behind creation.
+* The token is never printed: it is kept out of reprs and redacted from logs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+import github
+from github import Auth, Github, GithubException
+
+from .trackers import Issue, index_issues
+
+LABEL_COLOR = "d73a4a"
+
+
+class RedactToken(logging.Filter):
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self._token = token
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._token and self._token in record.getMessage():
+            record.msg = record.getMessage().replace(self._token, "***")
+            record.args = ()
+        return True
+
+
+class GitHubTracker:
+    name = "github"
+
+    def __init__(self, repo: str, token: str, base_url: str = "https://api.github.com", label: str = "gbft",
+                 min_interval: float = 1.0, max_retries: int = 5, sleep: Callable[[float], None] = time.sleep,
+                 **_: Any) -> None:
+        if not token:
+            raise ValueError("the github tracker needs a token (see --token-env)")
+        self._redact = RedactToken(token)
+        for name in ("github", "urllib3", "gbft_action"):
+            logging.getLogger(name).addFilter(self._redact)
+        self._gh = Github(auth=Auth.Token(token), base_url=base_url, retry=None, per_page=100)
+        self.label = label
+        self.min_interval = min_interval
+        self.max_retries = max_retries
+        self._sleep = sleep
+        self._last_write = 0.0
+        self.repo_name = repo
+        self._repo = self._call(lambda: self._gh.get_repo(repo))
+        self._ensure_label()
+
+    def __repr__(self) -> str:  # never show the token
+        return f"GitHubTracker(repo={self.repo_name!r}, label={self.label!r})"
+
+    # -- reading ----------------------------------------------------------------------
+    def index(self) -> dict[str, Issue]:
+        issues = self._call(lambda: [i for i in self._repo.get_issues(state="all", labels=[self.label])
+                                     if i.pull_request is None])
+        return index_issues([Issue(i.number, i.state, i.body or "", i.html_url) for i in issues])
+
+    # -- writing ----------------------------------------------------------------------
+    def create(self, fid: str, title: str, body: str) -> Issue:
+        for attempt in range(self.max_retries + 1):
+            try:
+                i = self._write(lambda: self._repo.create_issue(title=title, body=body, labels=[self.label]))
+                return Issue(i.number, i.state, i.body or "", i.html_url)
+            except GithubException as e:
+                if e.status < 500 or attempt == self.max_retries:
+                    raise
+                # The issue may exist although the answer was an error: never file it twice.
+                found = self.index().get(fid)
+                if found is not None:
+                    return found
+                self._sleep(min(2 ** attempt, 30))
+        raise AssertionError("unreachable")
+
+    def comment(self, number: int, body: str) -> None:
+        self._write(lambda: self._issue(number).create_comment(body))
+
+    def update_body(self, number: int, body: str) -> None:
+        self._write(lambda: self._issue(number).edit(body=body))
+
+    def reopen(self, number: int) -> None:
+        self._write(lambda: self._issue(number).edit(state="open", state_reason="reopened"))
+
+    def close(self, number: int) -> None:
+        self._write(lambda: self._issue(number).edit(state="closed", state_reason="completed"))
+
+    # -- plumbing ---------------------------------------------------------------------
+    def _issue(self, number: int) -> Any:
+        return self._call(lambda: self._repo.get_issue(number))
+
+    def _ensure_label(self) -> None:
+        try:
+            self._call(lambda: self._repo.get_label(self.label))
+        except GithubException as e:
+            if e.status != 404:
+                raise
+            self._write(lambda: self._repo.create_label(self.label, LABEL_COLOR, "Filed by gbft-action"))
+
+    def _write(self, fn: Callable[[], Any]) -> Any:
+        wait = self._last_write + self.min_interval - time.monotonic()
+        if wait > 0:
+            self._sleep(wait)
+        try:
+            return self._call(fn)
+        finally:
+            self._last_write = time.monotonic()
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        """Run one API call, waiting out rate limits (retry-after, x-ratelimit-reset)."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                return fn()
+            except GithubException as e:
+                delay = rate_limit_delay(e)
+                if delay is None or attempt == self.max_retries:
+                    raise
+                self._sleep(delay)
+        raise AssertionError("unreachable")
+
+
+def rate_limit_delay(e: GithubException) -> float | None:
+    """Seconds to wait for a rate-limit answer, or None when it is not one."""
+    if e.status not in (403, 429):
+        return None
+    headers = {k.lower(): v for k, v in (e.headers or {}).items()}
+    if "retry-after" in headers:
+        try:
+            return max(0.0, float(headers["retry-after"]))
+        except ValueError:
+            return 60.0
+    if headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in headers:
+        try:
+            return max(0.0, float(headers["x-ratelimit-reset"]) - time.time()) + 1.0
+        except ValueError:
+            return 60.0
+    if e.status == 429 or isinstance(e, github.RateLimitExceededException):
+        return 60.0
+    return None

@@ -1,0 +1,114 @@
+"""Rendering issues, comments and the job summary from Jinja2 templates.
+
+Everything that came from the engine (messages, logs) passes through
+``sanitize`` first; the repro script and the Mermaid diagram are our own text.
+Users may point ``template_dir`` at their own templates (same names).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..bugs.bundle import ENGINE_PIP, TEMPLATES
+from .sanitize import code_block, inline, neutralise, truncate_body
+
+STATUS_TEXT = {"MCF": "model conversion failure", "IF": "inference failure", "DCF": "data comparison failure",
+               "TIMEOUT": "timeout"}
+WHAT = {"MCF": "fails to convert a valid TensorFlow model", "IF": "fails while running a converted model",
+        "DCF": "computes results that differ from TensorFlow", "TIMEOUT": "hangs on a valid model"}
+TOOL_REPO = "gbft-action/gbft-action"
+
+
+@dataclass
+class RunContext:
+    """Where this report comes from: the workflow run, pull request and commit."""
+
+    commit: str = ""
+    pr_link: str = ""
+    run_link: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def from_env(env: dict[str, str] | None = None, commit: str = "") -> RunContext:
+        e = dict(os.environ if env is None else env)
+        server = e.get("GITHUB_SERVER_URL", "https://github.com")
+        repo = e.get("GITHUB_REPOSITORY", "")
+        run = e.get("GITHUB_RUN_ID", "")
+        ref = e.get("GITHUB_REF", "")  # refs/pull/<n>/merge on pull_request events
+        pr = ref.split("/")[2] if ref.startswith("refs/pull/") else e.get("GBFT_PR_NUMBER", "")
+        return RunContext(
+            commit=commit or e.get("GBFT_ENGINE_COMMIT", "") or e.get("GITHUB_SHA", ""),
+            pr_link=f"{server}/{repo}/pull/{pr}" if repo and pr.isdigit() else "",
+            run_link=f"{server}/{repo}/actions/runs/{run}" if repo and run.isdigit() else "",
+        )
+
+
+class Renderer:
+    def __init__(self, template_dir: Path | None = None) -> None:
+        dirs = [str(template_dir)] if template_dir else []
+        dirs.append(str(TEMPLATES))  # the user's templates first, ours as the fallback
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(dirs), keep_trailing_newline=True,
+                                      autoescape=False, undefined=jinja2.StrictUndefined)
+
+    def issue(self, bundle: Path, meta: dict[str, Any], ctx: RunContext, aliases: list[str] = (),
+              run_key: str = "") -> tuple[str, str]:
+        """(title, body) of the issue for one bug bundle."""
+        fp = meta["fingerprint"]
+        repro = (bundle / "repro.py").read_text() if (bundle / "repro.py").exists() else "# repro.py missing"
+        mmd = (bundle / "minimized.mmd").read_text() if (bundle / "minimized.mmd").exists() else "flowchart TD\n"
+        log = (bundle / "engine.log").read_text(errors="replace") if (bundle / "engine.log").exists() else ""
+        body = self.env.get_template("issue.md.j2").render(
+            fp=fp, aliases=list(aliases), run_key=run_key, engine={"name": meta["engine"].get("engine", ""),
+                                                 "version": meta["engine"].get("version", "")},
+            what=WHAT.get(fp["status"], "fails"), status_text=STATUS_TEXT.get(fp["status"], fp["status"]),
+            tool_repo=TOOL_REPO, commit=ctx.commit, platforms=meta.get("platforms") or ["?"],
+            pr_link=ctx.pr_link, run_link=ctx.run_link, occurrences=meta.get("occurrences", 1),
+            first_seen=meta.get("first_seen", ""), last_seen=meta.get("last_seen", ""),
+            original_size=meta.get("original_size"), minimized_size=meta.get("minimized_size"),
+            minimized=meta.get("minimized", False), message=inline(meta.get("message", ""), 1000),
+            details=self._details(bundle), mermaid=mmd, flaky=meta.get("flaky"),
+            engine_pip=ENGINE_PIP.get(meta["engine"].get("engine", ""), "the engine"),
+            repro_lines=repro.count("\n"), repro_block=code_block(repro, "python"),
+            log_block=code_block("\n".join(log.splitlines()[-60:])) if log.strip() else "")
+        title = inline(fp["title"], 200)
+        return title, truncate_body(body)
+
+    def _details(self, bundle: Path) -> str:
+        """For a DCF: the worst elements of the first differing output, as a table."""
+        path = bundle / "result.json"
+        case = json.loads(path.read_text()) if path.exists() else {}
+        diffs = case.get("diffs") or []
+        rows = [f"| {inline(d['name'], 40)} | {100 * d['ratio']:.2f}% | {inline(d['reason'], 120)} |"
+                for d in diffs if not d.get("ok")]
+        if not rows:
+            return ""
+        return "| output | elements within tolerance | difference |\n|---|---:|---|\n" + "\n".join(rows[:10])
+
+    def comment(self, meta: dict[str, Any], ctx: RunContext, run_occurrences: int, regressed: bool) -> str:
+        return truncate_body(self.env.get_template("comment.md.j2").render(
+            regressed=regressed, pr_link=ctx.pr_link, commit=ctx.commit, run_link=ctx.run_link,
+            platforms=meta.get("platforms") or ["?"], run_occurrences=run_occurrences,
+            occurrences=meta.get("occurrences", run_occurrences)))
+
+    def fixed(self, engine: dict[str, Any], ctx: RunContext, platforms: list[str], closing: bool) -> str:
+        return self.env.get_template("fixed.md.j2").render(
+            engine={"name": engine.get("engine", ""), "version": engine.get("version", "")}, commit=ctx.commit,
+            platforms=platforms or ["?"], closing=closing, run_link=ctx.run_link)
+
+    def summary(self, summary: dict[str, Any], bugs: list[dict[str, Any]], not_filed: list[str]) -> str:
+        eng = summary.get("engine", {})
+        return self.env.get_template("summary.md.j2").render(
+            engine={"name": eng.get("name", ""), "version": eng.get("version", "")}, models=summary["models"],
+            elapsed_s=summary["elapsed_s"], models_per_s=summary["models_per_s"],
+            platforms=[eng.get("machine", "?")], stop_reason=summary.get("stop_reason", ""),
+            by_status=summary["by_status"], coverage=summary.get("coverage"),
+            bugs=bugs, new_count=sum(1 for b in bugs if b["new"]), not_filed=not_filed)
+
+
+__all__ = ["Renderer", "RunContext", "neutralise"]

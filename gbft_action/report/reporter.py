@@ -1,0 +1,170 @@
+"""The reporter: one issue per fingerprint, kept current, within a quota.
+
+Reads a fuzz output directory as data (summary.json, bugs/*/meta.json, the
+rendered repro scripts) and never executes anything from it, so it can run in
+a job that holds a write token.  ``check_fixes`` is the exception: it replays
+bug models on this build, so run it only where the engine build is trusted
+(the scheduled default-branch job).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .render import Renderer, RunContext
+from .trackers import Issue, IssueTracker
+
+
+@dataclass
+class ReportConfig:
+    out: Path
+    max_new_issues: int = 5
+    check_fixes: bool = False
+    close_fixed: bool = True
+    corpus: Path | None = None  # bundles of known bugs for --check-fixes (default OUT/bugs)
+    template_dir: Path | None = None
+
+
+@dataclass
+class ReportResult:
+    filed: list[dict[str, Any]] = field(default_factory=list)
+    commented: list[dict[str, Any]] = field(default_factory=list)
+    reopened: list[dict[str, Any]] = field(default_factory=list)
+    closed: list[dict[str, Any]] = field(default_factory=list)
+    still_failing: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: list(v) for k, v in self.__dict__.items()}
+
+    def lines(self) -> list[str]:
+        out = []
+        for kind in ("filed", "commented", "reopened", "closed", "still_failing", "skipped"):
+            for x in getattr(self, kind):
+                where = f" #{x['issue']}" if x.get("issue") else ""
+                why = f" ({x['reason']})" if x.get("reason") else ""
+                out.append(f"{kind:13s} {x['fingerprint']}{where}{why}  {x.get('title', '')}")
+        return out
+
+
+def load_run(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    summary = json.loads((out / "summary.json").read_text())
+    metas = {}
+    for f in summary.get("failures", []):
+        meta_path = out / "bugs" / f["key"] / "meta.json"
+        if meta_path.exists():
+            metas[f["key"]] = json.loads(meta_path.read_text())
+    return summary, metas
+
+
+def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_factory: Any = None) -> ReportResult:
+    summary, metas = load_run(cfg.out)
+    render = Renderer(cfg.template_dir)
+    res = ReportResult()
+    index = tracker.index()
+    counts = {f["key"]: f["count"] for f in summary.get("failures", [])}
+    run_key = run_key_of(cfg.out)
+    new_filed = 0
+    touched: set[int] = set()  # at most one comment per issue per run, even through aliases
+    for fid, meta in metas.items():
+        title = meta["fingerprint"]["title"]
+        entry = {"fingerprint": fid, "title": title}
+        existing = index.get(fid)
+        bundle = cfg.out / "bugs" / fid
+        if existing is None:
+            if new_filed >= cfg.max_new_issues:
+                res.skipped.append({**entry, "reason": "not filed: quota"})
+                continue
+            t, body = render.issue(bundle, meta, ctx, run_key=run_key)
+            issue = tracker.create(fid, t, body)
+            index[fid] = issue
+            new_filed += 1
+            res.filed.append({**entry, "issue": issue.number, "url": issue.url})
+            continue
+        if f"gbft-last-run: {run_key} " in existing.body:  # this output was reported already
+            res.skipped.append({**entry, "issue": existing.number, "reason": "already reported from this run"})
+            continue
+        if existing.number in touched:
+            res.skipped.append({**entry, "issue": existing.number, "reason": "already updated in this run"})
+            continue
+        touched.add(existing.number)
+        regressed = existing.state == "closed"
+        if regressed:
+            tracker.reopen(existing.number)
+        tracker.comment(existing.number, render.comment(meta, ctx, counts.get(fid, 1), regressed))
+        _, body = render.issue(bundle, _merged(meta, existing), ctx, aliases=_aliases(existing, fid), run_key=run_key)
+        tracker.update_body(existing.number, body)
+        existing.state = "open"
+        (res.reopened if regressed else res.commented).append({**entry, "issue": existing.number})
+    if cfg.check_fixes:
+        _check_fixes(cfg, tracker, ctx, render, index, set(metas), res, lane_factory)
+    (cfg.out / "report.json").write_text(json.dumps(res.to_json(), indent=2, sort_keys=True) + "\n")
+    return res
+
+
+def run_key_of(out: Path) -> str:
+    """Identifies one fuzz output, so that reporting it twice changes nothing."""
+    import hashlib
+
+    return hashlib.sha256((out / "summary.json").read_bytes()).hexdigest()[:16]
+
+
+def _aliases(issue: Issue, fid: str) -> list[str]:
+    from .trackers import marker_ids
+
+    return [x for x in marker_ids(issue.body) if x != fid]
+
+
+def _merged(meta: dict[str, Any], issue: Issue) -> dict[str, Any]:
+    """Occurrences and platforms of this run added to what the issue body says already."""
+    import re
+
+    m = dict(meta)
+    prev = re.search(r"\| Occurrences \| (\d+) \(first seen ([^,]*),", issue.body)
+    if prev:
+        m["occurrences"] = int(prev.group(1)) + int(meta.get("occurrences", 1))
+        m["first_seen"] = prev.group(2)
+    plat = re.search(r"\| Platforms \| ([^|]*) \|", issue.body)
+    if plat:
+        old = [p.strip() for p in plat.group(1).split(",") if p.strip() and p.strip() != "?"]
+        m["platforms"] = sorted(set(old) | set(meta.get("platforms") or []))
+    return m
+
+
+def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, render: Renderer,
+                 index: dict[str, Issue], failing_now: set[str], res: ReportResult, lane_factory: Any) -> None:
+    """Replay the bundle of every open bot issue; comment and close the fixed ones."""
+    from ..bugs.fingerprint import Fingerprint
+    from ..bugs.replay import load_bundle, replay
+
+    corpus = cfg.corpus or cfg.out / "bugs"
+    seen: set[int] = set()
+    lane = None
+    try:
+        for fid, issue in sorted(index.items()):
+            if issue.state != "open" or issue.number in seen or fid in failing_now:
+                continue
+            seen.add(issue.number)
+            bundle = corpus / fid
+            entry = {"fingerprint": fid, "issue": issue.number}
+            if not (bundle / "meta.json").exists():
+                res.skipped.append({**entry, "reason": "no bundle in the regression corpus"})
+                continue
+            meta, g, small = load_bundle(bundle)
+            lane = lane or lane_factory(meta)
+            v = replay(lane, small or g, Fingerprint.from_json(meta["fingerprint"]))
+            entry["title"] = meta["title"]
+            if v.outcome == "passes":
+                tracker.comment(issue.number, render.fixed(lane.eng.hello, ctx, [lane.eng.hello.get("machine", "")],
+                                                           cfg.close_fixed))
+                if cfg.close_fixed:
+                    tracker.close(issue.number)
+                res.closed.append({**entry, "reason": "fixed" if cfg.close_fixed else "fixed, left open"})
+            else:
+                res.still_failing.append({**entry, "reason": v.outcome})
+    finally:
+        if lane is not None:
+            lane.stop()
