@@ -14,6 +14,7 @@ import json
 import shutil
 import signal
 import threading
+import uuid
 import time
 from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -97,6 +98,7 @@ class Campaign:
         self._tflite_keys: set[str] = set()
         self._keys_lock = threading.Lock()
         self._stop = threading.Event()
+        self.run_id = uuid.uuid4().hex[:16]  # one per session: a report of this output is idempotent
         self.stop_reason = ""
 
     def _make_source(self, opts: GenOptions) -> CaseSource:
@@ -269,6 +271,7 @@ class Campaign:
             summary["coverage"] = self.source.summary()
         self.bugs.save()
         summary["new_failures"] = self.bugs.new_ids()
+        summary["run_id"] = self.run_id
         summary["minimized"] = getattr(self, "minimized", {})
         summary["bugs_dir"] = str(self.cfg.out / "bugs")
         self.store.write_json("summary.json", summary)

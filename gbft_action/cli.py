@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--mutations", choices=["on", "off"], default="on", help="the six mutations of the paper")
     f.add_argument("--state", default="", metavar="DIR",
                    help="start from the coverage and MCTS state of a previous run's output directory")
+    f.add_argument("--minimize-share", type=float, default=0.35,
+                   help="share of the budget for minimising new bugs (0 turns minimisation off)")
     f.add_argument("--quiet", action="store_true")
 
     r = sub.add_parser("replay", help="run a bug bundle again: exit 1 same bug, 4 other failure, 0 passes")
@@ -128,7 +130,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      blocks=args.blocks, graph=args.graph, jobs=args.jobs, corpus=args.corpus,
                      timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
                      tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
-                     chooser=args.chooser, mutations=args.mutations == "on", state=args.state)
+                     chooser=args.chooser, mutations=args.mutations == "on", state=args.state,
+                     minimize_share=args.minimize_share)
+    if not 0.0 <= args.minimize_share < 1.0:
+        print(f"error: --minimize-share must be in [0, 1), got {args.minimize_share}", file=sys.stderr)
+        return EXIT_USAGE
     if args.resume:
         cfg = _resume_config(cfg, args)
     bar = Progress(enabled=not args.quiet)

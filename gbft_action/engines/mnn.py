@@ -52,6 +52,8 @@ class MNNEngine:
         net = self.MNN.nn.load_module_from_file(str(artifact), names, outputs, precision_mode=prec[self.precision])
         xs = [F.const(inputs[k], list(inputs[k].shape), F.NHWC) for k in names]
         ys = net.forward(xs)
+        if len(ys) != len(outputs):  # the repro script checks the same thing
+            raise RuntimeError(f"MNN returned {len(ys)} of {len(outputs)} outputs")
         result = {}
         for name, y in zip(outputs, ys):
             if y.data_format == F.NC4HW4:

@@ -49,7 +49,10 @@ class GitHubTracker:
         self._redact = RedactToken(token)
         for name in ("github", "urllib3", "gbft_action"):
             logging.getLogger(name).addFilter(self._redact)
-        self._gh = Github(auth=Auth.Token(token), base_url=base_url, retry=None, per_page=100)
+        # Our own pacing and retry policy only: PyGithub's default retry resends a POST
+        # after a 5xx (a duplicate issue) and its throttle would add to ours.
+        self._gh = Github(auth=Auth.Token(token), base_url=base_url, retry=None, per_page=100,
+                          seconds_between_requests=None, seconds_between_writes=None)
         self.label = label
         self.min_interval = min_interval
         self.max_retries = max_retries
@@ -64,8 +67,9 @@ class GitHubTracker:
 
     # -- reading ----------------------------------------------------------------------
     def index(self) -> dict[str, Issue]:
-        issues = self._call(lambda: [i for i in self._repo.get_issues(state="all", labels=[self.label])
-                                     if i.pull_request is None])
+        # Pull requests carry no gbft marker, so they fall out of the index by
+        # themselves; reading i.pull_request would cost a GET per issue.
+        issues = self._call(lambda: list(self._repo.get_issues(state="all", labels=[self.label])))
         return index_issues([Issue(i.number, i.state, i.body or "", i.html_url) for i in issues])
 
     # -- writing ----------------------------------------------------------------------

@@ -102,14 +102,35 @@ def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_facto
     if cfg.check_fixes:
         _check_fixes(cfg, tracker, ctx, render, index, set(metas), res, lane_factory)
     (cfg.out / "report.json").write_text(json.dumps(res.to_json(), indent=2, sort_keys=True) + "\n")
+    (cfg.out / "summary.md").write_text(job_summary(render, summary, metas, index, res))
     return res
+
+
+def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict[str, Any]],
+                index: dict[str, Issue], res: ReportResult) -> str:
+    """The Markdown job summary: counts, coverage, and one row per bug with its issue."""
+    from .sanitize import inline
+
+    new = set(summary.get("new_failures", []))
+    bugs = []
+    for f in summary.get("failures", []):
+        meta = metas.get(f["key"], {})
+        issue = index.get(f["key"])
+        link = (f"[#{issue.number}]({issue.url})" if issue.url.startswith("http") else f"#{issue.number}") \
+            if issue and issue.number else ""
+        bugs.append({"title": inline(f.get("title") or f["message"], 120), "count": f["count"], "new": f["key"] in new,
+                     "size": meta.get("minimized_size", ""), "issue": link})
+    not_filed = [x["fingerprint"] for x in res.skipped if x.get("reason") == "not filed: quota"]
+    return render.summary(summary, bugs, not_filed)
 
 
 def run_key_of(out: Path) -> str:
     """Identifies one fuzz output, so that reporting it twice changes nothing."""
     import hashlib
 
-    return hashlib.sha256((out / "summary.json").read_bytes()).hexdigest()[:16]
+    raw = (out / "summary.json").read_bytes()
+    run_id = json.loads(raw).get("run_id", "")
+    return str(run_id)[:32] if run_id else hashlib.sha256(raw).hexdigest()[:16]
 
 
 def _aliases(issue: Issue, fid: str) -> list[str]:

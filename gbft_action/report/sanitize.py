@@ -30,10 +30,13 @@ def neutralise(text: str) -> str:
 def code_block(text: str, lang: str = "") -> str:
     """A fenced block no content can close: the fence is longer than any backtick run inside.
 
-    Inside a code block Markdown and HTML are not rendered, but mentions are
-    still neutralised (they do not ping there, but copy-pasted text might).
+    Inside a code block Markdown and HTML are not rendered (so HTML stays
+    readable), but mentions and issue references are still broken up: they do
+    not act there, but text copied out of the block would.
     """
     body = _MENTION.sub("@" + ZWSP, text)
+    body = _CLOSING.sub(lambda m: m.group(1) + ZWSP + m.group(3), body)
+    body = _ISSUE_REF.sub("#" + ZWSP, body)
     longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{body.rstrip()}\n{fence}"
