@@ -129,7 +129,8 @@ class Campaign:
             reason = self.stop_reason
             if reason in ("budget reached", "max-models reached"):  # not a signal: carry on
                 self._stop.clear()
-                self._minimize_new(lanes[0], deadline)
+                # At most the share of the budget, whether the loop stopped on it or on --max-models.
+                self._minimize_new(lanes[0], min(deadline, time.monotonic() + reserve + GRACE_S))
             if reason == "budget reached" and not self._stop.is_set():  # only the reserve was reached
                 self.stop_reason = ""
                 self._loop(lanes, deadline, deadline)

@@ -1881,15 +1881,20 @@ class GitHubFake:
         if issue is None:
             return self._not_found(ctx)
         body = ctx.body["body"]
-        if not body.strip():
-            return self._invalid(ctx, {"resource": "IssueComment", "code": "missing_field", "field": "body"})
-        problem = self._check_text(ctx, "IssueComment", "body", body, MAX_BODY_CHARS)
-        if problem:
-            return self._invalid(ctx, problem)
+        bad = self._bad_comment_body(ctx, body)
+        if bad is not None:
+            return bad
         comment = self._new_comment(repo, issue, body, self._user)
         self._index(repo, issue)
         data = self._comment_json(repo, comment, ctx.base)
         return _Resp(201, data, {"location": data["url"]})
+
+    def _bad_comment_body(self, ctx: _Ctx, body: str) -> _Resp | None:
+        """GitHub's 422 for an empty or too long comment body, else None."""
+        if not body.strip():
+            return self._invalid(ctx, {"resource": "IssueComment", "code": "missing_field", "field": "body"})
+        problem = self._check_text(ctx, "IssueComment", "body", body, MAX_BODY_CHARS)
+        return self._invalid(ctx, problem) if problem else None
 
     def _op_update_comment(self, ctx: _Ctx) -> _Resp:
         repo = ctx.repo
@@ -1898,11 +1903,9 @@ class GitHubFake:
         if comment is None:
             return self._not_found(ctx)
         body = ctx.body["body"]
-        if not body.strip():
-            return self._invalid(ctx, {"resource": "IssueComment", "code": "missing_field", "field": "body"})
-        problem = self._check_text(ctx, "IssueComment", "body", body, MAX_BODY_CHARS)
-        if problem:
-            return self._invalid(ctx, problem)
+        bad = self._bad_comment_body(ctx, body)
+        if bad is not None:
+            return bad
         comment.body, comment.updated = body, time.time()
         self._index(repo, repo.issues[comment.issue_number])
         return _Resp(200, self._comment_json(repo, comment, ctx.base))
