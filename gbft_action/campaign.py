@@ -62,6 +62,8 @@ class FuzzConfig:
     state: str = ""  # a directory holding a previous run's state.json (coverage, MCTS)
     minimize_share: float = 0.35  # share of the budget kept for minimising new bugs
     minimize_limit: float = 30.0  # seconds at most per bug
+    engine_python: str = ""  # the engine worker's interpreter (a private venv holding a PR's wheel)
+    platform_label: str = ""  # shown as the platform in bundles and reports (e.g. arm64-self-hosted)
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resumed campaign to be the same campaign."""
@@ -98,6 +100,8 @@ class Campaign:
         self._tflite_keys: set[str] = set()
         self._keys_lock = threading.Lock()
         self._stop = threading.Event()
+        self._hard_stop = False
+        self._lanes: list[Lane] = []
         self.run_id = uuid.uuid4().hex[:16]  # one per session: a report of this output is idempotent
         self.stop_reason = ""
 
@@ -111,9 +115,14 @@ class Campaign:
         return src
 
     # -- public -------------------------------------------------------------------
-    def request_stop(self, reason: str = "stopped") -> None:
+    def request_stop(self, reason: str = "stopped", hard: bool = False) -> None:
+        """Stop starting cases; ``hard`` also abandons the cases in flight (a cancelled job)."""
         self.stop_reason = self.stop_reason or reason
         self._stop.set()
+        if hard:
+            self._hard_stop = True
+            for lane in self._lanes:
+                lane.close()
 
     def run(self) -> dict[str, Any]:
         t0 = time.monotonic()
@@ -127,7 +136,7 @@ class Campaign:
             reserve = self.cfg.budget * self.cfg.minimize_share
             self._loop(lanes, deadline - reserve, deadline)
             reason = self.stop_reason
-            if reason in ("budget reached", "max-models reached"):  # not a signal: carry on
+            if reason in ("budget reached", "max-models reached") and not self._hard_stop:  # not a signal: carry on
                 self._stop.clear()
                 # At most the share of the budget, whether the loop stopped on it or on --max-models.
                 self._minimize_new(lanes[0], min(deadline, time.monotonic() + reserve + GRACE_S))
@@ -180,11 +189,15 @@ class Campaign:
 
     def _start_lanes(self, deadline: float) -> list[Lane]:
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
-                          self.cfg.engine_mem_mb, want_tflite=self._first_of_its_kind)
+                          self.cfg.engine_mem_mb, engine_python=self.cfg.engine_python,
+                          want_tflite=self._first_of_its_kind)
         lanes = [Lane(lcfg, i) for i in range(max(1, self.cfg.jobs))]
+        self._lanes = lanes
         with ThreadPoolExecutor(len(lanes)) as ex:
             infos = list(ex.map(lambda ln: ln.start(), lanes))
-        self.engine_info = infos[0]
+        self.engine_info = dict(infos[0])
+        if self.cfg.platform_label:
+            self.engine_info["machine"] = self.cfg.platform_label
         return lanes
 
     def _minimize_new(self, lane: Lane, deadline: float) -> None:
@@ -243,7 +256,7 @@ class Campaign:
                 est = self._record(window.popleft().result(), est)
 
     def _record(self, res: CaseResult, est: float) -> float:
-        if res.aborted:
+        if res.aborted or self._hard_stop:  # killed under it by a hard stop: not a result
             if res.workdir is not None:
                 shutil.rmtree(res.workdir, ignore_errors=True)
             return est

@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--commit", default="", help="engine commit (default $GITHUB_SHA)")
     rp.add_argument("--min-write-interval", type=float, default=1.0, help="seconds between writes (>= 1 on github.com)")
 
+    sub.add_parser("action", help="the GitHub Action entrypoint (reads INPUT_* variables)")
+
     c = sub.add_parser("corpus", help="block corpus tools")
     csub = c.add_subparsers(dest="corpus_cmd", required=True)
     ck = csub.add_parser("check", help="validate a corpus file")
@@ -105,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_bundle(args)
     if args.cmd == "report":
         return cmd_report(args)
+    if args.cmd == "action":
+        from .action.main import main as action_main
+
+        return action_main()
     return EXIT_USAGE
 
 

@@ -92,6 +92,11 @@ class Lane:
         self.ref.stop()
         self.eng.stop()
 
+    def close(self) -> None:
+        """Stop both workers for good: calls in flight and later ones fail at once."""
+        self.ref.close()
+        self.eng.close()
+
     # -- one case -----------------------------------------------------------------
     def run(self, index: int, g: Graph, budget_left: float) -> CaseResult:
         d = self.cfg.workdir / "tmp" / f"{index:06d}"

@@ -37,8 +37,8 @@ def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False) 
     return res
 
 
-def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0) -> Verdict:
-    res = run_graph(lane, g, budget, fresh=True)
+def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0, fresh: bool = True) -> Verdict:
+    res = run_graph(lane, g, budget, fresh=fresh)
     fp = res.fingerprint
     if fp is None:
         return Verdict(PASSES, None, res)

@@ -38,6 +38,7 @@ class EngineAdapter(Protocol):
 
 ENGINES: dict[str, str] = {
     "mnn": "gbft_action.engines.mnn:MNNEngine",
+    "command": "gbft_action.engines.command:CommandEngine",
 }
 
 

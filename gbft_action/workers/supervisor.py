@@ -62,6 +62,7 @@ class Worker:
         self.conn: _DuplexConn | None = None
         self.restarts = 0
         self.hello: dict[str, Any] = {}
+        self.closed = False  # closed for good (a cancelled run): no restarts
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> dict[str, Any]:
@@ -117,7 +118,13 @@ class Worker:
             self.start()
 
     # -- calls ----------------------------------------------------------------------
+    def close(self) -> None:
+        self.closed = True
+        self.stop()
+
     def call(self, msg: dict[str, Any], timeout: float) -> CallResult:
+        if self.closed:
+            return CallResult("crash", log="worker closed", exit_code=-9)
         if msg.get("op") != "hello":
             self.ensure()
         assert self.conn is not None and self.proc is not None

@@ -1,0 +1,26 @@
+# gbft-action: the GitHub Action image. Multi-arch: builds unchanged on amd64 and arm64 runners.
+FROM debian:bookworm-slim
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv python3-pip ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /opt/gbft
+COPY pyproject.toml README.md ./
+COPY gbft_action ./gbft_action
+COPY templates ./templates
+COPY corpora ./corpora
+
+# A CA bundle may be given as a BuildKit secret (behind a TLS-inspecting proxy);
+# without it pip uses the image's certificates, as on a GitHub runner.
+RUN --mount=type=secret,id=ca,required=false \
+    python3 -m venv /opt/venv \
+ && if [ -s /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi \
+ && /opt/venv/bin/pip install --no-cache-dir --upgrade pip \
+ && /opt/venv/bin/pip install --no-cache-dir -e ".[all]" \
+ && /opt/venv/bin/gbft corpus check corpora/tensorflow-mnn.yaml > /dev/null
+
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    TF_CPP_MIN_LOG_LEVEL=2
+ENTRYPOINT ["gbft", "action"]

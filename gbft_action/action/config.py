@@ -1,0 +1,145 @@
+"""The action's configuration: read once from ``INPUT_*``, validated in one place.
+
+Docker actions get each input as ``INPUT_<NAME>`` with the name upper-cased and
+hyphens kept (``budget-seconds`` -> ``INPUT_BUDGET-SECONDS``).  ``validate``
+names the bad input and its allowed values in one line, which becomes the
+step's error.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+ENGINES = ("mnn", "command")
+REPORTS = ("issues", "summary", "none")
+FAIL_ON = ("new", "any", "never")
+
+# input name -> (field, default); the action.yml inputs must be exactly these (a test checks).
+INPUTS: dict[str, tuple[str, str]] = {
+    "engine": ("engine", "mnn"),
+    "engine-build": ("engine_build", ""),
+    "base-build": ("base_build", ""),
+    "converter-command": ("converter_command", ""),
+    "runner-command": ("runner_command", ""),
+    "budget-seconds": ("budget_seconds", "300"),
+    "seed": ("seed", "0"),
+    "blocks": ("blocks", "1-30"),
+    "corpus": ("corpus", ""),
+    "state-dir": ("state_dir", ""),
+    "report": ("report", "summary"),
+    "github-token": ("github_token", ""),
+    "repository": ("repository", ""),
+    "max-new-issues": ("max_new_issues", "5"),
+    "fail-on": ("fail_on", "new"),
+    "platform-label": ("platform_label", ""),
+    "output-dir": ("output_dir", "gbft-out"),
+}
+
+
+class ConfigError(ValueError):
+    """One line naming the bad input and what it may be."""
+
+
+@dataclass
+class ActionConfig:
+    engine: str = "mnn"
+    engine_build: str = ""
+    base_build: str = ""
+    converter_command: str = ""
+    runner_command: str = ""
+    budget_seconds: str = "300"
+    seed: str = "0"
+    blocks: str = "1-30"
+    corpus: str = ""
+    state_dir: str = ""
+    report: str = "summary"
+    github_token: str = ""
+    repository: str = ""
+    max_new_issues: str = "5"
+    fail_on: str = "new"
+    platform_label: str = ""
+    output_dir: str = "gbft-out"
+    workspace: str = "."
+
+    def __repr__(self) -> str:  # the token must never reach a log
+        shown = {f.name: ("***" if f.name == "github_token" and getattr(self, f.name) else getattr(self, f.name))
+                 for f in fields(self)}
+        return f"ActionConfig({shown})"
+
+    @staticmethod
+    def from_env(env: dict[str, str] | None = None) -> ActionConfig:
+        e = dict(os.environ if env is None else env)
+        kw = {fld: e.get(f"INPUT_{name.upper()}", default).strip() for name, (fld, default) in INPUTS.items()}
+        for name, (fld, default) in INPUTS.items():
+            if not kw[fld]:
+                kw[fld] = default
+        cfg = ActionConfig(**kw, workspace=e.get("GITHUB_WORKSPACE", "."))
+        if not cfg.repository:
+            cfg.repository = e.get("GITHUB_REPOSITORY", "")
+        return cfg
+
+    # -- typed views (valid only after validate) ---------------------------------------
+    @property
+    def budget(self) -> float:
+        return float(self.budget_seconds)
+
+    @property
+    def block_range(self) -> tuple[int, int]:
+        lo, _, hi = self.blocks.partition("-")
+        return int(lo), int(hi or lo)
+
+    def path(self, p: str) -> Path:
+        q = Path(p)
+        return q if q.is_absolute() else Path(self.workspace) / q
+
+    def validate(self) -> ActionConfig:
+        _choice("engine", self.engine, ENGINES)
+        _choice("report", self.report, REPORTS)
+        _choice("fail-on", self.fail_on, FAIL_ON)
+        _number("budget-seconds", self.budget_seconds, float, 10, 6 * 3600, "a number of seconds from 10 to 21600")
+        _number("seed", self.seed, int, 0, 2**31 - 1, "an integer from 0 to 2147483647")
+        _number("max-new-issues", self.max_new_issues, int, 0, 100, "an integer from 0 to 100")
+        try:
+            lo, hi = self.block_range
+            ok = 1 <= lo <= hi <= 100
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ConfigError(f"input 'blocks' must be MIN-MAX with 1 <= MIN <= MAX <= 100 (e.g. 1-30), "
+                              f"got {self.blocks!r}")
+        if self.report == "issues" and not self.github_token:
+            raise ConfigError("input 'github-token' is required when report is 'issues'")
+        if self.report == "issues" and "/" not in self.repository:
+            raise ConfigError(f"input 'repository' must be OWNER/NAME for report 'issues', got {self.repository!r}")
+        if self.engine == "command" and not (self.converter_command and self.runner_command):
+            raise ConfigError("engine 'command' needs inputs 'converter-command' and 'runner-command'")
+        for name in ("engine-build", "base-build", "corpus"):
+            value = getattr(self, INPUTS[name][0])
+            if value and not self.path(value).exists():
+                raise ConfigError(f"input '{name}': {value} does not exist in the workspace")
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in repr_safe(self).items()}
+
+
+def repr_safe(cfg: ActionConfig) -> dict[str, Any]:
+    return {f.name: ("***" if f.name == "github_token" and getattr(cfg, f.name) else getattr(cfg, f.name))
+            for f in fields(cfg)}
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"input '{name}' must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def _number(name: str, value: str, kind: type, lo: float, hi: float, what: str) -> None:
+    try:
+        v = kind(value)
+    except ValueError:
+        raise ConfigError(f"input '{name}' must be {what}; got {value!r}") from None
+    if not lo <= v <= hi:
+        raise ConfigError(f"input '{name}' must be {what}; got {value!r}")

@@ -1,0 +1,230 @@
+"""``gbft action``: the Docker action's entrypoint.
+
+One budget covers the whole step: engine set-up, fuzzing, minimisation,
+replaying new bugs on the base build, and reporting.  Results go to
+``$GITHUB_OUTPUT``, the job summary to ``$GITHUB_STEP_SUMMARY`` (cut to 1 MiB),
+at most 10 error annotations; engine text printed to the log is wrapped in
+``::stop-commands::`` so it cannot run workflow commands.  SIGTERM (a
+cancelled job) stops the run and flushes what is there.  The exit code is
+decided in one place, ``exit_code``, from ``fail-on``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import venv
+from pathlib import Path
+from typing import Any
+
+from ..report.sanitize import inline
+from .config import ActionConfig, ConfigError
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_ERROR = 0, 1, 2, 3
+SUMMARY_LIMIT = 1 << 20
+MAX_ANNOTATIONS = 10
+REPORT_RESERVE_S = 20.0  # of the budget, kept for base-build replays and reporting
+
+
+def exit_code(fail_on: str, failures: int, new_failures: int) -> int:
+    """The one place the result becomes the step's exit code."""
+    if fail_on == "any" and failures:
+        return EXIT_FAILED
+    if fail_on == "new" and new_failures:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def main(env: dict[str, str] | None = None) -> int:
+    t0 = time.monotonic()
+    try:
+        cfg = ActionConfig.from_env(env).validate()
+    except ConfigError as e:
+        print(f"::error title=gbft-action: bad input::{e}")
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        return _run(cfg, t0)
+    except (OSError, RuntimeError, ValueError, subprocess.CalledProcessError) as e:
+        print(f"::error title=gbft-action failed::{inline(str(e), 500)}")
+        return EXIT_ERROR
+
+
+def _run(cfg: ActionConfig, t0: float) -> int:
+    from ..campaign import Campaign, FuzzConfig
+
+    out = cfg.path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    deadline = t0 + cfg.budget
+    engine, python = prepare_engine(cfg, cfg.engine_build, out / ".engine-pr")
+    reserve = 3.0
+    if cfg.report == "issues":
+        reserve += min(REPORT_RESERVE_S, 0.15 * cfg.budget)
+    if cfg.base_build:  # replaying each new bug on the base build: about half a second each
+        reserve += 0.3 * cfg.budget
+    fuzz = FuzzConfig(out=out, engine=engine, budget=max(5.0, deadline - time.monotonic() - reserve),
+                      seed=int(cfg.seed), blocks=cfg.block_range,
+                      corpus=str(cfg.path(cfg.corpus)) if cfg.corpus else FuzzConfig.__dataclass_fields__[
+                          "corpus"].default, state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
+                      engine_python=python, platform_label=cfg.platform_label)
+    camp = Campaign(fuzz)
+    stopped = _on_sigterm(camp)
+    summary = camp.run()
+    preexisting = [] if stopped["yes"] or not cfg.base_build else \
+        _replay_on_base(cfg, out, summary, deadline, python)
+    new = [f for f in summary.get("new_failures", []) if f not in preexisting and not _flaky(out, f)]
+    filed = 0 if stopped["yes"] else _report(cfg, out)
+    _write_outputs(cfg, out, summary, new, preexisting, filed)
+    return exit_code(cfg.fail_on, summary["unique_failures"], len(new))
+
+
+def _flaky(out: Path, fid: str) -> bool:
+    """A bug whose own replays disagree cannot be pinned on this pull request: it never fails the step."""
+    path = out / "bugs" / fid / "meta.json"
+    return path.exists() and json.loads(path.read_text()).get("flaky") is True
+
+
+def _on_sigterm(camp: Any) -> dict[str, bool]:
+    """A cancelled job: stop at once, keep what was judged, write the summary."""
+    state = {"yes": False}
+
+    def handler(signum: int, frame: Any) -> None:
+        state["yes"] = True
+        camp.request_stop("cancelled (SIGTERM)", hard=True)
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return state
+
+
+# --------------------------------------------------------------------------- engine builds
+
+
+def prepare_engine(cfg: ActionConfig, build: str, venv_dir: Path) -> tuple[str, str]:
+    """(engine name for the registry, python for the engine worker) for a build.
+
+    An MNN wheel from the pull request goes into a private virtual environment
+    (with the tool's own packages visible underneath), so the tool's
+    dependencies are untouched; installing a local wheel needs no network.
+    """
+    if cfg.engine == "command":
+        os.environ["GBFT_CONVERTER_COMMAND"] = cfg.converter_command
+        os.environ["GBFT_RUNNER_COMMAND"] = cfg.runner_command
+        if build:
+            os.environ["GBFT_ENGINE_BUILD"] = str(cfg.path(build))
+        return "command", ""
+    if not build:
+        return "mnn", ""
+    path = cfg.path(build)
+    wheels = [path] if path.suffix == ".whl" else sorted(path.glob("*.whl"))
+    if not wheels:
+        raise ValueError(f"engine-build {build}: no MNN wheel (*.whl) there")
+    venv.EnvBuilder(system_site_packages=True, clear=True, with_pip=False).create(venv_dir)
+    py = venv_dir / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-index",
+                    "--no-deps", "--force-reinstall", str(wheels[0])], check=True)
+    return "mnn", str(py)
+
+
+def _replay_on_base(cfg: ActionConfig, out: Path, summary: dict[str, Any], deadline: float,
+                    pr_python: str) -> list[str]:
+    """New fingerprints the pull request cannot be blamed for (ClusterFuzzLite's rule).
+
+    Pre-existing: the base build fails the same way.  Unreproducible: the PR build
+    itself does not fail that way when the model runs alone (MNN's heap damage can
+    make a bug depend on earlier models).  Neither fails the step under fail-on: new.
+    """
+    from ..bugs.fingerprint import Fingerprint
+    from ..bugs.replay import load_bundle, replay
+    from ..pipeline import Lane, LaneConfig
+
+    engine, base_python = prepare_engine(cfg, cfg.base_build, out / ".engine-base")
+    base = Lane(LaneConfig(engine, out / ".work-base", engine_python=base_python), 0)
+    pr = Lane(LaneConfig(engine, out / ".work-pr", engine_python=pr_python), 1)
+    verdicts: dict[str, str] = {}
+    try:
+        base.start()
+        pr.start()
+        for fid in summary.get("new_failures", []):
+            if time.monotonic() > deadline - 5:
+                break
+            meta, g, small = load_bundle(out / "bugs" / fid)
+            target, model = Fingerprint.from_json(meta["fingerprint"]), small or g
+
+            def same(lane: Lane, k: int) -> bool:
+                return replay(lane, model, target, fresh=k > 0).outcome == "same"
+
+            # Pre-existing if the base build shows it even once in 5 tries; new only if the
+            # PR build shows it every time in 3 (a sometimes-bug is not pinned on the PR).
+            if any(same(base, k) for k in range(5)):
+                verdicts[fid] = "pre-existing"
+            else:
+                verdicts[fid] = "new" if all(same(pr, k) for k in range(3)) else "unreproducible"
+    finally:
+        base.stop()
+        pr.stop()
+    (out / "base_build.json").write_text(json.dumps(verdicts, indent=2, sort_keys=True) + "\n")
+    (out / "preexisting.json").write_text(json.dumps([f for f, v in verdicts.items() if v != "new"], indent=2) + "\n")
+    return [f for f, v in verdicts.items() if v != "new"]
+
+
+def _report(cfg: ActionConfig, out: Path) -> int:
+    from ..report.render import RunContext
+    from ..report.reporter import ReportConfig, report
+    from ..report.trackers import make_tracker
+
+    kind = {"issues": "github", "summary": "none", "none": "none"}[cfg.report]
+    api = os.environ.get("GITHUB_API_URL", "https://api.github.com")
+    tracker = make_tracker(kind, out=out, repo=cfg.repository, token=cfg.github_token, base_url=api)
+    res = report(ReportConfig(out, max_new_issues=int(cfg.max_new_issues)), tracker, RunContext.from_env())
+    return len(res.filed) if kind == "github" else 0
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], new: list[str], pre: list[str],
+                   filed: int) -> None:
+    cov = summary.get("coverage") or {}
+    outputs = {"models": summary["models"], "failures": summary["unique_failures"], "new-failures": len(new),
+               "issues-filed": filed, "coverage-olc": f"{cov.get('OLC', 0.0):.4f}", "report-dir": str(out)}
+    path = os.environ.get("GITHUB_OUTPUT")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            for k, v in outputs.items():
+                f.write(f"{k}={v}\n")
+    md_path = out / "summary.md"
+    md = md_path.read_text() if md_path.exists() else _plain_summary(summary)
+    if pre:
+        md += f"\nPre-existing on the base build (not failing this pull request): {', '.join(pre)}\n"
+    if len(md.encode()) > SUMMARY_LIMIT:
+        md = md.encode()[: SUMMARY_LIMIT - 200].decode(errors="ignore") + "\n\n(summary cut to 1 MiB)\n"
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step:
+        with open(step, "a", encoding="utf-8") as f:
+            f.write(md)
+    _annotate(summary, set(new))
+    print(json.dumps(outputs))
+
+
+def _plain_summary(summary: dict[str, Any]) -> str:
+    eng = summary.get("engine", {})
+    return (f"## gbft-action: {eng.get('name', '')} {eng.get('version', '')}\n\n{summary['models']} models, "
+            f"{summary['unique_failures']} distinct failures ({summary.get('stop_reason', '')}).\n")
+
+
+def _annotate(summary: dict[str, Any], new: set[str]) -> None:
+    """At most 10 error annotations, for new bugs; engine text inside stop-commands."""
+    shown = [f for f in summary.get("failures", []) if f["key"] in new][:MAX_ANNOTATIONS]
+    for f in shown:
+        print(f"::error title=gbft: new bug {f['key']}::{inline(f.get('title') or f['message'], 200)}")
+    token = secrets.token_hex(16)  # engines cannot guess it, so cannot end the block
+    print(f"::stop-commands::{token}")
+    for f in summary.get("failures", []):
+        print(f"{f['count']:6d}  {f['key']}  {f.get('title') or ''}  {f['message'][:200]}")
+    print(f"::{token}::")

@@ -1,0 +1,137 @@
+"""The GitHub Action entrypoint (gbft action) as GitHub runs it: INPUT_* in, files out."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gbft_action.action.config import INPUTS, ActionConfig, ConfigError
+from gbft_action.action.main import exit_code
+
+from .conftest import ROOT, gbft_cmd
+
+OUTPUTS = {"models", "failures", "new-failures", "issues-filed", "coverage-olc", "report-dir"}
+
+
+def action_env(ws: Path, **inputs: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INPUT_")}
+    env.update({"GITHUB_WORKSPACE": str(ws), "GITHUB_OUTPUT": str(ws / "out.txt"),
+                "GITHUB_STEP_SUMMARY": str(ws / "summary.md"), "GITHUB_REPOSITORY": "alibaba/MNN"})
+    env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
+    return env
+
+
+def outputs(ws: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in (ws / "out.txt").read_text().splitlines())
+
+
+def test_action_yml_inputs_are_exactly_what_the_entrypoint_reads():
+    spec = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert set(spec["inputs"]) == set(INPUTS)
+    assert set(spec["outputs"]) == OUTPUTS
+    assert spec["runs"] == {"using": "docker", "image": "Dockerfile"}
+    for name, (_, default) in INPUTS.items():
+        assert str(spec["inputs"][name].get("default", "")) == default, name
+    assert (ROOT / "Dockerfile").read_text().splitlines()[1].startswith("FROM debian:bookworm-slim")
+
+
+@pytest.mark.parametrize("name,value,words", [
+    ("budget-seconds", "ten", ["budget-seconds", "ten", "seconds"]),
+    ("fail-on", "sometimes", ["fail-on", "new, any, never"]),
+    ("report", "email", ["report", "issues, summary, none"]),
+    ("blocks", "5-2", ["blocks", "MIN-MAX"]),
+    ("engine", "tvm", ["engine", "mnn, command"]),
+])
+def test_bad_input_is_one_line_naming_it(name, value, words):
+    with pytest.raises(ConfigError) as e:
+        ActionConfig.from_env({f"INPUT_{name.upper()}": value}).validate()
+    assert "\n" not in str(e.value) and all(w in str(e.value) for w in words)
+
+
+def test_bad_input_fails_the_step(tmp_path):
+    r = subprocess.run([*gbft_cmd(), "action"], env=action_env(tmp_path, **{"budget-seconds": "ten"}),
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "budget-seconds" in r.stderr
+    assert "::error" in r.stdout and "budget-seconds" in r.stdout
+
+
+def test_token_is_required_for_issues_and_never_shown():
+    with pytest.raises(ConfigError, match="github-token"):
+        ActionConfig.from_env({"INPUT_REPORT": "issues"}).validate()
+    cfg = ActionConfig.from_env({"INPUT_GITHUB-TOKEN": "ghp_secretvalue", "GITHUB_REPOSITORY": "a/b"})
+    assert "ghp_secretvalue" not in repr(cfg) and cfg.repository == "a/b"
+
+
+def test_exit_code_mapping():
+    assert exit_code("new", failures=3, new_failures=0) == 0
+    assert exit_code("new", failures=3, new_failures=1) == 1
+    assert exit_code("any", failures=1, new_failures=0) == 1
+    assert exit_code("never", failures=9, new_failures=9) == 0
+
+
+@pytest.mark.slow
+def test_action_run_writes_outputs_summary_and_guards_the_log(tmp_path):
+    t0 = time.monotonic()
+    r = subprocess.run([*gbft_cmd(), "action"], env=action_env(tmp_path, **{
+        "budget-seconds": "40", "seed": "21", "report": "summary", "fail-on": "any"}),
+        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert time.monotonic() - t0 < 40 + 15
+    out = outputs(tmp_path)
+    assert set(out) == OUTPUTS
+    assert int(out["models"]) > 100 and int(out["failures"]) > 0
+    assert r.returncode == 1  # fail-on: any, and MNN 3.6.1 has bugs
+    assert 0 < float(out["coverage-olc"]) <= 1 and Path(out["report-dir"]) == tmp_path / "gbft-out"
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("## gbft-action: mnn") and "| status | count |" in summary
+    lines = r.stdout.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("::stop-commands::"))
+    token = lines[start].split("::")[2]
+    assert f"::{token}::" in lines[start + 1:]
+    assert sum(x.startswith("::error") for x in lines) <= 10
+
+
+@pytest.mark.slow
+def test_sigterm_flushes_within_five_seconds(tmp_path):
+    env = action_env(tmp_path, **{"budget-seconds": "300", "seed": "3", "fail-on": "never"})
+    p = subprocess.Popen([*gbft_cmd(), "action"], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    cases = tmp_path / "gbft-out" / "cases.jsonl"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not (cases.exists() and cases.stat().st_size > 2000):
+        time.sleep(0.2)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=30)
+    assert time.monotonic() - t0 < 5.0
+    s = json.loads((tmp_path / "gbft-out" / "summary.json").read_text())
+    assert s["stop_reason"].startswith("cancelled") and s["models"] > 0
+    assert outputs(tmp_path)["models"] == str(s["models"])
+
+
+@pytest.mark.slow
+def test_base_build_equal_to_pr_build_fails_nothing_new(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(wheels),
+                    f"MNN=={_mnn_version()}"], check=True, timeout=300)
+    r = subprocess.run([*gbft_cmd(), "action"], env=action_env(tmp_path, **{
+        "engine-build": str(wheels), "base-build": str(wheels), "budget-seconds": "90", "seed": "21",
+        "fail-on": "new"}), capture_output=True, text=True, cwd=ROOT, timeout=200)
+    out = outputs(tmp_path)
+    pre = json.loads((tmp_path / "gbft-out" / "preexisting.json").read_text())
+    assert int(out["failures"]) > 0 and pre, r.stdout[-2000:]
+    assert r.returncode == 0 and out["new-failures"] == "0", r.stdout[-2000:]
+
+
+def _mnn_version() -> str:
+    from importlib.metadata import version
+
+    return version("MNN")
