@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Make `docker build` of the action image possible on a machine with no Docker registry:
+# start dockerd if needed, create debian:bookworm-slim with debootstrap, build the image.
+#   scripts/docker-setup.sh [IMAGE_TAG]      (as root; needs docker.io and debootstrap)
+set -euo pipefail
+TAG="${1:-gbft-action:test}"
+# Debian's docker.io client has BuildKit built in; a newer client elsewhere on PATH may want buildx.
+DOCKER=docker
+[ -x /usr/bin/docker ] && DOCKER=/usr/bin/docker
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+
+if ! docker info >/dev/null 2>&1; then
+    command -v dockerd >/dev/null || { echo "docker-setup: dockerd not installed (apt-get install docker.io)" >&2; exit 3; }
+    (dockerd >/tmp/gbft-dockerd.log 2>&1 &)
+    for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+    docker info >/dev/null 2>&1 || { echo "docker-setup: dockerd did not start (see /tmp/gbft-dockerd.log)" >&2; exit 3; }
+fi
+
+if ! docker image inspect debian:bookworm-slim >/dev/null 2>&1; then
+    command -v debootstrap >/dev/null || { echo "docker-setup: debootstrap not installed" >&2; exit 3; }
+    # The mirror the host's apt uses (deb822 "URIs:" or one-line "deb" entries, comments skipped).
+    mirror="$(grep -rhE '^(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources \
+              /etc/apt/sources.list.d/*.list 2>/dev/null | grep -oE 'https?://[^ ]+/debian/?$' | head -1 || true)"
+    mirror="${mirror:-http://deb.debian.org/debian}"
+    dir="$(mktemp -d /tmp/gbft-bookworm.XXXX)"
+    debootstrap --variant=minbase bookworm "$dir" ${mirror:+"$mirror"} >/tmp/gbft-debootstrap.log 2>&1
+    # The image's apt must reach the same mirror the host uses.
+    if [ -n "$mirror" ]; then echo "deb $mirror bookworm main" > "$dir/etc/apt/sources.list"; fi
+    tar -C "$dir" -c . | docker import - debian:bookworm-slim >/dev/null
+    rm -rf "$dir"
+fi
+
+CA=/etc/ssl/certs/ca-certificates.crt
+SECRET=()
+[ -s "$CA" ] && SECRET=(--secret "id=ca,src=$CA")
+DOCKER_BUILDKIT=1 "$DOCKER" build --network host "${SECRET[@]}" -t "$TAG" "$ROOT" >/tmp/gbft-docker-build.log 2>&1 \
+    || { tail -30 /tmp/gbft-docker-build.log >&2; exit 1; }
+echo "$TAG"
