@@ -286,30 +286,23 @@ def test_float_range_outside_spec(tmp_path):
     rejected(p, "Fill", "params.value")
 
 
-def test_bad_domain_in_subgraph_inner_op(tmp_path):
-    p = write(tmp_path, """\
+CONV_RELU = """\
       - name: ConvRelu
         ops: [Conv2d, Relu]
         inner_edges: [[0, 1]]
         in_degree: [1]
         out_degree: [0]
         params:
-          0: {dilation: {range: [1, 7]}}
-    """)
-    rejected(p, "ConvRelu", "params.dilation")
+          {params}
+    """
 
 
-def test_params_key_out_of_range_in_subgraph(tmp_path):
-    p = write(tmp_path, """\
-      - name: ConvRelu
-        ops: [Conv2d, Relu]
-        inner_edges: [[0, 1]]
-        in_degree: [1]
-        out_degree: [0]
-        params:
-          5: {kh: {range: [1, 3]}}
-    """)
-    rejected(p, "ConvRelu", "params")
+@pytest.mark.parametrize("params,field", [
+    ("0: {dilation: {range: [1, 7]}}", "params.dilation"),  # a bad domain of an inner op
+    ("5: {kh: {range: [1, 3]}}", "params"),  # an inner-op index out of range
+])
+def test_bad_params_in_subgraph(tmp_path, params, field):
+    rejected(write(tmp_path, CONV_RELU.format(params=params)), "ConvRelu", field)
 
 
 def test_good_narrowed_domains_are_kept(tmp_path):
