@@ -4,7 +4,7 @@
 
 Five strategies (the paper's rows), N blocks per model, ``--models`` kept models
 each, averaged over seeds: operator-level coverage (OLC), distinct failures
-(first-cut keys: status + operator + message), models/s.  ``--write`` replaces
+(distinct fingerprints), models/s.  ``--write`` replaces
 the ablation section of BENCHMARKS.md with the table.
 """
 

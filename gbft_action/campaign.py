@@ -33,7 +33,7 @@ from .search import CaseSource
 from .search.guided import GuidedSource
 from .bugs.bundle import BugBook
 from .bugs.replay import minimize_bug
-from .store import ResultStore, simple_key
+from .store import ResultStore
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
 # Results of case i reach the generator just before case i + LAG is generated,
@@ -163,7 +163,10 @@ class Campaign:
             self.sessions = old.get("sessions", [])
         else:
             self.sessions = []
-        self.store.write_json("campaign.json", {"identity": ident, "config": self.cfg.to_json(),
+        self._write_campaign()
+
+    def _write_campaign(self) -> None:
+        self.store.write_json("campaign.json", {"identity": self.cfg.identity(), "config": self.cfg.to_json(),
                                                 "sessions": self.sessions, "tool_version": __version__})
 
     def _replay_feedback(self) -> None:
@@ -213,8 +216,10 @@ class Campaign:
             self.minimized[fid] = minimize_bug(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left))
 
     def _first_of_its_kind(self, res: CaseResult) -> bool:
-        """True for the first failure with its key (lanes call this from their threads)."""
-        key = simple_key(str(res.status), res.op, res.message)
+        """True for the first failure with its fingerprint (lanes call this from their threads)."""
+        if res.fingerprint is None:
+            return False
+        key = res.fingerprint.id
         with self._keys_lock:
             if key in self._tflite_keys:
                 return False
@@ -290,8 +295,7 @@ class Campaign:
         summary["bugs_dir"] = str(self.cfg.out / "bugs")
         self.store.write_json("summary.json", summary)
         self.store.write_json(STATE_FILE, self.source.state())
-        self.store.write_json("campaign.json", {"identity": self.cfg.identity(), "config": self.cfg.to_json(),
-                                                "sessions": self.sessions, "tool_version": __version__})
+        self._write_campaign()
         return summary
 
 

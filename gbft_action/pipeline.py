@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .bugs.fingerprint import Fingerprint, fingerprint
+from .bugs.fingerprint import Fingerprint, fingerprint, op_named_in
 from .engines.adapter import resolve
 from .graph.ir import Graph
 from .oracle import OutputDiff, Status, Tolerance, compare, judge_outputs
@@ -190,7 +190,7 @@ class Lane:
             res.status = status
             res.message = error_line(r.log) if stage == "convert" else r.reply.get("error", "")
             res.message = res.message or r.reply.get("error", "")
-        res.op = failing_op_from_log(r.log, res.graph) or ""
+        res.op = op_named_in(r.log, res.graph)
 
     def _compare(self, res: CaseResult, left: float) -> None:
         res.stage = "compare"
@@ -234,7 +234,6 @@ class _Aborted(Exception):
     pass
 
 
-_NOT_SUPPORT = re.compile(r"Not Support:\s*(?:Tensorflow|TF|Onnx|Tflite)::(\w+)", re.I)
 _ERROR_LINE = re.compile(r"(Not Support|Check failed|Error|error|Can't|Failed|failed|abort|Segmentation)")
 
 
@@ -244,17 +243,6 @@ def error_line(log: str) -> str:
         if _ERROR_LINE.search(line) and "Converted Failed" not in line:
             return line.strip()
     return ""
-
-
-def failing_op_from_log(log: str, g: Graph) -> str | None:
-    """The operator an engine error names (MNN: 'Not Support: Tensorflow::Op')."""
-    m = _NOT_SUPPORT.search(log)
-    if m:
-        return m.group(1)
-    for n in g.nodes:  # an error that quotes a node name blames that node's op
-        if re.search(rf"\b{re.escape(n.id)}\b", log):
-            return n.op
-    return None
 
 
 def mismatch_kind(d: OutputDiff) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,6 @@ from .oracle import Status
 from .pipeline import CaseResult
 
 KEEP = {Status.MCF, Status.IF, Status.DCF, Status.TIMEOUT, Status.REF, Status.GEN}
-
-
-def simple_key(status: str, op: str, message: str) -> str:
-    """First-cut dedup key: status + operator + first message line, numbers blanked."""
-    first = (message.strip().splitlines() or [""])[0]
-    first = re.sub(r"0x[0-9a-fA-F]+|\d+(\.\d+)?", "N", first)
-    first = re.sub(r"(/[\w.+-]+)+", "PATH", first)
-    return f"{status}|{op}|{first[:160]}"
 
 
 class ResultStore:

@@ -115,6 +115,7 @@ def test_bundles_hold_everything(campaign_out):
         meta = json.loads((b / "meta.json").read_text())
         assert meta["id"] == b.name == meta["fingerprint"]["id"]
         assert meta["minimized_size"] <= meta["original_size"]
+        assert meta["occurrences"] == next(f["count"] for f in s["failures"] if f["key"] == b.name)
         assert {"seed", "tool_version", "engine", "platforms", "occurrences", "title"} <= set(meta)
     known = json.loads((campaign_out / "known_bugs.json").read_text())
     assert set(known) == {b.name for b in bundles}

@@ -65,17 +65,13 @@ class ActionConfig:
     workspace: str = "."
 
     def __repr__(self) -> str:  # the token must never reach a log
-        shown = {f.name: ("***" if f.name == "github_token" and getattr(self, f.name) else getattr(self, f.name))
-                 for f in fields(self)}
-        return f"ActionConfig({shown})"
+        return f"ActionConfig({repr_safe(self)})"
 
     @staticmethod
     def from_env(env: dict[str, str] | None = None) -> ActionConfig:
         e = dict(os.environ if env is None else env)
-        kw = {fld: e.get(f"INPUT_{name.upper()}", default).strip() for name, (fld, default) in INPUTS.items()}
-        for name, (fld, default) in INPUTS.items():
-            if not kw[fld]:
-                kw[fld] = default
+        # An input left empty in the workflow arrives as "": it means the default.
+        kw = {fld: e.get(f"INPUT_{name.upper()}", "").strip() or default for name, (fld, default) in INPUTS.items()}
         cfg = ActionConfig(**kw, workspace=e.get("GITHUB_WORKSPACE", "."))
         if not cfg.repository:
             cfg.repository = e.get("GITHUB_REPOSITORY", "")
@@ -121,10 +117,6 @@ class ActionConfig:
             if value and not self.path(value).exists():
                 raise ConfigError(f"input '{name}': {value} does not exist in the workspace")
         return self
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in repr_safe(self).items()}
-
 
 def repr_safe(cfg: ActionConfig) -> dict[str, Any]:
     return {f.name: ("***" if f.name == "github_token" and getattr(cfg, f.name) else getattr(cfg, f.name))

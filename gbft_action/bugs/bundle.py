@@ -21,7 +21,6 @@ import jinja2
 from .. import __version__
 from ..graph.ir import Graph
 from ..oracle import Tolerance
-from .fingerprint import Fingerprint
 
 KNOWN_FILE = "known_bugs.json"
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -72,8 +71,6 @@ class BugBook:
         self.seen_this_run[fid] = self.seen_this_run.get(fid, 0) + 1
         if first:
             entry["bundle"] = str(self.write_bundle(rec, graph, engine, ctx))
-        else:
-            self._bump(fid)
         return first
 
     def resume(self, records: list[dict[str, Any]]) -> None:
@@ -99,6 +96,13 @@ class BugBook:
         return path.exists() and bool(json.loads(path.read_text()).get("minimized"))
 
     def save(self) -> None:
+        # Occurrences go into each bundle once, here, not on every failing case.
+        for fid, n in self.seen_this_run.items():
+            path = self.bundle_dir(fid) / "meta.json"
+            if path.exists():
+                meta = json.loads(path.read_text())
+                meta.update(occurrences=n, last_seen=self.known[fid].get("last_seen", meta["last_seen"]))
+                _write_json(path, meta)
         _write_json(self.out / KNOWN_FILE, self.known)
 
     # -- bundles ----------------------------------------------------------------------
@@ -130,14 +134,6 @@ class BugBook:
         (d / "minimized.mmd").write_text(mermaid(graph, highlight=rec.get("node") or ""))
         self.write_repro(d, graph, meta)
         return d
-
-    def _bump(self, fid: str) -> None:
-        path = self.bundle_dir(fid) / "meta.json"
-        if path.exists():
-            meta = json.loads(path.read_text())
-            meta["occurrences"] = self.seen_this_run[fid]
-            meta["last_seen"] = now()
-            _write_json(path, meta)
 
     def add_minimized(self, fid: str, small: Graph, node: str, stats: dict[str, Any]) -> None:
         d = self.bundle_dir(fid)
@@ -183,7 +179,3 @@ def mermaid(g: Graph, highlight: str = "") -> str:
         lines.append(f"  style {highlight} fill:#f88,stroke:#900")
     return "\n".join(lines) + "\n"
 
-
-def fingerprint_of_record(rec: dict[str, Any]) -> Fingerprint | None:
-    fp = rec.get("fingerprint")
-    return Fingerprint.from_json(fp) if fp else None

@@ -99,7 +99,7 @@ def fingerprint(status: str, stage: str, message: str, log: str, g: Graph, op: s
 
         name = _signal.Signals(signal).name if signal in _signal.Signals._value2member_map_ else f"signal {signal}"
         frames = top_frames(log)
-        return Fingerprint(stage, status, "signal", name + (f" in {frames}" if frames else ""), op or _op_in(log, g))
+        return Fingerprint(stage, status, "signal", name + (f" in {frames}" if frames else ""), op or op_named_in(log, g))
     return _error(stage, status, message, log, g, op)
 
 
@@ -110,14 +110,14 @@ def _error(stage: str, status: str, message: str, log: str, g: Graph, op: str) -
         return Fingerprint(stage, status, "unsupported", "", ops[0])
     m = _CHECK.search(log) or _CHECK.search(message)
     if m:
-        return Fingerprint(stage, status, "check", normalise(m.group(1)), op or _op_in(log, g))
+        return Fingerprint(stage, status, "check", normalise(m.group(1)), op or op_named_in(log, g))
     m = _NO_OUTPUT.search(log)
     if m:
         # One bug whatever the operator: the converter drops outputs it folds
         # into constants (seen with Shape/Cast-fed chains of many op types).
         return Fingerprint(stage, status, "missing-output", "", "")
     text = message or log
-    return Fingerprint(stage, status, "error", normalise(text.splitlines()[0] if text else ""), op or _op_in(log, g))
+    return Fingerprint(stage, status, "error", normalise(text.splitlines()[0] if text else ""), op or op_named_in(log, g))
 
 
 def _dcf(g: Graph, node: str, op: str, mismatch: str) -> Fingerprint:
@@ -140,9 +140,9 @@ def _op_of(g: Graph, name: str) -> str:
         return ""
 
 
-def _op_in(log: str, g: Graph) -> str:
-    """An operator the log names: a TF op type ('Tensorflow::X') or a node of the graph."""
-    m = re.search(r"(?:Tensorflow|TF)::(\w+)", log)
+def op_named_in(log: str, g: Graph) -> str:
+    """An operator the log names: an op type ('Tensorflow::X', MNN's form) or a node of the graph."""
+    m = re.search(r"(?:Tensorflow|TF|Onnx|Tflite)::(\w+)", log, re.I)
     if m:
         return m.group(1)
     for name in re.findall(r"\b(?:n|a)\d+\b", log):

@@ -176,10 +176,10 @@ class DropInputs:
 
     def run(self, s: Shrinker) -> bool:
         changed = False
-        for i in range(len(s.current.steps)):
-            for k in range(len(s.current.steps[i].inputs) if i < len(s.current.steps) else 0):
-                step = s.current.steps[i] if i < len(s.current.steps) else None
-                if step is None or k >= len(step.inputs) or len(step.inputs) - 1 not in SPECS[step.op].arity:
+        for i in range(len(s.current.steps)):  # this pass never removes steps
+            for k in range(len(s.current.steps[i].inputs)):
+                step = s.current.steps[i]
+                if k >= len(step.inputs) or len(step.inputs) - 1 not in SPECS[step.op].arity:
                     continue
                 ins = step.inputs[:k] + step.inputs[k + 1:]
                 steps = s.current.steps[:i] + (replace(step, inputs=ins),) + s.current.steps[i + 1:]
@@ -221,9 +221,7 @@ class SimplifyParams:
 
     def run(self, s: Shrinker) -> bool:
         changed = False
-        for i in range(len(s.current.steps)):
-            if i >= len(s.current.steps):
-                break
+        for i in range(len(s.current.steps)):  # this pass never removes steps
             step = s.current.steps[i]
             params = json.loads(step.params)
             for name, dom in SPECS[step.op].domains.items():

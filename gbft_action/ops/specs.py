@@ -155,21 +155,19 @@ class Conv(Spec):
         return f
 
     def _solve(self, rng, h, w, p):
-        fd, sd, dd = self.domains["kh"], self.domains["stride"], self.domains["dilation"]
+        fd = self.domains["kh"]
         fs = list(range(fd.lo, fd.hi + 1))  # type: ignore[union-attr]
-        ss = list(range(sd.lo, sd.hi + 1))  # type: ignore[union-attr]
-        ds = list(range(dd.lo, dd.hi + 1))  # type: ignore[union-attr]
-        # Prefer the drawn values; fall back to the whole domain (still eq. 9-13).
+        # Prefer the drawn values; fall back to any kernel size with stride and dilation 1 (still eq. 9-13).
         sol_h = solve_explicit_padding(rng, h, [p["kh"]], [p["stride"]], [p["dilation"]]) or \
             solve_explicit_padding(rng, h, fs, [1], [1])
         assert sol_h is not None  # f=1, s=1, d=1 always solves it
         kh, s, d, ph0, ph1 = sol_h
         sol_w = solve_explicit_padding(rng, w, [p["kw"]], [s], [d]) or solve_explicit_padding(rng, w, fs, [s], [d])
         if sol_w is None:
-            sol_w = (1, s, d, 0, 0) if s == 1 else None
-        if sol_w is None:  # stride > 1 has no oW == iW solution for this width
-            p["padding"] = "SAME"
-            return p
+            if s > 1:  # stride > 1 has no oW == iW solution for this width
+                p["padding"] = "SAME"
+                return p
+            sol_w = (1, s, d, 0, 0)
         kw, _, _, pw0, pw1 = sol_w
         p.update(kh=kh, kw=kw, stride=s, dilation=d, pads=[ph0, ph1, pw0, pw1])
         return p

@@ -10,12 +10,13 @@ bug models on this build, so run it only where the engine build is trusted
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .render import Renderer, RunContext
-from .trackers import Issue, IssueTracker
+from .trackers import Issue, IssueTracker, marker_ids
 
 
 @dataclass
@@ -134,15 +135,11 @@ def run_key_of(out: Path) -> str:
 
 
 def _aliases(issue: Issue, fid: str) -> list[str]:
-    from .trackers import marker_ids
-
     return [x for x in marker_ids(issue.body) if x != fid]
 
 
 def _merged(meta: dict[str, Any], issue: Issue) -> dict[str, Any]:
     """Occurrences and platforms of this run added to what the issue body says already."""
-    import re
-
     m = dict(meta)
     prev = re.search(r"\| Occurrences \| (\d+) \(first seen ([^,]*),", issue.body)
     if prev:
