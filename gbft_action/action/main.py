@@ -62,6 +62,9 @@ def _run(cfg: ActionConfig, t0: float) -> int:
     out.mkdir(parents=True, exist_ok=True)
     deadline = t0 + cfg.budget
     engine, python = prepare_engine(cfg, cfg.engine_build, out / ".engine-pr")
+    # The base build's venv too, before the fuzz budget is computed: set-up is part of the
+    # step's budget, and the reserve below is then left whole for the replays themselves.
+    base_python = prepare_engine(cfg, cfg.base_build, out / ".engine-base")[1] if cfg.base_build else ""
     reserve = 3.0
     if cfg.report == "issues":
         reserve += min(REPORT_RESERVE_S, 0.15 * cfg.budget)
@@ -76,7 +79,7 @@ def _run(cfg: ActionConfig, t0: float) -> int:
     stopped = _on_sigterm(camp)
     summary = camp.run()
     preexisting = [] if stopped["yes"] or not cfg.base_build else \
-        _replay_on_base(cfg, out, summary, deadline, python)
+        _replay_on_base(engine, out, summary, deadline, python, base_python)
     new = [f for f in summary.get("new_failures", []) if f not in preexisting and not _flaky(out, f)]
     filed = 0 if stopped["yes"] else _report(cfg, out)
     _write_outputs(cfg, out, summary, new, preexisting, filed)
@@ -131,8 +134,8 @@ def prepare_engine(cfg: ActionConfig, build: str, venv_dir: Path) -> tuple[str, 
     return "mnn", str(py)
 
 
-def _replay_on_base(cfg: ActionConfig, out: Path, summary: dict[str, Any], deadline: float,
-                    pr_python: str) -> list[str]:
+def _replay_on_base(engine: str, out: Path, summary: dict[str, Any], deadline: float,
+                    pr_python: str, base_python: str) -> list[str]:
     """New fingerprints the pull request cannot be blamed for (ClusterFuzzLite's rule).
 
     Pre-existing: the base build fails the same way.  Unreproducible: the PR build
@@ -143,13 +146,13 @@ def _replay_on_base(cfg: ActionConfig, out: Path, summary: dict[str, Any], deadl
     from ..bugs.replay import load_bundle, replay
     from ..pipeline import Lane, LaneConfig
 
-    engine, base_python = prepare_engine(cfg, cfg.base_build, out / ".engine-base")
-    base = Lane(LaneConfig(engine, out / ".work-base", engine_python=base_python), 0)
-    pr = Lane(LaneConfig(engine, out / ".work-pr", engine_python=pr_python), 1)
+    # Only the build may differ between the two: same work folder, so the same file
+    # paths (and path lengths) reach the engine. MNN's heap-corruption bugs react to
+    # such details, and a difference here once made a bug look new on an identical build.
+    base = Lane(LaneConfig(engine, out / ".work-replay", engine_python=base_python), 0)
+    pr = Lane(LaneConfig(engine, out / ".work-replay", engine_python=pr_python), 1)
     verdicts: dict[str, str] = {}
-    try:
-        base.start()
-        pr.start()
+    try:  # workers start on their first call; the PR lane only if some bug needs it
         for fid in summary.get("new_failures", []):
             if time.monotonic() > deadline - 5:
                 break
@@ -157,7 +160,8 @@ def _replay_on_base(cfg: ActionConfig, out: Path, summary: dict[str, Any], deadl
             target, model = Fingerprint.from_json(meta["fingerprint"]), small or g
 
             def same(lane: Lane, k: int) -> bool:
-                return replay(lane, model, target, fresh=k > 0).outcome == "same"
+                left = max(1.0, deadline - time.monotonic())
+                return replay(lane, model, target, budget=left, fresh=k > 0).outcome == "same"
 
             # Pre-existing if the base build shows it even once in 5 tries; new only if the
             # PR build shows it every time in 3 (a sometimes-bug is not pinned on the PR).

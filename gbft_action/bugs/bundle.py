@@ -101,7 +101,8 @@ class BugBook:
             path = self.bundle_dir(fid) / "meta.json"
             if path.exists():
                 meta = json.loads(path.read_text())
-                meta.update(occurrences=n, last_seen=self.known[fid].get("last_seen", meta["last_seen"]))
+                # A resumed run may meet bundles the killed run never entered in known_bugs.json.
+                meta.update(occurrences=n, last_seen=self.known.get(fid, {}).get("last_seen", meta["last_seen"]))
                 _write_json(path, meta)
         _write_json(self.out / KNOWN_FILE, self.known)
 
