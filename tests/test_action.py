@@ -135,3 +135,43 @@ def _mnn_version() -> str:
     from importlib.metadata import version
 
     return version("MNN")
+
+
+# Verdicts on the base build, with scripted replays: True = the bug showed, False = it
+# did not, None = the replay was cut short by the deadline.
+@pytest.mark.parametrize("base, pr, verdict", [
+    ([False, True], [], "pre-existing"),                 # seen once on base is enough
+    ([False] * 5, [True] * 3, "new"),
+    ([False] * 5, [True, False], "unreproducible"),      # the PR build must show it every time
+    ([False, None], [], "unchecked"),                    # never call it new on a cut-short base replay
+    ([False] * 5, [True, None], "unchecked"),
+])
+def test_base_verdicts(monkeypatch, tmp_path, base, pr, verdict):
+    import gbft_action.bugs.replay as rp
+    from gbft_action.action.main import _base_verdict
+
+    script = {"base": list(base), "pr": list(pr)}
+
+    class Res:
+        def __init__(self, aborted: bool) -> None:
+            self.aborted = aborted
+
+    def fake_replay(lane, model, target, budget, fresh):
+        got = script[lane].pop(0)  # a replay past the script fails the test here
+        return rp.Verdict(rp.SAME if got else rp.PASSES, None, Res(got is None))
+
+    monkeypatch.setattr(rp, "load_bundle", lambda b: ({"fingerprint": {}}, "g", None))
+    monkeypatch.setattr(rp.Fingerprint, "from_json", staticmethod(lambda d: "fp"))
+    monkeypatch.setattr(rp, "replay", fake_replay)
+    assert _base_verdict("base", "pr", tmp_path, time.monotonic() + 60) == verdict
+    assert script == {"base": [], "pr": []}  # no more replays than the verdict needs
+
+
+def test_no_time_left_means_unchecked_not_new(monkeypatch, tmp_path):
+    import gbft_action.bugs.replay as rp
+    from gbft_action.action.main import _base_verdict
+
+    monkeypatch.setattr(rp, "load_bundle", lambda b: ({"fingerprint": {}}, "g", None))
+    monkeypatch.setattr(rp.Fingerprint, "from_json", staticmethod(lambda d: "fp"))
+    monkeypatch.setattr(rp, "replay", lambda *a, **k: pytest.fail("replayed past its share of time"))
+    assert _base_verdict("base", "pr", tmp_path, time.monotonic() - 1) == "unchecked"

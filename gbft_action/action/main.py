@@ -78,11 +78,11 @@ def _run(cfg: ActionConfig, t0: float) -> int:
     camp = Campaign(fuzz)
     stopped = _on_sigterm(camp)
     summary = camp.run()
-    preexisting = [] if stopped["yes"] or not cfg.base_build else \
+    verdicts = {} if stopped["yes"] or not cfg.base_build else \
         _replay_on_base(engine, out, summary, deadline, python, base_python)
-    new = [f for f in summary.get("new_failures", []) if f not in preexisting and not _flaky(out, f)]
+    new = [f for f in summary.get("new_failures", []) if verdicts.get(f, "new") == "new" and not _flaky(out, f)]
     filed = 0 if stopped["yes"] else _report(cfg, out)
-    _write_outputs(cfg, out, summary, new, preexisting, filed)
+    _write_outputs(cfg, out, summary, new, verdicts, filed)
     return exit_code(cfg.fail_on, summary["unique_failures"], len(new))
 
 
@@ -135,12 +135,13 @@ def prepare_engine(cfg: ActionConfig, build: str, venv_dir: Path) -> tuple[str, 
 
 
 def _replay_on_base(engine: str, out: Path, summary: dict[str, Any], deadline: float,
-                    pr_python: str, base_python: str) -> list[str]:
-    """New fingerprints the pull request cannot be blamed for (ClusterFuzzLite's rule).
+                    pr_python: str, base_python: str) -> dict[str, str]:
+    """A verdict for every new fingerprint; only "new" ones are blamed on the pull request.
 
-    Pre-existing: the base build fails the same way.  Unreproducible: the PR build
-    itself does not fail that way when the model runs alone (MNN's heap damage can
-    make a bug depend on earlier models).  Neither fails the step under fail-on: new.
+    Pre-existing: the base build fails the same way (ClusterFuzzLite's rule).
+    Unreproducible: the PR build itself does not fail that way when the model runs
+    alone (MNN's heap damage can make a bug depend on earlier models).  Unchecked:
+    the step's budget ran out before the replays could tell.
     """
     from ..bugs.fingerprint import Fingerprint
     from ..bugs.replay import load_bundle, replay
@@ -151,30 +152,60 @@ def _replay_on_base(engine: str, out: Path, summary: dict[str, Any], deadline: f
     # such details, and a difference here once made a bug look new on an identical build.
     base = Lane(LaneConfig(engine, out / ".work-replay", engine_python=base_python), 0)
     pr = Lane(LaneConfig(engine, out / ".work-replay", engine_python=pr_python), 1)
+    fids: list[str] = list(summary.get("new_failures", []))
     verdicts: dict[str, str] = {}
     try:  # workers start on their first call; the PR lane only if some bug needs it
-        for fid in summary.get("new_failures", []):
-            if time.monotonic() > deadline - 5:
+        for i, fid in enumerate(fids):
+            left = deadline - 5 - time.monotonic()
+            if left <= 0:
                 break
-            meta, g, small = load_bundle(out / "bugs" / fid)
-            target, model = Fingerprint.from_json(meta["fingerprint"]), small or g
-
-            def same(lane: Lane, k: int) -> bool:
-                left = max(1.0, deadline - time.monotonic())
-                return replay(lane, model, target, budget=left, fresh=k > 0).outcome == "same"
-
-            # Pre-existing if the base build shows it even once in 5 tries; new only if the
-            # PR build shows it every time in 3 (a sometimes-bug is not pinned on the PR).
-            if any(same(base, k) for k in range(5)):
-                verdicts[fid] = "pre-existing"
-            else:
-                verdicts[fid] = "new" if all(same(pr, k) for k in range(3)) else "unreproducible"
+            # A fair share of what is left, so one hanging replay cannot starve the rest.
+            share = max(2.0, left / (len(fids) - i))
+            verdicts[fid] = _base_verdict(base, pr, out / "bugs" / fid, time.monotonic() + share)
     finally:
         base.stop()
         pr.stop()
+    for fid in fids:
+        verdicts.setdefault(fid, "unchecked")
     (out / "base_build.json").write_text(json.dumps(verdicts, indent=2, sort_keys=True) + "\n")
-    (out / "preexisting.json").write_text(json.dumps([f for f, v in verdicts.items() if v != "new"], indent=2) + "\n")
-    return [f for f, v in verdicts.items() if v != "new"]
+    (out / "preexisting.json").write_text(json.dumps([f for f, v in verdicts.items() if v == "pre-existing"], indent=2) + "\n")
+    return verdicts
+
+
+def _base_verdict(base: Any, pr: Any, bundle: Path, until: float) -> str:
+    """pre-existing, new, unreproducible, or unchecked when its share of time ran out first.
+
+    Pre-existing if the base build shows the bug even once in 5 tries; new only if the
+    PR build shows it every time in 3 (a sometimes-bug is not pinned on the PR).  A
+    verdict is never guessed from a replay the deadline cut short.
+    """
+    from ..bugs.fingerprint import Fingerprint
+    from ..bugs.replay import SAME, load_bundle, replay
+
+    meta, g, small = load_bundle(bundle)
+    target, model = Fingerprint.from_json(meta["fingerprint"]), small or g
+
+    def same(lane: Any, k: int) -> bool | None:
+        left = until - time.monotonic()
+        if left <= 0:
+            return None
+        v = replay(lane, model, target, budget=left, fresh=k > 0)
+        return None if v.result.aborted else v.outcome == SAME
+
+    seen: list[bool | None] = []
+    for k in range(5):  # stops at the first sighting or the first cut-short replay
+        seen.append(same(base, k))
+        if seen[-1] is not False:
+            break
+    if seen[-1] is True:
+        return "pre-existing"
+    if seen[-1] is None:
+        return "unchecked"
+    for k in range(3):
+        got = same(pr, k)
+        if got is not True:
+            return "unreproducible" if got is False else "unchecked"
+    return "new"
 
 
 def _report(cfg: ActionConfig, out: Path) -> int:
@@ -192,8 +223,8 @@ def _report(cfg: ActionConfig, out: Path) -> int:
 # --------------------------------------------------------------------------- outputs
 
 
-def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], new: list[str], pre: list[str],
-                   filed: int) -> None:
+def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], new: list[str],
+                   verdicts: dict[str, str], filed: int) -> None:
     cov = summary.get("coverage") or {}
     outputs = {"models": summary["models"], "failures": summary["unique_failures"], "new-failures": len(new),
                "issues-filed": filed, "coverage-olc": f"{cov.get('OLC', 0.0):.4f}", "report-dir": str(out)}
@@ -204,8 +235,7 @@ def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], new: l
                 f.write(f"{k}={v}\n")
     md_path = out / "summary.md"
     md = md_path.read_text() if md_path.exists() else _plain_summary(summary)
-    if pre:
-        md += f"\nPre-existing on the base build (not failing this pull request): {', '.join(pre)}\n"
+    md += _verdict_lines(verdicts)
     if len(md.encode()) > SUMMARY_LIMIT:
         md = md.encode()[: SUMMARY_LIMIT - 200].decode(errors="ignore") + "\n\n(summary cut to 1 MiB)\n"
     step = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -214,6 +244,20 @@ def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], new: l
             f.write(md)
     _annotate(summary, set(new))
     print(json.dumps(outputs))
+
+
+_VERDICT_TEXT = {"pre-existing": "Pre-existing on the base build", "unreproducible": "Not reproducible alone on the PR build",
+                 "unchecked": "Not checked against the base build (budget ran out)"}
+
+
+def _verdict_lines(verdicts: dict[str, str]) -> str:
+    """One line per kind of verdict that does not fail this pull request under fail-on: new."""
+    lines = ""
+    for kind, text in _VERDICT_TEXT.items():
+        fids = sorted(f for f, v in verdicts.items() if v == kind)
+        if fids:
+            lines += f"\n{text} (not failing this pull request): {', '.join(fids)}\n"
+    return lines
 
 
 def _plain_summary(summary: dict[str, Any]) -> str:
