@@ -33,7 +33,9 @@ from .search import CaseSource
 from .search.guided import GuidedSource
 from .bugs.bundle import BugBook
 from .bugs.replay import minimize_bug
-from .store import ResultStore
+from .platforms import parse_platforms
+from .platforms import resolve as resolve_platforms
+from .store import ResultStore, per_platform
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
 # Results of case i reach the generator just before case i + LAG is generated,
@@ -64,18 +66,21 @@ class FuzzConfig:
     minimize_limit: float = 30.0  # seconds at most per bug
     engine_python: str = ""  # the engine worker's interpreter (a private venv holding a PR's wheel)
     platform_label: str = ""  # shown as the platform in bundles and reports (e.g. arm64-self-hosted)
+    platforms: tuple[str, ...] = ()  # engine platforms (gbft_action.platforms); () = this machine
+    arm_root: str = ""  # the arm64 root for arm64-qemu
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resumed campaign to be the same campaign."""
         state = Path(self.state) / STATE_FILE if self.state else None
         return {"seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
                 "corpus_sha256": _sha(self.corpus), "chooser": self.chooser, "mutations": self.mutations,
-                "state_sha256": _sha(str(state)) if state else ""}
+                "state_sha256": _sha(str(state)) if state else "", "platforms": list(self.platforms)}
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["out"] = str(self.out)
         d["blocks"] = list(self.blocks)
+        d["platforms"] = list(self.platforms)
         return d
 
 
@@ -102,6 +107,8 @@ class Campaign:
         self._stop = threading.Event()
         self._hard_stop = False
         self._lanes: list[Lane] = []
+        # Checked before anything runs: a bad platform or arm root is a usage error.
+        self.platforms = resolve_platforms(cfg.platforms or parse_platforms(""), cfg.arm_root, cfg.out / ".work")
         self.run_id = uuid.uuid4().hex[:16]  # one per session: a report of this output is idempotent
         self.stop_reason = ""
 
@@ -191,14 +198,18 @@ class Campaign:
             self.source.feedback(i, g, rec)
 
     def _start_lanes(self, deadline: float) -> list[Lane]:
+        plats = self.platforms
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
                           self.cfg.engine_mem_mb, engine_python=self.cfg.engine_python,
-                          want_tflite=self._first_of_its_kind)
+                          want_tflite=self._first_of_its_kind, platforms=plats)
         lanes = [Lane(lcfg, i) for i in range(max(1, self.cfg.jobs))]
         self._lanes = lanes
         with ThreadPoolExecutor(len(lanes)) as ex:
-            infos = list(ex.map(lambda ln: ln.start(), lanes))
-        self.engine_info = dict(infos[0])
+            list(ex.map(lambda ln: ln.start(), lanes))
+        # What each platform's worker said of itself; a label names a single platform in reports.
+        label = self.cfg.platform_label if len(plats) == 1 else ""
+        self.platform_info = {name: {**hello, "platform": label or name} for name, hello in lanes[0].hellos().items()}
+        self.engine_info = dict(next(iter(self.platform_info.values())))
         if self.cfg.platform_label:
             self.engine_info["machine"] = self.cfg.platform_label
         return lanes
@@ -267,8 +278,10 @@ class Campaign:
             return est
         rec = self.store.append(res)
         self.records.append(rec)
-        self.bugs.observe(rec, res.graph, self.engine_info,
-                          {"seed": self.cfg.seed, "tolerance": asdict(self.cfg.tolerance)})
+        ctx = {"seed": self.cfg.seed, "tolerance": asdict(self.cfg.tolerance)}
+        for r in per_platform(rec):
+            sub = r if r is rec else {**r, "case_dir": rec.get("case_dir", "")}
+            self.bugs.observe(sub, res.graph, self.platform_info.get(r.get("platform", ""), self.engine_info), ctx)
         self._pending.append((res.index, res.graph, rec))
         if self.progress:
             self.progress(self.counts())
@@ -285,7 +298,8 @@ class Campaign:
         self.sessions.append({"elapsed_s": round(elapsed, 3), "models": session_models,
                               "stop_reason": self.stop_reason})
         self._feed_until(len(self.records))  # the state saved below has seen every result
-        summary = build_summary(self.records, self.sessions, self.cfg, self.engine_info)
+        summary = build_summary(self.records, self.sessions, self.cfg, self.engine_info,
+                                getattr(self, "platform_info", {}))
         if hasattr(self.source, "summary"):
             summary["coverage"] = self.source.summary()
         self.bugs.save()
@@ -300,18 +314,21 @@ class Campaign:
 
 
 def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]], cfg: FuzzConfig,
-                  engine: dict[str, Any]) -> dict[str, Any]:
+                  engine: dict[str, Any], platform_info: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     by = Counter(r["status"] for r in records)
-    keys = Counter(r["key"] for r in records if "key" in r)
+    flat = [r for rec in records for r in per_platform(rec)]
+    keys = Counter(r["key"] for r in flat if "key" in r)
     elapsed = sum(s["elapsed_s"] for s in sessions)
     last = sessions[-1] if sessions else {"elapsed_s": 0.0, "models": 0}
     failures = []
     for key, n in keys.most_common():
-        first = next(r for r in records if r.get("key") == key)
+        first = next(r for r in flat if r.get("key") == key)
         fp = first.get("fingerprint", {})
+        where = sorted({r.get("platform", "") for r in flat if r.get("key") == key} - {""})
+        case = next(rec.get("case_dir", "") for rec in records if any(r.get("key") == key for r in per_platform(rec)))
         failures.append({"key": key, "fingerprint": key, "title": fp.get("title", ""), "count": n,
                          "status": first["status"], "op": first["op"], "first_index": first["index"],
-                         "case_dir": first.get("case_dir", ""), "message": first["message"][:300]})
+                         "case_dir": case, "message": first["message"][:300], "platforms": where})
     return {
         "tool_version": __version__,
         "models": len(records),
@@ -324,9 +341,22 @@ def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]],
         "blocks": list(cfg.blocks),
         "engine": {"name": engine.get("engine", cfg.engine), "version": engine.get("version", ""),
                    "machine": engine.get("machine", "")},
+        "platforms": platform_counts(flat, platform_info or {}),
         "stop_reason": sessions[-1]["stop_reason"] if sessions else "",
         "sessions": len(sessions),
     }
+
+
+def platform_counts(flat: list[dict[str, Any]], info: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per platform: models judged there, outcomes, distinct failures, what its worker ran on."""
+    out: dict[str, Any] = {}
+    for name in dict.fromkeys([*info, *(r.get("platform", "") for r in flat)]):
+        mine = [r for r in flat if r.get("platform", "") == name]
+        by = Counter(r["status"] for r in mine)
+        out[name or "?"] = {"models": len(mine), "by_status": {s.value: by.get(s.value, 0) for s in Status},
+                            "unique_failures": len({r["key"] for r in mine if "key" in r}),
+                            "machine": info.get(name, {}).get("machine", "")}
+    return out
 
 
 def install_signal_handlers(c: Campaign) -> None:

@@ -64,14 +64,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start from the coverage and MCTS state of a previous run's output directory")
     f.add_argument("--minimize-share", type=float, default=0.35,
                    help="share of the budget for minimising new bugs (0 turns minimisation off)")
+    _platform_args(f)
+    f.add_argument("--platform", dest="platforms", type=_platform_list, help="one engine platform (see --platforms)")
     f.add_argument("--quiet", action="store_true")
 
     r = sub.add_parser("replay", help="run a bug bundle again: exit 1 same bug, 4 other failure, 0 passes")
     r.add_argument("bundle", type=Path)
     r.add_argument("--original", action="store_true", help="replay the original graph, not the minimised one")
+    _platform_args(r)
     m = sub.add_parser("minimize", help="minimise a bug bundle's model, keeping its fingerprint")
     m.add_argument("bundle", type=Path)
     m.add_argument("--time-limit", type=positive(float), default=30.0)
+    _platform_args(m)
+
+    a = sub.add_parser("arm-root", help="build (or reuse) an arm64 root for --platform arm64-qemu (as root)")
+    a.add_argument("dir", type=Path)
+    a.add_argument("--engine-wheel", type=Path, help="an aarch64 MNN wheel (default: PyPI's, the host's version)")
+    a.add_argument("--mirror", default="", help="Debian mirror (default: the one the host's apt uses)")
 
     rp = sub.add_parser("report", help="file or update issues for a fuzz output directory")
     rp.add_argument("--from", dest="src", type=Path, required=True, metavar="OUT")
@@ -97,6 +106,36 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _platform_list(text: str) -> tuple[str, ...]:
+    from .platforms import PlatformError, parse_platforms
+
+    try:
+        return parse_platforms(text)
+    except PlatformError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _platform_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--platforms", type=_platform_list, default=(),
+                   help="engine platforms, comma-separated: x86_64, aarch64 (native), arm64-qemu "
+                        "(emulated; needs --arm-root); default: this machine")
+    p.add_argument("--arm-root", default="", metavar="DIR", help="arm64 root built by `gbft arm-root DIR`")
+
+
+def cmd_arm_root(args: argparse.Namespace) -> int:
+    from .platforms.armroot import ArmRootError, build_arm_root
+
+    if args.engine_wheel is not None and not args.engine_wheel.is_file():
+        print(f"error: --engine-wheel {args.engine_wheel}: no such file", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        build_arm_root(args.dir, args.engine_wheel, args.mirror)
+    except ArmRootError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.cmd == "corpus":
@@ -107,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_bundle(args)
     if args.cmd == "report":
         return cmd_report(args)
+    if args.cmd == "arm-root":
+        return cmd_arm_root(args)
     if args.cmd == "action":
         from .action.main import main as action_main
 
@@ -129,6 +170,7 @@ def cmd_corpus_check(path: str) -> int:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from .campaign import Campaign, FuzzConfig, install_signal_handlers
+    from .platforms.armroot import ArmRootError
     from .pipeline import Timeouts
 
     out = args.resume or args.out
@@ -137,7 +179,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
                      tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
                      chooser=args.chooser, mutations=args.mutations == "on", state=args.state,
-                     minimize_share=args.minimize_share)
+                     minimize_share=args.minimize_share, platforms=args.platforms, arm_root=args.arm_root)
     if not 0.0 <= args.minimize_share < 1.0:
         print(f"error: --minimize-share must be in [0, 1), got {args.minimize_share}", file=sys.stderr)
         return EXIT_USAGE
@@ -146,7 +188,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     bar = Progress(enabled=not args.quiet)
     try:
         camp = Campaign(cfg, progress=bar.update)
-    except (CorpusError, ValueError) as e:
+    except (CorpusError, ValueError, ArmRootError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     install_signal_handlers(camp)
@@ -165,8 +207,11 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 
     from .bugs.bundle import BugBook
     from .bugs.fingerprint import Fingerprint
-    from .bugs.replay import load_bundle, minimize_bug, replay
+    from .bugs.replay import bug_platforms, load_bundle, minimize_bug, replay
     from .pipeline import Lane, LaneConfig
+    from .platforms import PlatformError
+    from .platforms import resolve as resolve_platforms
+    from .platforms.armroot import ArmRootError
 
     try:
         meta, g, small = load_bundle(args.bundle)
@@ -175,7 +220,12 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     tol = Tolerance(**meta.get("tolerance", {}))
     with tempfile.TemporaryDirectory(prefix="gbft-") as tmp:
-        lane = Lane(LaneConfig(meta["engine"].get("engine") or "mnn", Path(tmp), tolerance=tol), 0)
+        try:
+            plats = resolve_platforms(args.platforms, args.arm_root, Path(tmp))
+        except (PlatformError, ArmRootError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        lane = Lane(LaneConfig(meta["engine"].get("engine") or "mnn", Path(tmp), tolerance=tol, platforms=plats), 0)
         try:
             info = lane.start()
             if args.cmd == "minimize":
@@ -184,7 +234,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
                 print(json.dumps(stats, indent=2))
                 return EXIT_OK
             target = Fingerprint.from_json(meta["fingerprint"])
-            v = replay(lane, g if args.original or small is None else small, target)
+            v = replay(lane, g if args.original or small is None else small, target,
+                       platforms=bug_platforms(lane, meta))
         finally:
             lane.stop()
     print(f"{info.get('engine')} {info.get('version')} ({info.get('machine')}): {v.outcome}")
@@ -278,15 +329,23 @@ def print_summary(s: dict[str, Any], out: Path) -> None:
     eng = s["engine"]
     print(f"\n{eng['name']} {eng['version']} ({eng['machine']}): {s['models']} models in {s['elapsed_s']:.1f} s "
           f"({s['models_per_s']:.1f}/s), stopped: {s['stop_reason']}")
-    print(f"{'status':8s} {'count':>7s}")
-    for k, v in s["by_status"].items():
-        print(f"{k:8s} {v:7d}")
+    plats = s.get("platforms") or {}
+    if len(plats) > 1:  # one column per platform
+        print(f"{'status':8s}" + "".join(f" {p:>12s}" for p in plats))
+        for k in s["by_status"]:
+            print(f"{k:8s}" + "".join(f" {c['by_status'].get(k, 0):12d}" for c in plats.values()))
+        print(f"{'models':8s}" + "".join(f" {c['models']:12d}" for c in plats.values()))
+    else:
+        print(f"{'status':8s} {'count':>7s}")
+        for k, v in s["by_status"].items():
+            print(f"{k:8s} {v:7d}")
     cov = s.get("coverage")
     if cov:
         print("coverage: " + "  ".join(f"{k} {cov[k]:.3f}" for k in ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC", "OLC")))
     print(f"unique failures: {s['unique_failures']}")
     for f in s["failures"][:20]:
-        print(f"  {f['count']:5d}  {f['key'][:12]}  {f.get('title') or f['message'][:90]}")
+        where = f"  [{', '.join(f['platforms'])}]" if len(plats) > 1 and f.get("platforms") else ""
+        print(f"  {f['count']:5d}  {f['key'][:12]}  {f.get('title') or f['message'][:90]}{where}")
     print(f"report: {out / 'summary.json'}")
 
 

@@ -28,12 +28,13 @@ class Status(str, Enum):
     REF = "REF"  # the reference framework failed; never blamed on the engine
     GEN = "GEN"  # the generator built a model the reference rejects
     TIMEOUT = "TIMEOUT"  # a stage exceeded its time limit (stage says which)
+    XPF = "XPF"  # cross-platform failure: the engine's outputs differ between platforms
 
     def __str__(self) -> str:
         return self.value
 
 
-ENGINE_FAILURES = (Status.MCF, Status.IF, Status.DCF)
+ENGINE_FAILURES = (Status.MCF, Status.IF, Status.DCF, Status.XPF)
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,9 @@ import numpy as np
 from .bugs.fingerprint import Fingerprint, fingerprint, op_named_in
 from .engines.adapter import resolve
 from .graph.ir import Graph
-from .oracle import OutputDiff, Status, Tolerance, compare, judge_outputs
+from .oracle import ENGINE_FAILURES, OutputDiff, Status, Tolerance, compare, judge_outputs
 from .workers.arrays import pack, unpack
+from .platforms import Platform, host_machine
 from .workers.supervisor import CallResult, Worker, WorkerSpec
 
 
@@ -53,6 +54,11 @@ class CaseResult:
     notes: list[str] = field(default_factory=list)
     mismatch: str = ""  # DCF: shape | nan | inf | values
     fingerprint: Fingerprint | None = None
+    platform: str = ""  # where the engine ran
+    others: list[CaseResult] = field(default_factory=list)  # the same model on the other platforms
+
+    def per_platform(self) -> list[CaseResult]:
+        return [self, *self.others]
 
 
 @dataclass
@@ -65,50 +71,80 @@ class LaneConfig:
     engine_prefix: tuple[str, ...] = ()
     engine_python: str = ""
     engine_env: dict[str, str] = field(default_factory=dict)
+    platforms: tuple[Platform, ...] = ()  # where engine workers run; () = natively, as "the host"
     # Asked once per engine failure: write model.tflite too?  (TFLite conversion
     # costs ~0.25 s, so the campaign asks for it once per distinct failure.)
     want_tflite: Callable[[CaseResult], bool] = lambda res: False
 
 
 class Lane:
+    """A reference worker and one engine worker per platform; ``eng`` is the first platform's."""
+
     def __init__(self, cfg: LaneConfig, lane_id: int) -> None:
         self.cfg = cfg
         logs = cfg.workdir / "logs"
-        ref_spec = WorkerSpec("reference")
-        eng_spec = WorkerSpec("engine", resolve(cfg.engine), prefix=cfg.engine_prefix,
-                              mem_mb=cfg.engine_mem_mb, env=dict(cfg.engine_env))
-        if cfg.engine_python:
-            eng_spec.python = cfg.engine_python
-        self.ref = Worker(ref_spec, logs / f"reference-{lane_id}.log")
-        self.eng = Worker(eng_spec, logs / f"engine-{lane_id}.log")
+        self.ref = Worker(WorkerSpec("reference"), logs / f"reference-{lane_id}.log")
+        self.platforms = {p.name: p for p in (cfg.platforms or (Platform(host_machine()),))}
+        self.engs: dict[str, Worker] = {}
+        for k, p in enumerate(self.platforms.values()):
+            spec = WorkerSpec("engine", resolve(cfg.engine), prefix=p.prefix or cfg.engine_prefix,
+                              mem_mb=cfg.engine_mem_mb if p.mem_limit else 0, env=dict(cfg.engine_env),
+                              pythonpath=p.pythonpath)
+            spec.python = p.python or cfg.engine_python or spec.python
+            self.engs[p.name] = Worker(spec, logs / (f"engine-{lane_id}.log" if k == 0 else
+                                                     f"engine-{lane_id}-{p.name}.log"))
+        self.eng = next(iter(self.engs.values()))
         self.deadline_hit = threading.Event()
 
     def start(self) -> dict[str, Any]:
-        """Start both workers; returns the engine's hello (name, version, machine)."""
+        """Start the workers; returns the first engine's hello (name, version, machine)."""
         self.ref.start()
-        return self.eng.start()
+        for w in self.engs.values():
+            w.start()
+        return self.eng.hello
+
+    def hellos(self) -> dict[str, dict[str, Any]]:
+        return {name: w.hello for name, w in self.engs.items()}
 
     def stop(self) -> None:
         self.ref.stop()
-        self.eng.stop()
+        self.stop_engines()
+
+    def stop_engines(self) -> None:
+        for w in self.engs.values():
+            w.stop()
 
     def close(self) -> None:
-        """Stop both workers for good: calls in flight and later ones fail at once."""
+        """Stop all workers for good: calls in flight and later ones fail at once."""
         self.ref.close()
-        self.eng.close()
+        for w in self.engs.values():
+            w.close()
 
     # -- one case -----------------------------------------------------------------
-    def run(self, index: int, g: Graph, budget_left: float) -> CaseResult:
+    def run(self, index: int, g: Graph, budget_left: float, platforms: list[str] | None = None) -> CaseResult:
+        """Judge one model on each platform (all of the lane's, or those named); the first
+        platform's result comes back, the others in its ``others``."""
         d = self.cfg.workdir / "tmp" / f"{index:06d}"
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
-        res = CaseResult(index, g, Status.DCP, workdir=d)
+        names = platforms or list(self.platforms)
+        res = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0])
         t0 = time.monotonic()
+
+        def left() -> float:
+            return budget_left - (time.monotonic() - t0)
+
         try:
-            self._run(res, budget_left)
-            res.fingerprint = fingerprint(str(res.status), res.stage, res.message, res.log, res.graph, res.op,
-                                          res.node, res.signal, res.mismatch)
-            self._maybe_tflite(res, budget_left - (time.monotonic() - t0))
+            if self._reference(res, left()):
+                res.others = [CaseResult(index, g, Status.DCP, workdir=d, platform=n, arrays=dict(res.arrays))
+                              for n in names[1:]]
+                for r in res.per_platform():
+                    self._on_engine(r, left)
+                self._cross_check(res, left)
+            for r in res.per_platform():
+                r.fingerprint = fingerprint(str(r.status), r.stage, r.message, r.log, g, r.op, r.node, r.signal,
+                                            r.mismatch)
+            self._maybe_tflite(res, left())
         except _Aborted:
             res.aborted = True
         return res
@@ -133,32 +169,63 @@ class Lane:
             self._engine_failure(res, r, stage, Status.MCF if stage == "convert" else Status.IF)
         return None
 
-    def _run(self, res: CaseResult, budget_left: float) -> None:
-        t_start = time.monotonic()
-
-        def left() -> float:
-            return budget_left - (time.monotonic() - t_start)
-
-        g, d, to = res.graph, res.workdir, self.cfg.timeouts
-        r = self._stage(res, "reference", self.ref, {"op": "build", "graph": g.to_json(), "dir": str(d)},
-                        to.reference, left())
+    def _reference(self, res: CaseResult, left: float) -> bool:
+        """TensorFlow builds the model, draws inputs, computes the expected outputs."""
+        msg = {"op": "build", "graph": res.graph.to_json(), "dir": str(res.workdir)}
+        r = self._stage(res, "reference", self.ref, msg, self.cfg.timeouts.reference, left)
         if r is None:
-            return
+            return False
         res.arrays["inputs"] = unpack(r.reply["inputs"])
         res.arrays["expected"] = unpack(r.reply["expected"])
-        convert = {"op": "convert", "model": str(d / "model.pb"), "format": "pb", "dir": str(d)}
-        if self._stage(res, "convert", self.eng, convert, to.convert, left()) is None:
+        return True
+
+    def _on_engine(self, res: CaseResult, left: Callable[[], float]) -> None:
+        """Convert and run on one platform (its own folder for what the engine writes), then judge."""
+        w, slow, to = self.engs[res.platform], self.platforms[res.platform].slowdown, self.cfg.timeouts
+        d = res.workdir
+        assert d is not None
+        out = d if res.platform == next(iter(self.platforms)) else d / res.platform
+        out.mkdir(exist_ok=True)
+        convert = {"op": "convert", "model": str(d / "model.pb"), "format": "pb", "dir": str(out)}
+        if self._stage(res, "convert", w, convert, to.convert * slow, left()) is None:
             return
-        infer = {"op": "infer", "inputs": pack(res.arrays["inputs"]), "outputs": list(g.outputs)}
-        r = self._stage(res, "infer", self.eng, infer, to.infer, left())
+        infer = {"op": "infer", "inputs": pack(res.arrays["inputs"]), "outputs": list(res.graph.outputs)}
+        r = self._stage(res, "infer", w, infer, to.infer * slow, left())
         if r is None:
             return
         res.arrays["actual"] = unpack(r.reply["outputs"])
         self._compare(res, left())
 
+    def _cross_check(self, first: CaseResult, left: Callable[[], float]) -> None:
+        """Outputs that differ between platforms, where TensorFlow does not tell the platforms apart.
+
+        A platform whose results TensorFlow rejects while the first platform's pass is
+        already a DCF listed on that platform.  When both pass, or when the reference
+        itself is not trustworthy (NaN or Inf in its outputs), the platforms are
+        compared with each other: a difference beyond the tolerance is an XPF.
+        """
+        if "actual" not in first.arrays:
+            return
+        untrusted = any(v.dtype.kind == "f" and not np.isfinite(v).all() for v in first.arrays["expected"].values())
+        for r in first.others:
+            if "actual" not in r.arrays or not (untrusted or first.status == r.status == Status.DCP):
+                continue
+            names = list(r.graph.outputs)
+            bad = [x for x in judge_outputs(first.arrays["actual"], r.arrays["actual"], names, self.cfg.tolerance)
+                   if not x.ok]
+            if bad:
+                if r.status == Status.DCF:
+                    r.notes.append(f"against TensorFlow: {r.message}")
+                d = self._localise_between(first, r, left()) or bad[0]
+                r.status, r.stage, r.node = Status.XPF, "compare", d.name
+                r.op, r.mismatch = r.graph.node(d.name).op, mismatch_kind(d)
+                r.message = f"{r.node} ({r.op}) differs from {first.platform} first: {d.reason}"
+
     def _maybe_tflite(self, res: CaseResult, left: float) -> None:
         """Also save the model as TFLite (for the engine's other converter path)."""
-        if res.status not in (Status.MCF, Status.IF, Status.DCF) or not self.cfg.want_tflite(res) or left <= 1:
+        # One file serves every platform's failure: asked for each, so each fingerprint counts as seen.
+        wanted = [r for r in res.per_platform() if r.status in ENGINE_FAILURES and self.cfg.want_tflite(r)]
+        if not wanted or left <= 1:
             return
         r = self.ref.call({"op": "tflite", "graph": res.graph.to_json(), "dir": str(res.workdir)}, min(20.0, left))
         res.timings["tflite"] = r.elapsed
@@ -208,6 +275,20 @@ class Lane:
         res.mismatch = mismatch_kind(first)
         res.message = f"{first.name} ({res.op}) diverges first: {first.reason}"
 
+    def _probe(self, res: CaseResult, names: list[str], left: float) -> dict[str, np.ndarray] | None:
+        """Intermediate tensors from the engine on res's platform (None if it cannot say)."""
+        slow = self.platforms[res.platform].slowdown
+        r = self.engs[res.platform].call({"op": "probe", "inputs": pack(res.arrays["inputs"]), "outputs": names},
+                                         min(self.cfg.timeouts.infer * slow, max(left, 0.1)))
+        return unpack(r.reply["outputs"]) if r.kind == "ok" else None
+
+    def _localise_between(self, first: CaseResult, other: CaseResult, left: float) -> OutputDiff | None:
+        """The first node, in topological order, where two platforms' intermediates differ."""
+        names = [n.id for n in first.graph.nodes]
+        a = self._probe(first, names, left)
+        b = self._probe(other, names, left) if a is not None else None
+        return _first_difference(names, a, b, self.cfg.tolerance) if b is not None else None
+
     def _localise(self, res: CaseResult, left: float) -> OutputDiff | None:
         """The first node, in topological order, whose output differs (intermediates exposed)."""
         g = res.graph
@@ -217,17 +298,18 @@ class Lane:
         if r.kind != "ok":
             return None
         expected = unpack(r.reply["expected"])
-        r = self.eng.call({"op": "probe", "inputs": pack(res.arrays["inputs"]), "outputs": names},
-                          min(self.cfg.timeouts.infer, max(left, 0.1)))
-        if r.kind != "ok":
-            return None
-        actual = unpack(r.reply["outputs"])
-        for name in names:
-            if name in actual and name in expected:
-                d = compare(expected[name], actual[name], name, self.cfg.tolerance)
-                if not d.ok:
-                    return d
-        return None
+        actual = self._probe(res, names, left)
+        return None if actual is None else _first_difference(names, expected, actual, self.cfg.tolerance)
+
+
+def _first_difference(names: list[str], a: dict[str, np.ndarray], b: dict[str, np.ndarray],
+                      tol: Tolerance) -> OutputDiff | None:
+    for name in names:
+        if name in a and name in b:
+            d = compare(a[name], b[name], name, tol)
+            if not d.ok:
+                return d
+    return None
 
 
 class _Aborted(Exception):

@@ -19,7 +19,12 @@ import numpy as np
 from .oracle import Status
 from .pipeline import CaseResult
 
-KEEP = {Status.MCF, Status.IF, Status.DCF, Status.TIMEOUT, Status.REF, Status.GEN}
+KEEP = {Status.MCF, Status.IF, Status.DCF, Status.XPF, Status.TIMEOUT, Status.REF, Status.GEN}
+
+
+def per_platform(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """A case record and the records of the same model on the other platforms."""
+    return [rec, *rec.get("others", [])]
 
 
 class ResultStore:
@@ -53,8 +58,11 @@ class ResultStore:
 
     # -- writing ------------------------------------------------------------------
     def append(self, res: CaseResult) -> dict[str, Any]:
+        """One line per model; the other platforms' results ride along under "others"."""
         rec = self._record(res)
-        if res.status in KEEP:
+        if res.others:
+            rec["others"] = [self._record(o) for o in res.others]
+        if any(r.status in KEEP for r in res.per_platform()):
             rec["case_dir"] = str(self.keep(res).relative_to(self.out))
         elif res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
@@ -70,7 +78,7 @@ class ResultStore:
             "index": res.index, "hash": g.structure_hash(), "seed": g.seed, "status": str(res.status),
             "stage": res.stage, "op": res.op, "node": res.node, "message": res.message[:2000],
             "timings": {k: round(v, 5) for k, v in res.timings.items()},
-            "n_nodes": len(g.nodes), "n_blocks": len(g.meta.get("blocks", [])),
+            "n_nodes": len(g.nodes), "n_blocks": len(g.meta.get("blocks", [])), "platform": res.platform,
         }
         if res.notes:
             rec["notes"] = list(res.notes)
@@ -90,13 +98,17 @@ class ResultStore:
             shutil.move(str(res.workdir), dest)
         dest.mkdir(exist_ok=True)
         (dest / "graph.json").write_text(g.to_json())
-        for kind, arrays in res.arrays.items():
-            if arrays:
-                np.savez(dest / f"{kind}.npz", **arrays)
-        if res.log or res.status in (Status.MCF, Status.IF, Status.DCF, Status.TIMEOUT):
-            (dest / "engine.log").write_text(res.log or f"(the engine printed nothing; {res.message})\n")
-        (dest / "result.json").write_text(json.dumps(self._record(res) | {"diffs": res.diffs}, indent=2,
-                                                     sort_keys=True, default=str))
+        for k, r in enumerate(res.per_platform()):
+            tail = "" if k == 0 else f"-{r.platform}"  # the first platform's files keep their plain names
+            for kind, arrays in r.arrays.items():
+                if arrays and (k == 0 or kind == "actual"):
+                    np.savez(dest / f"{kind}{tail}.npz", **arrays)
+            if r.log or r.status in (Status.MCF, Status.IF, Status.DCF, Status.XPF, Status.TIMEOUT):
+                (dest / f"engine{tail}.log").write_text(r.log or f"(the engine printed nothing; {r.message})\n")
+        result = self._record(res) | {"diffs": res.diffs}
+        if res.others:
+            result["others"] = [self._record(o) | {"diffs": o.diffs} for o in res.others]
+        (dest / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
         return dest
 
     def write_json(self, name: str, data: Any) -> None:

@@ -60,7 +60,7 @@ class BugBook:
         if not fp:
             return False
         fid = fp["id"]
-        platform = engine.get("machine", "")
+        platform = engine.get("platform") or engine.get("machine", "")
         entry = self.known.setdefault(fid, {"fingerprint": fp, "title": fp["title"], "first_seen": now(),
                                             "count": 0, "platforms": [], "bundle": ""})
         entry["count"] += 1
@@ -102,7 +102,9 @@ class BugBook:
             if path.exists():
                 meta = json.loads(path.read_text())
                 # A resumed run may meet bundles the killed run never entered in known_bugs.json.
-                meta.update(occurrences=n, last_seen=self.known.get(fid, {}).get("last_seen", meta["last_seen"]))
+                entry = self.known.get(fid, {})
+                meta.update(occurrences=n, last_seen=entry.get("last_seen", meta["last_seen"]),
+                            platforms=sorted(set(meta.get("platforms") or []) | set(entry.get("platforms") or [])))
                 _write_json(path, meta)
         _write_json(self.out / KNOWN_FILE, self.known)
 
@@ -116,14 +118,19 @@ class BugBook:
         d.mkdir(parents=True, exist_ok=True)
         case = self.out / rec.get("case_dir", "")
         for name in CASE_FILES:
-            if (case / name).exists():
-                shutil.copy2(case / name, d / name)
+            # A platform other than the first keeps its outputs and log as actual-<platform>.npz ...
+            stem, dot, ext = name.partition(".")
+            own = case / f"{stem}-{rec.get('platform', '')}{dot}{ext}"
+            src = own if own.exists() else case / name
+            if src.exists():
+                shutil.copy2(src, d / name)
         meta = {
             "id": fp["id"], "fingerprint": fp, "title": fp["title"], "status": rec["status"], "stage": rec["stage"],
             "op": rec["op"], "node": rec["node"], "message": rec["message"], "seed": ctx.get("seed"),
             "case_index": rec["index"], "case_seed": graph.seed, "graph_hash": rec["hash"],
             "tool_version": __version__, "engine": {k: engine.get(k, "") for k in ("engine", "version", "machine")},
-            "platforms": [engine.get("machine", "")], "occurrences": 1, "first_seen": now(), "last_seen": now(),
+            "platforms": [engine.get("platform") or engine.get("machine", "")], "occurrences": 1,
+            "first_seen": now(), "last_seen": now(),
             "tolerance": ctx.get("tolerance", asdict(Tolerance())), "original_size": len(graph.block_nodes()),
             "minimized_size": len(graph.block_nodes()), "minimized": False, "flaky": None,
         }

@@ -10,6 +10,8 @@ titles.  Per status (the paper's rule, made precise):
        is there, the operator;
   DCF  the operator where outputs first diverge and the structure around it
        (its in-degree and input ranks).
+  XPF  as DCF, for outputs that differ between platforms (never the platform
+       names: the same bug on another pair of platforms is the same bug).
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class Fingerprint:
             return f"{self.status}: {self.code} during {self.stage} ({op})"
         if self.kind == "missing-output":
             return "IF: a model output is missing from the converted model"
+        if self.kind == "mismatch" and self.status == "XPF":
+            return f"XPF: results from {op} differ between platforms ({self.structure})"
         if self.kind == "mismatch":
             return f"DCF: wrong results from {op} ({self.structure})"
         if self.kind == "timeout":
@@ -88,8 +92,8 @@ class Fingerprint:
 def fingerprint(status: str, stage: str, message: str, log: str, g: Graph, op: str = "", node: str = "",
                 signal: int | None = None, mismatch: str = "") -> Fingerprint | None:
     """The fingerprint of one judged engine failure (None for passes, REF, GEN)."""
-    if status == "DCF":
-        return _dcf(g, node, op, mismatch)
+    if status in ("DCF", "XPF"):
+        return _dcf(g, node, op, mismatch, status)
     if status == "TIMEOUT" and stage in ("convert", "infer"):
         return Fingerprint(stage, status, "timeout", "", op)
     if status not in ("MCF", "IF"):
@@ -120,7 +124,7 @@ def _error(stage: str, status: str, message: str, log: str, g: Graph, op: str) -
     return Fingerprint(stage, status, "error", normalise(text.splitlines()[0] if text else ""), op or op_named_in(log, g))
 
 
-def _dcf(g: Graph, node: str, op: str, mismatch: str) -> Fingerprint:
+def _dcf(g: Graph, node: str, op: str, mismatch: str, status: str = "DCF") -> Fingerprint:
     structure = ""
     if node:
         try:
@@ -130,7 +134,7 @@ def _dcf(g: Graph, node: str, op: str, mismatch: str) -> Fingerprint:
             op = op or n.op
         except KeyError:
             pass
-    return Fingerprint("compare", "DCF", "mismatch", mismatch, op, structure)
+    return Fingerprint("compare", status, "mismatch", mismatch, op, structure)
 
 
 def _op_of(g: Graph, name: str) -> str:

@@ -26,23 +26,44 @@ class Verdict:
     result: CaseResult
 
 
-def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False) -> CaseResult:
-    """Run one model; ``fresh`` restarts the engine worker first, so that heap damage
+def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False,
+              platforms: list[str] | None = None) -> CaseResult:
+    """Run one model; ``fresh`` restarts the engine workers first, so that heap damage
     left by earlier models (MNN has heap-corruption bugs) cannot change the verdict."""
     if fresh:
-        lane.eng.stop()
-    res = lane.run(next(_scratch), g, budget)
+        lane.stop_engines()
+    res = lane.run(next(_scratch), g, budget, platforms)
     if res.workdir is not None:
         shutil.rmtree(res.workdir, ignore_errors=True)
     return res
 
 
-def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0, fresh: bool = True) -> Verdict:
-    res = run_graph(lane, g, budget, fresh=fresh)
-    fp = res.fingerprint
-    if fp is None:
-        return Verdict(PASSES, None, res)
-    return Verdict(SAME if fp == target else DIFFERENT, fp, res)
+def matching(res: CaseResult, target: Fingerprint) -> CaseResult | None:
+    """The platform result showing ``target``, if any does."""
+    return next((r for r in res.per_platform() if r.fingerprint == target), None)
+
+
+def bug_platforms(lane: Lane, meta: dict[str, Any]) -> list[str] | None:
+    """The lane's platforms on which a bundle's bug was seen (None: run them all).
+
+    An XPF needs the first platform too: it is the one the others are compared with.
+    """
+    seen = [p for p in lane.platforms if p in (meta.get("platforms") or [])]
+    if not seen:
+        return None
+    first = next(iter(lane.platforms))
+    if meta.get("fingerprint", {}).get("status") == "XPF" and first not in seen:
+        seen.insert(0, first)
+    return seen
+
+
+def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0, fresh: bool = True,
+           platforms: list[str] | None = None) -> Verdict:
+    res = run_graph(lane, g, budget, fresh=fresh, platforms=platforms)
+    if matching(res, target) is not None:
+        return Verdict(SAME, target, res)
+    fp = next((r.fingerprint for r in res.per_platform() if r.fingerprint is not None), None)
+    return Verdict(PASSES if fp is None else DIFFERENT, fp, res)
 
 
 def load_bundle(bundle: Path) -> tuple[dict[str, Any], Graph, Graph | None]:
@@ -59,20 +80,21 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float) -> dict
     bundle = book.bundle_dir(fid)
     meta, g, _ = load_bundle(bundle)  # always from the original: minimised is its own start
     target = Fingerprint.from_json(meta["fingerprint"])
+    where = bug_platforms(lane, meta)
 
     def same_bug(h: Graph) -> str | None:
-        res = run_graph(lane, h, time_limit + 30)
-        return (res.node or "-") if res.fingerprint == target else None
+        hit = matching(run_graph(lane, h, time_limit + 30, platforms=where), target)
+        return None if hit is None else (hit.node or "-")
 
     small, node, stats = minimize(g, same_bug, time_limit=time_limit)
     book.add_minimized(fid, small, node if node and node != "-" else "", stats)
-    flaky = is_flaky(lane, small, target)
+    flaky = is_flaky(lane, small, target, platforms=where)
     meta = json.loads((bundle / "meta.json").read_text())
     meta["flaky"] = flaky
     (bundle / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return {**stats, "flaky": flaky}
 
 
-def is_flaky(lane: Lane, g: Graph, target: Fingerprint, runs: int = 3) -> bool:
+def is_flaky(lane: Lane, g: Graph, target: Fingerprint, runs: int = 3, platforms: list[str] | None = None) -> bool:
     """Flaky when a replay of the same model does not give the same fingerprint."""
-    return any(replay(lane, g, target).outcome != SAME for _ in range(runs))
+    return any(replay(lane, g, target, platforms=platforms).outcome != SAME for _ in range(runs))

@@ -19,9 +19,10 @@ from ..bugs.bundle import ENGINE_PIP, TEMPLATES
 from .sanitize import code_block, inline, neutralise, truncate_body
 
 STATUS_TEXT = {"MCF": "model conversion failure", "IF": "inference failure", "DCF": "data comparison failure",
-               "TIMEOUT": "timeout"}
+               "TIMEOUT": "timeout", "XPF": "cross-platform failure"}
 WHAT = {"MCF": "fails to convert a valid TensorFlow model", "IF": "fails while running a converted model",
-        "DCF": "computes results that differ from TensorFlow", "TIMEOUT": "hangs on a valid model"}
+        "DCF": "computes results that differ from TensorFlow", "TIMEOUT": "hangs on a valid model",
+        "XPF": "computes different results on different platforms"}
 TOOL_REPO = "gbft-action/gbft-action"
 
 
@@ -106,7 +107,9 @@ class Renderer:
         return self.env.get_template("summary.md.j2").render(
             engine={"name": eng.get("name", ""), "version": eng.get("version", "")}, models=summary["models"],
             elapsed_s=summary["elapsed_s"], models_per_s=summary["models_per_s"],
-            platforms=[eng.get("machine", "?")], stop_reason=summary.get("stop_reason", ""),
+            platforms=list(summary.get("platforms") or {}) or [eng.get("machine", "?")],
+            per_platform=summary.get("platforms") if len(summary.get("platforms") or {}) > 1 else {},
+            stop_reason=summary.get("stop_reason", ""),
             by_status=summary["by_status"], coverage=summary.get("coverage"),
             bugs=bugs, new_count=sum(1 for b in bugs if b["new"]), not_filed=not_filed)
 

@@ -120,7 +120,8 @@ def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict
         link = (f"[#{issue.number}]({issue.url})" if issue.url.startswith("http") else f"#{issue.number}") \
             if issue and issue.number else ""
         bugs.append({"title": inline(f.get("title") or f["message"], 120), "count": f["count"], "new": f["key"] in new,
-                     "size": meta.get("minimized_size", ""), "issue": link})
+                     "size": meta.get("minimized_size", ""), "issue": link,
+                     "platforms": ", ".join(f.get("platforms") or meta.get("platforms") or [])})
     not_filed = [x["fingerprint"] for x in res.skipped if x.get("reason") == "not filed: quota"]
     return render.summary(summary, bugs, not_filed)
 

@@ -27,7 +27,7 @@ from . import case_seed
 from .coverage import Coverage, graph_level
 from .mcts import MCTSChooser, TreeNode
 
-ENGINE_FAILURES = {"MCF", "IF", "DCF"}
+ENGINE_FAILURES = {"MCF", "IF", "DCF", "XPF"}
 
 
 class GuidedSource:
