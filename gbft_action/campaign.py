@@ -342,6 +342,7 @@ def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]],
         "engine": {"name": engine.get("engine", cfg.engine), "version": engine.get("version", ""),
                    "machine": engine.get("machine", "")},
         "platforms": platform_counts(flat, platform_info or {}),
+        "platform_order": list(platform_info or {}),  # summary.json's keys are sorted
         "stop_reason": sessions[-1]["stop_reason"] if sessions else "",
         "sessions": len(sessions),
     }

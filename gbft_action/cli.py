@@ -329,7 +329,7 @@ def print_summary(s: dict[str, Any], out: Path) -> None:
     eng = s["engine"]
     print(f"\n{eng['name']} {eng['version']} ({eng['machine']}): {s['models']} models in {s['elapsed_s']:.1f} s "
           f"({s['models_per_s']:.1f}/s), stopped: {s['stop_reason']}")
-    plats = s.get("platforms") or {}
+    plats = {p: s["platforms"][p] for p in s.get("platform_order", []) if p in s.get("platforms", {})}
     if len(plats) > 1:  # one column per platform
         print(f"{'status':8s}" + "".join(f" {p:>12s}" for p in plats))
         for k in s["by_status"]:

@@ -143,8 +143,6 @@ def _replay_on_base(engine: str, out: Path, summary: dict[str, Any], deadline: f
     alone (MNN's heap damage can make a bug depend on earlier models).  Unchecked:
     the step's budget ran out before the replays could tell.
     """
-    from ..bugs.fingerprint import Fingerprint
-    from ..bugs.replay import load_bundle, replay
     from ..pipeline import Lane, LaneConfig
 
     # Only the build may differ between the two: same work folder, so the same file
@@ -168,7 +166,8 @@ def _replay_on_base(engine: str, out: Path, summary: dict[str, Any], deadline: f
     for fid in fids:
         verdicts.setdefault(fid, "unchecked")
     (out / "base_build.json").write_text(json.dumps(verdicts, indent=2, sort_keys=True) + "\n")
-    (out / "preexisting.json").write_text(json.dumps([f for f, v in verdicts.items() if v == "pre-existing"], indent=2) + "\n")
+    pre = [f for f, v in verdicts.items() if v == "pre-existing"]
+    (out / "preexisting.json").write_text(json.dumps(pre, indent=2) + "\n")
     return verdicts
 
 

@@ -131,7 +131,8 @@ def _install_wheels(part: Path, reqs: list[str], wheel: Path | None, log: Callab
 def smoke_test(root: Path) -> str:
     """Import the engine inside the root; returns what Python reports as the machine."""
     code = "import platform, MNN, numpy, _tools; print('machine=' + platform.machine())"
-    p = subprocess.run([shutil.which("chroot") or "/usr/sbin/chroot", str(root), ROOT_PYTHON, "-c", code], capture_output=True, text=True,
+    chroot = shutil.which("chroot") or "/usr/sbin/chroot"
+    p = subprocess.run([chroot, str(root), ROOT_PYTHON, "-c", code], capture_output=True, text=True,
                        env={"PYTHONPATH": ROOT_PYTHONPATH, "PATH": "/usr/bin:/bin"}, timeout=300)
     if p.returncode != 0:
         raise ArmRootError(f"arm-root: the engine does not import in {root}:\n{p.stderr[-2000:]}")

@@ -104,11 +104,12 @@ class Renderer:
 
     def summary(self, summary: dict[str, Any], bugs: list[dict[str, Any]], not_filed: list[str]) -> str:
         eng = summary.get("engine", {})
+        counts = summary.get("platforms") or {}  # in the order given on the command line
+        plats = {p: counts[p] for p in summary.get("platform_order", counts) if p in counts}
         return self.env.get_template("summary.md.j2").render(
             engine={"name": eng.get("name", ""), "version": eng.get("version", "")}, models=summary["models"],
             elapsed_s=summary["elapsed_s"], models_per_s=summary["models_per_s"],
-            platforms=list(summary.get("platforms") or {}) or [eng.get("machine", "?")],
-            per_platform=summary.get("platforms") if len(summary.get("platforms") or {}) > 1 else {},
+            platforms=list(plats) or [eng.get("machine", "?")], per_platform=plats if len(plats) > 1 else {},
             stop_reason=summary.get("stop_reason", ""),
             by_status=summary["by_status"], coverage=summary.get("coverage"),
             bugs=bugs, new_count=sum(1 for b in bugs if b["new"]), not_filed=not_filed)
