@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from gbft_action.action.config import INPUTS, ActionConfig, ConfigError
-from gbft_action.action.main import exit_code
+from gbft_action.action.main import BASE_TRIES, exit_code
 
 from .conftest import ROOT, gbft_cmd
 
@@ -127,8 +127,11 @@ def test_base_build_equal_to_pr_build_fails_nothing_new(tmp_path):
         "fail-on": "new"}), capture_output=True, text=True, cwd=ROOT, timeout=200)
     out = outputs(tmp_path)
     pre = json.loads((tmp_path / "gbft-out" / "preexisting.json").read_text())
-    assert int(out["failures"]) > 0 and pre, r.stdout[-2000:]
-    assert r.returncode == 0 and out["new-failures"] == "0", r.stdout[-2000:]
+    path = tmp_path / "gbft-out" / "base_build.json"
+    verdicts = path.read_text() if path.exists() else "(no base_build.json)"
+    why = f"{r.stdout[-1500:]}\n{r.stderr[-1500:]}\nverdicts: {verdicts}"
+    assert int(out["failures"]) > 0 and pre, why
+    assert r.returncode == 0 and out["new-failures"] == "0", why
 
 
 def _mnn_version() -> str:
@@ -141,10 +144,10 @@ def _mnn_version() -> str:
 # did not, None = the replay was cut short by the deadline.
 @pytest.mark.parametrize("base, pr, verdict", [
     ([False, True], [], "pre-existing"),                 # seen once on base is enough
-    ([False] * 5, [True] * 3, "new"),
-    ([False] * 5, [True, False], "unreproducible"),      # the PR build must show it every time
+    ([False] * BASE_TRIES, [True] * 3, "new"),
+    ([False] * BASE_TRIES, [True, False], "unreproducible"),      # the PR build must show it every time
     ([False, None], [], "unchecked"),                    # never call it new on a cut-short base replay
-    ([False] * 5, [True, None], "unchecked"),
+    ([False] * BASE_TRIES, [True, None], "unchecked"),
 ])
 def test_base_verdicts(monkeypatch, tmp_path, base, pr, verdict):
     import gbft_action.bugs.replay as rp

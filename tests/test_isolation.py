@@ -43,7 +43,8 @@ def test_abort_in_inference_keeps_log_tail(tmp_path, fake_engines_path):
 
 
 def test_hang_is_a_timeout_and_the_worker_is_replaced(tmp_path, fake_engines_path):
-    summary, recs = run(tmp_path / "o", "fake_engines:HangOnInfer", 12, timeouts=Timeouts(infer=2.0))
+    # 5 s: well above a real inference on a loaded 2-core machine, well below the 30 s default.
+    summary, recs = run(tmp_path / "o", "fake_engines:HangOnInfer", 12, timeouts=Timeouts(infer=5.0))
     hung = [r for r in recs if r["status"] == "TIMEOUT"]
     assert hung and all(r["stage"] == "infer" for r in hung)
     assert all(r["timings"]["infer"] < 10 for r in hung)

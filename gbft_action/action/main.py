@@ -28,6 +28,9 @@ from .config import ActionConfig, ConfigError
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_ERROR = 0, 1, 2, 3
 SUMMARY_LIMIT = 1 << 20
 MAX_ANNOTATIONS = 10
+# A bug MNN shows only some of the time must not look new because the base build
+# happened to miss it: 8 misses in a row of a bug seen half the time is 1 in 256.
+BASE_TRIES = 8
 REPORT_RESERVE_S = 20.0  # of the budget, kept for base-build replays and reporting
 
 
@@ -174,7 +177,7 @@ def _replay_on_base(engine: str, out: Path, summary: dict[str, Any], deadline: f
 def _base_verdict(base: Any, pr: Any, bundle: Path, until: float) -> str:
     """pre-existing, new, unreproducible, or unchecked when its share of time ran out first.
 
-    Pre-existing if the base build shows the bug even once in 5 tries; new only if the
+    Pre-existing if the base build shows the bug even once in BASE_TRIES; new only if the
     PR build shows it every time in 3 (a sometimes-bug is not pinned on the PR).  A
     verdict is never guessed from a replay the deadline cut short.
     """
@@ -192,7 +195,7 @@ def _base_verdict(base: Any, pr: Any, bundle: Path, until: float) -> str:
         return None if v.result.aborted else v.outcome == SAME
 
     seen: list[bool | None] = []
-    for k in range(5):  # stops at the first sighting or the first cut-short replay
+    for k in range(BASE_TRIES):  # stops at the first sighting or the first cut-short replay
         seen.append(same(base, k))
         if seen[-1] is not False:
             break
