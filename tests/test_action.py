@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from gbft_action.action.config import INPUTS, ActionConfig, ConfigError
-from gbft_action.action.main import BASE_TRIES, exit_code
+from gbft_action.action.main import ROUNDS, exit_code
 
 from .conftest import ROOT, gbft_cmd
 
@@ -143,11 +143,11 @@ def _mnn_version() -> str:
 # Verdicts on the base build, with scripted replays: True = the bug showed, False = it
 # did not, None = the replay was cut short by the deadline.
 @pytest.mark.parametrize("base, pr, verdict", [
-    ([False, True], [], "pre-existing"),                 # seen once on base is enough
-    ([False] * BASE_TRIES, [True] * 3, "new"),
-    ([False] * BASE_TRIES, [True, False], "unreproducible"),      # the PR build must show it every time
-    ([False, None], [], "unchecked"),                    # never call it new on a cut-short base replay
-    ([False] * BASE_TRIES, [True, None], "unchecked"),
+    ([False, True], [True], "pre-existing"),                      # seen once on base is enough
+    ([False] * ROUNDS, [True] * ROUNDS, "new"),
+    ([False, False], [True, False], "unreproducible"),            # the PR build must show it every time
+    ([False, None], [True], "unchecked"),                         # never call it new on a cut-short replay
+    ([False, False], [True, None], "unchecked"),
 ])
 def test_base_verdicts(monkeypatch, tmp_path, base, pr, verdict):
     import gbft_action.bugs.replay as rp
@@ -159,7 +159,11 @@ def test_base_verdicts(monkeypatch, tmp_path, base, pr, verdict):
         def __init__(self, aborted: bool) -> None:
             self.aborted = aborted
 
+    order = []
+
     def fake_replay(lane, model, target, budget, fresh):
+        assert fresh  # every replay in a fresh worker
+        order.append(lane)
         got = script[lane].pop(0)  # a replay past the script fails the test here
         return rp.Verdict(rp.SAME if got else rp.PASSES, None, Res(got is None))
 
@@ -168,6 +172,7 @@ def test_base_verdicts(monkeypatch, tmp_path, base, pr, verdict):
     monkeypatch.setattr(rp, "replay", fake_replay)
     assert _base_verdict("base", "pr", tmp_path, time.monotonic() + 60) == verdict
     assert script == {"base": [], "pr": []}  # no more replays than the verdict needs
+    assert order == ["base", "pr"] * (len(order) // 2) + ["base"] * (len(order) % 2)  # alternated
 
 
 def test_no_time_left_means_unchecked_not_new(monkeypatch, tmp_path):
