@@ -125,6 +125,7 @@ def test_base_build_equal_to_pr_build_fails_nothing_new(tmp_path):
     r = subprocess.run([*gbft_cmd(), "action"], env=action_env(tmp_path, **{
         "engine-build": str(wheels), "base-build": str(wheels), "budget-seconds": "90", "seed": "21",
         "fail-on": "new"}), capture_output=True, text=True, cwd=ROOT, timeout=200)
+    assert (tmp_path / "out.txt").exists(), f"exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     out = outputs(tmp_path)
     pre = json.loads((tmp_path / "gbft-out" / "preexisting.json").read_text())
     path = tmp_path / "gbft-out" / "base_build.json"

@@ -206,6 +206,44 @@ def _base_verdict(base: Any, pr: Any, bundle: Path, until: float) -> str:
     return "new"
 
 
+def _report(cfg: ActionConfig, out: Path) -> int:
+    from ..report.render import RunContext
+    from ..report.reporter import ReportConfig, report
+    from ..report.trackers import make_tracker
+
+    kind = {"issues": "github", "summary": "none", "none": "none"}[cfg.report]
+    api = os.environ.get("GITHUB_API_URL", "https://api.github.com")
+    tracker = make_tracker(kind, out=out, repo=cfg.repository, token=cfg.github_token, base_url=api)
+    res = report(ReportConfig(out, max_new_issues=int(cfg.max_new_issues)), tracker, RunContext.from_env())
+    return len(res.filed) if kind == "github" else 0
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], new: list[str],
+                   verdicts: dict[str, str], filed: int) -> None:
+    cov = summary.get("coverage") or {}
+    outputs = {"models": summary["models"], "failures": summary["unique_failures"], "new-failures": len(new),
+               "issues-filed": filed, "coverage-olc": f"{cov.get('OLC', 0.0):.4f}", "report-dir": str(out)}
+    path = os.environ.get("GITHUB_OUTPUT")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            for k, v in outputs.items():
+                f.write(f"{k}={v}\n")
+    md_path = out / "summary.md"
+    md = md_path.read_text() if md_path.exists() else _plain_summary(summary)
+    md += _verdict_lines(verdicts)
+    if len(md.encode()) > SUMMARY_LIMIT:
+        md = md.encode()[: SUMMARY_LIMIT - 200].decode(errors="ignore") + "\n\n(summary cut to 1 MiB)\n"
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step:
+        with open(step, "a", encoding="utf-8") as f:
+            f.write(md)
+    _annotate(summary, set(new))
+    print(json.dumps(outputs))
+
+
 _VERDICT_TEXT = {"pre-existing": "Pre-existing on the base build", "unreproducible": "Not reproducible alone on the PR build",
                  "unchecked": "Not checked against the base build (budget ran out)"}
 
