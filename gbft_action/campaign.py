@@ -107,6 +107,7 @@ class Campaign:
         self._stop = threading.Event()
         self._hard_stop = False
         self._lanes: list[Lane] = []
+        self.platform_info: dict[str, dict[str, Any]] = {}  # per platform: what its worker said of itself
         # Checked before anything runs: a bad platform or arm root is a usage error.
         self.platforms = resolve_platforms(cfg.platforms or parse_platforms(""), cfg.arm_root, cfg.out / ".work")
         self.run_id = uuid.uuid4().hex[:16]  # one per session: a report of this output is idempotent
@@ -198,16 +199,15 @@ class Campaign:
             self.source.feedback(i, g, rec)
 
     def _start_lanes(self, deadline: float) -> list[Lane]:
-        plats = self.platforms
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
                           self.cfg.engine_mem_mb, engine_python=self.cfg.engine_python,
-                          want_tflite=self._first_of_its_kind, platforms=plats)
+                          want_tflite=self._first_of_its_kind, platforms=self.platforms)
         lanes = [Lane(lcfg, i) for i in range(max(1, self.cfg.jobs))]
         self._lanes = lanes
         with ThreadPoolExecutor(len(lanes)) as ex:
             list(ex.map(lambda ln: ln.start(), lanes))
         # What each platform's worker said of itself; a label names a single platform in reports.
-        label = self.cfg.platform_label if len(plats) == 1 else ""
+        label = self.cfg.platform_label if len(self.platforms) == 1 else ""
         self.platform_info = {name: {**hello, "platform": label or name} for name, hello in lanes[0].hellos().items()}
         self.engine_info = dict(next(iter(self.platform_info.values())))
         if self.cfg.platform_label:
@@ -298,8 +298,7 @@ class Campaign:
         self.sessions.append({"elapsed_s": round(elapsed, 3), "models": session_models,
                               "stop_reason": self.stop_reason})
         self._feed_until(len(self.records))  # the state saved below has seen every result
-        summary = build_summary(self.records, self.sessions, self.cfg, self.engine_info,
-                                getattr(self, "platform_info", {}))
+        summary = build_summary(self.records, self.sessions, self.cfg, self.engine_info, self.platform_info)
         if hasattr(self.source, "summary"):
             summary["coverage"] = self.source.summary()
         self.bugs.save()
@@ -320,15 +319,23 @@ def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]],
     keys = Counter(r["key"] for r in flat if "key" in r)
     elapsed = sum(s["elapsed_s"] for s in sessions)
     last = sessions[-1] if sessions else {"elapsed_s": 0.0, "models": 0}
+    # One pass: each fingerprint's first record, its case folder, and where it was seen.
+    first: dict[str, dict[str, Any]] = {}
+    case: dict[str, str] = {}
+    where: dict[str, set[str]] = {}
+    for rec in records:
+        for r in per_platform(rec):
+            if "key" in r:
+                first.setdefault(r["key"], r)
+                case.setdefault(r["key"], rec.get("case_dir", ""))
+                where.setdefault(r["key"], set()).add(r.get("platform", ""))
     failures = []
     for key, n in keys.most_common():
-        first = next(r for r in flat if r.get("key") == key)
-        fp = first.get("fingerprint", {})
-        where = sorted({r.get("platform", "") for r in flat if r.get("key") == key} - {""})
-        case = next(rec.get("case_dir", "") for rec in records if any(r.get("key") == key for r in per_platform(rec)))
-        failures.append({"key": key, "fingerprint": key, "title": fp.get("title", ""), "count": n,
-                         "status": first["status"], "op": first["op"], "first_index": first["index"],
-                         "case_dir": case, "message": first["message"][:300], "platforms": where})
+        f = first[key]
+        failures.append({"key": key, "fingerprint": key, "title": f.get("fingerprint", {}).get("title", ""),
+                         "count": n, "status": f["status"], "op": f["op"], "first_index": f["index"],
+                         "case_dir": case[key], "message": f["message"][:300],
+                         "platforms": sorted(where[key] - {""})})
     return {
         "tool_version": __version__,
         "models": len(records),

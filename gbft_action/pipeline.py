@@ -93,7 +93,8 @@ class Lane:
             spec.python = p.python or cfg.engine_python or spec.python
             self.engs[p.name] = Worker(spec, logs / (f"engine-{lane_id}.log" if k == 0 else
                                                      f"engine-{lane_id}-{p.name}.log"))
-        self.eng = next(iter(self.engs.values()))
+        self.primary = next(iter(self.platforms))  # other platforms are cross-checked against it
+        self.eng = self.engs[self.primary]
         self.deadline_hit = threading.Event()
 
     def start(self) -> dict[str, Any]:
@@ -184,7 +185,7 @@ class Lane:
         w, slow, to = self.engs[res.platform], self.platforms[res.platform].slowdown, self.cfg.timeouts
         d = res.workdir
         assert d is not None
-        out = d if res.platform == next(iter(self.platforms)) else d / res.platform
+        out = d if res.platform == self.primary else d / res.platform
         out.mkdir(exist_ok=True)
         convert = {"op": "convert", "model": str(d / "model.pb"), "format": "pb", "dir": str(out)}
         if self._stage(res, "convert", w, convert, to.convert * slow, left()) is None:

@@ -60,7 +60,7 @@ class BugBook:
         if not fp:
             return False
         fid = fp["id"]
-        platform = engine.get("platform") or engine.get("machine", "")
+        platform = platform_of(engine)
         entry = self.known.setdefault(fid, {"fingerprint": fp, "title": fp["title"], "first_seen": now(),
                                             "count": 0, "platforms": [], "bundle": ""})
         entry["count"] += 1
@@ -129,7 +129,7 @@ class BugBook:
             "op": rec["op"], "node": rec["node"], "message": rec["message"], "seed": ctx.get("seed"),
             "case_index": rec["index"], "case_seed": graph.seed, "graph_hash": rec["hash"],
             "tool_version": __version__, "engine": {k: engine.get(k, "") for k in ("engine", "version", "machine")},
-            "platforms": [engine.get("platform") or engine.get("machine", "")], "occurrences": 1,
+            "platforms": [platform_of(engine)], "occurrences": 1,
             "first_seen": now(), "last_seen": now(),
             "tolerance": ctx.get("tolerance", asdict(Tolerance())), "original_size": len(graph.block_nodes()),
             "minimized_size": len(graph.block_nodes()), "minimized": False, "flaky": None,
@@ -155,6 +155,11 @@ class BugBook:
     def write_repro(self, d: Path, graph: Graph, meta: dict[str, Any]) -> None:
         (d / "repro.py").write_text(render_repro(self.templates, graph, meta))
         (d / "repro.py").chmod(0o755)
+
+
+def platform_of(engine: dict[str, Any]) -> str:
+    """The platform a worker's hello names (its label or platform name, else its machine)."""
+    return engine.get("platform") or engine.get("machine", "")
 
 
 def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any]) -> str:

@@ -51,9 +51,8 @@ def bug_platforms(lane: Lane, meta: dict[str, Any]) -> list[str] | None:
     seen = [p for p in lane.platforms if p in (meta.get("platforms") or [])]
     if not seen:
         return None
-    first = next(iter(lane.platforms))
-    if meta.get("fingerprint", {}).get("status") == "XPF" and first not in seen:
-        seen.insert(0, first)
+    if meta.get("fingerprint", {}).get("status") == "XPF" and lane.primary not in seen:
+        seen.insert(0, lane.primary)
     return seen
 
 

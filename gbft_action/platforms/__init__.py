@@ -22,10 +22,6 @@ class Platform:
     slowdown: float = 1.0  # stage time limits are multiplied by this
     mem_limit: bool = True  # RLIMIT_AS breaks qemu-user's address-space reservation
 
-    @property
-    def native(self) -> bool:
-        return not self.prefix
-
 
 class PlatformError(ValueError):
     pass
