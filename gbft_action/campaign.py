@@ -36,6 +36,7 @@ from .bugs.replay import minimize_bug
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
 from .store import ResultStore, per_platform
+from .workers.supervisor import WorkerClosed
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
 # Results of case i reach the generator just before case i + LAG is generated,
@@ -129,8 +130,13 @@ class Campaign:
         self._stop.set()
         if hard:
             self._hard_stop = True
-            for lane in self._lanes:
-                lane.close()
+            # From a thread of its own: this may run in a signal handler, on the main
+            # thread, while that thread is inside a worker's start (which close waits for).
+            threading.Thread(target=self._close_lanes, name="gbft-cancel", daemon=True).start()
+
+    def _close_lanes(self) -> None:
+        for lane in list(self._lanes):
+            lane.close()
 
     def run(self) -> dict[str, Any]:
         t0 = time.monotonic()
@@ -139,25 +145,30 @@ class Campaign:
         self.records = self.store.load()
         self.bugs.resume(self.records)
         self._replay_feedback()
-        lanes = self._start_lanes(deadline)
         try:
-            reserve = self.cfg.budget * self.cfg.minimize_share
-            self._loop(lanes, deadline - reserve, deadline)
-            reason = self.stop_reason
-            if reason in ("budget reached", "max-models reached") and not self._hard_stop:  # not a signal: carry on
-                self._stop.clear()
-                # At most the share of the budget, whether the loop stopped on it or on --max-models.
-                self._minimize_new(lanes[0], min(deadline, time.monotonic() + reserve + GRACE_S))
-            if reason == "budget reached" and not self._stop.is_set():  # only the reserve was reached
-                self.stop_reason = ""
-                self._loop(lanes, deadline, deadline)
-            elif not self._stop.is_set():
-                self.stop_reason = reason
+            self._fuzz_and_minimize(self._start_lanes(deadline), deadline)
+        except WorkerClosed:  # cancelled while a worker was starting
+            if not self._hard_stop:
+                raise
         finally:
-            for lane in lanes:
+            for lane in self._lanes:
                 lane.stop()
             self.store.close()
         return self._finish(time.monotonic() - t0)
+
+    def _fuzz_and_minimize(self, lanes: list[Lane], deadline: float) -> None:
+        reserve = self.cfg.budget * self.cfg.minimize_share
+        self._loop(lanes, deadline - reserve, deadline)
+        reason = self.stop_reason
+        if reason in ("budget reached", "max-models reached") and not self._hard_stop:  # not a signal: carry on
+            self._stop.clear()
+            # At most the share of the budget, whether the loop stopped on it or on --max-models.
+            self._minimize_new(lanes[0], min(deadline, time.monotonic() + reserve + GRACE_S))
+        if reason == "budget reached" and not self._stop.is_set():  # only the reserve was reached
+            self.stop_reason = ""
+            self._loop(lanes, deadline, deadline)
+        elif not self._stop.is_set():
+            self.stop_reason = reason
 
     # -- setup ----------------------------------------------------------------------
     def _check_resume(self) -> None:
@@ -204,6 +215,8 @@ class Campaign:
                           want_tflite=self._first_of_its_kind, platforms=self.platforms)
         lanes = [Lane(lcfg, i) for i in range(max(1, self.cfg.jobs))]
         self._lanes = lanes
+        if self._hard_stop:  # cancelled before the lanes existed: close them here
+            self._close_lanes()
         with ThreadPoolExecutor(len(lanes)) as ex:
             list(ex.map(lambda ln: ln.start(), lanes))
         # What each platform's worker said of itself; a label names a single platform in reports.

@@ -24,7 +24,7 @@ from .graph.ir import Graph
 from .oracle import ENGINE_FAILURES, OutputDiff, Status, Tolerance, compare, judge_outputs
 from .workers.arrays import pack, unpack
 from .platforms import Platform, host_machine
-from .workers.supervisor import CallResult, Worker, WorkerSpec
+from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,7 @@ class Lane:
         self.primary = next(iter(self.platforms))  # other platforms are cross-checked against it
         self.eng = self.engs[self.primary]
         self.deadline_hit = threading.Event()
+        self.closed = False
 
     def start(self) -> dict[str, Any]:
         """Start the workers; returns the first engine's hello (name, version, machine)."""
@@ -117,6 +118,7 @@ class Lane:
 
     def close(self) -> None:
         """Stop all workers for good: calls in flight and later ones fail at once."""
+        self.closed = True
         self.ref.close()
         for w in self.engs.values():
             w.close()
@@ -148,6 +150,8 @@ class Lane:
             self._maybe_tflite(res, left())
         except _Aborted:
             res.aborted = True
+        if self.closed:  # what the workers said after close() is not about the model
+            raise WorkerClosed("lane closed")
         return res
 
     def _stage(self, res: CaseResult, stage: str, w: Worker, msg: dict[str, Any], limit: float,

@@ -73,3 +73,10 @@ class RunawayMemory(MNNEngine):
             while True:
                 hoard.append(bytearray(256 << 20))
         return super().infer(artifact, inputs, outputs)
+
+
+class HangOnConvert(MNNEngine):
+    """Hangs in every conversion: a call that is in flight for as long as a test needs."""
+
+    def convert(self, model, fmt, workdir):
+        time.sleep(3600)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from gbft_action.campaign import Campaign, FuzzConfig
 from gbft_action.pipeline import Timeouts
+from gbft_action.workers.supervisor import Worker, WorkerClosed, WorkerSpec
 
 pytestmark = pytest.mark.slow
 
@@ -56,3 +60,44 @@ def test_runaway_memory_is_a_finding(tmp_path, fake_engines_path):
     _, recs = run(tmp_path / "o", "fake_engines:RunawayMemory", 12, engine_mem_mb=3072)
     hogs = [r for r in recs if "MemoryError" in r["message"]]
     assert hogs and all(r["status"] == "IF" for r in hogs)
+
+
+# -- a cancelled run closes workers from another thread, at any moment -----------------------
+
+def _slow_worker(tmp_path: Path, delay: float) -> Worker:
+    """A reference worker whose process sleeps ``delay`` s before it starts serving."""
+    spec = WorkerSpec("reference", prefix=("sh", "-c", f'sleep {delay}; exec "$@"', "sh"))
+    return Worker(spec, tmp_path / "w.log")
+
+
+def _close_after(w: Worker, seconds: float) -> threading.Thread:
+    t = threading.Thread(target=lambda: (time.sleep(seconds), w.close()))
+    t.start()
+    return t
+
+
+def test_close_while_starting_raises_worker_closed_and_leaves_no_process(tmp_path):
+    w = _slow_worker(tmp_path, 5)
+    t0 = time.monotonic()
+    t = _close_after(w, 0.5)
+    with pytest.raises(WorkerClosed):
+        w.start()
+    t.join()
+    assert time.monotonic() - t0 < 3 and w.proc is None and not w.alive()
+    with pytest.raises(WorkerClosed):  # and it never starts again
+        w.start()
+
+
+def test_close_while_calling_ends_the_call_as_a_crash(tmp_path, fake_engines_path):
+    w = Worker(WorkerSpec("engine", "fake_engines:HangOnConvert"), tmp_path / "w.log")
+    w.start()
+    pid = w.proc.pid
+    t = _close_after(w, 0.5)
+    t0 = time.monotonic()
+    res = w.call({"op": "convert", "model": str(tmp_path / "m.pb"), "format": "pb", "dir": str(tmp_path)}, 60)
+    t.join()
+    assert res.kind == "crash" and time.monotonic() - t0 < 3
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert w.call({"op": "hello"}, 5).kind == "crash"  # later calls fail at once, nothing restarts
+    assert w.proc is None

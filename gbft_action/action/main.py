@@ -59,10 +59,41 @@ def main(env: dict[str, str] | None = None) -> int:
 
 
 def _run(cfg: ActionConfig, t0: float) -> int:
-    from ..campaign import Campaign, FuzzConfig
-
     out = cfg.path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    cancel = _Cancel()
+    summary: dict[str, Any] = {"models": 0, "unique_failures": 0, "stop_reason": "cancelled (SIGTERM) during set-up"}
+    verdicts: dict[str, str] = {}
+    new: list[str] = []
+    filed = 0
+    try:
+        camp, base_python = _campaign(cfg, out, t0)
+        summary = cancel.during(camp)
+        if not cancel.yes:
+            verdicts = _replay_on_base(camp.cfg.engine, out, summary, t0 + cfg.budget, camp.cfg.engine_python,
+                                       base_python) if cfg.base_build else {}
+            new = [f for f in summary.get("new_failures", [])
+                   if verdicts.get(f, "new") == "new" and not _flaky(out, f)]
+            filed = _report(cfg, out)
+        cancel.disarm()  # last in the try: from here a signal cannot cut the outputs short
+    except Cancelled:
+        cancel.disarm()  # whatever was judged and written stays; outputs and summary below
+        if cfg.base_build and not verdicts:  # cut short in the replays: none of them is known new
+            verdicts = {f: "unchecked" for f in summary.get("new_failures", [])}
+    try:
+        if cancel.yes and not (out / "summary.json").exists():
+            (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        _write_outputs(cfg, out, summary, new, verdicts, filed)
+    finally:
+        cancel.restore()
+    return exit_code(cfg.fail_on, summary["unique_failures"], len(new))
+
+
+def _campaign(cfg: ActionConfig, out: Path, t0: float) -> tuple[Any, str]:
+    """Engine builds set up (part of the step's budget); the campaign for what is left,
+    and the base build's python."""
+    from ..campaign import Campaign, FuzzConfig
+
     deadline = t0 + cfg.budget
     engine, python = prepare_engine(cfg, cfg.engine_build, out / ".engine-pr")
     # The base build's venv too, before the fuzz budget is computed: set-up is part of the
@@ -78,15 +109,7 @@ def _run(cfg: ActionConfig, t0: float) -> int:
                       corpus=str(cfg.path(cfg.corpus)) if cfg.corpus else FuzzConfig.__dataclass_fields__[
                           "corpus"].default, state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
                       engine_python=python, platform_label=cfg.platform_label)
-    camp = Campaign(fuzz)
-    stopped = _on_sigterm(camp)
-    summary = camp.run()
-    verdicts = {} if stopped["yes"] or not cfg.base_build else \
-        _replay_on_base(engine, out, summary, deadline, python, base_python)
-    new = [f for f in summary.get("new_failures", []) if verdicts.get(f, "new") == "new" and not _flaky(out, f)]
-    filed = 0 if stopped["yes"] else _report(cfg, out)
-    _write_outputs(cfg, out, summary, new, verdicts, filed)
-    return exit_code(cfg.fail_on, summary["unique_failures"], len(new))
+    return Campaign(fuzz), base_python
 
 
 def _flaky(out: Path, fid: str) -> bool:
@@ -95,17 +118,44 @@ def _flaky(out: Path, fid: str) -> bool:
     return path.exists() and json.loads(path.read_text()).get("flaky") is True
 
 
-def _on_sigterm(camp: Any) -> dict[str, bool]:
-    """A cancelled job: stop at once, keep what was judged, write the summary."""
-    state = {"yes": False}
+class Cancelled(Exception):
+    """SIGTERM (a cancelled job) outside the fuzz loop: set-up, base-build replays, reporting."""
 
-    def handler(signum: int, frame: Any) -> None:
-        state["yes"] = True
-        camp.request_stop("cancelled (SIGTERM)", hard=True)
 
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return state
+class _Cancel:
+    """SIGTERM and SIGINT for the whole step.
+
+    While the campaign runs, a signal asks it to stop at once: it abandons the cases in
+    flight and writes its summary from what was judged.  Before and after, the signal
+    raises ``Cancelled`` where the step is, and the outputs are written from what there is.
+    """
+
+    def __init__(self) -> None:
+        self.yes = False
+        self._armed = True
+        self._camp: Any = None
+        self._old = {s: signal.signal(s, self._handler) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        first, self.yes = not self.yes, True
+        if self._camp is not None:
+            self._camp.request_stop("cancelled (SIGTERM)", hard=True)
+        elif first and self._armed:
+            raise Cancelled()
+
+    def during(self, camp: Any) -> dict[str, Any]:
+        self._camp = camp
+        try:
+            return camp.run()
+        finally:
+            self._camp = None
+
+    def disarm(self) -> None:
+        self._armed = False
+
+    def restore(self) -> None:
+        for s, old in self._old.items():
+            signal.signal(s, old)
 
 
 # --------------------------------------------------------------------------- engine builds
@@ -245,7 +295,7 @@ def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], new: l
 
 
 _VERDICT_TEXT = {"pre-existing": "Pre-existing on the base build", "unreproducible": "Not reproducible alone on the PR build",
-                 "unchecked": "Not checked against the base build (budget ran out)"}
+                 "unchecked": "Not checked against the base build (budget ran out, or the job was cancelled)"}
 
 
 def _verdict_lines(verdicts: dict[str, str]) -> str:

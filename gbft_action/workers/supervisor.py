@@ -7,6 +7,10 @@ converter prints its errors) is kept per call by file offset.  A call ends in
 one of three ways: a reply, the worker's death (signal or exit code, with the
 tail of its log), or a timeout (the worker is killed).  The next call starts a
 fresh worker.
+
+``close`` (a cancelled run) may come from another thread at any moment: it kills
+the process and no worker starts after it, so calls in flight and later ones end
+as crashes and ``start`` raises ``WorkerClosed`` instead of leaving a process behind.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -54,6 +59,10 @@ class WorkerSpec:
     pythonpath: str = ""
 
 
+class WorkerClosed(RuntimeError):
+    """The worker was closed for good (a cancelled run) and will not start again."""
+
+
 class Worker:
     def __init__(self, spec: WorkerSpec, log_path: Path) -> None:
         self.spec = spec
@@ -63,9 +72,26 @@ class Worker:
         self.restarts = 0
         self.hello: dict[str, Any] = {}
         self.closed = False  # closed for good (a cancelled run): no restarts
+        self._lock = threading.Lock()  # a process is started, or closed, not both at once
+        self._swap = threading.Lock()  # one thread takes the process to stop it, not two
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> dict[str, Any]:
+        with self._lock:
+            if self.closed:
+                raise WorkerClosed(f"{self.spec.role} worker closed")
+            self._spawn()
+        res = self.call({"op": "hello"}, timeout)
+        if res.kind != "ok":
+            if self.closed:
+                raise WorkerClosed(f"{self.spec.role} worker closed while starting")
+            tail = res.log or self._tail(0)
+            self.stop()
+            raise RuntimeError(f"{self.spec.role} worker failed to start: {res.crash_summary}\n{tail}")
+        self.hello = res.reply
+        return res.reply
+
+    def _spawn(self) -> None:
         r_parent, w_child = os.pipe()
         r_child, w_parent = os.pipe()
         argv = [*self.spec.prefix, self.spec.python, "-m", "gbft_action.workers.serve",
@@ -82,33 +108,33 @@ class Worker:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          pass_fds=(r_child, w_child), env=env, cwd=self.spec.cwd,
                                          start_new_session=True)
+        except BaseException:
+            os.close(r_parent)
+            os.close(w_parent)
+            raise
         finally:
             log.close()
             os.close(r_child)
             os.close(w_child)
         self.conn = _DuplexConn(r_parent, w_parent)
-        res = self.call({"op": "hello"}, timeout)
-        if res.kind != "ok":
-            tail = res.log or self._tail(0)
-            self.stop()
-            raise RuntimeError(f"{self.spec.role} worker failed to start: {res.crash_summary}\n{tail}")
-        self.hello = res.reply
-        return res.reply
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        proc = self.proc
+        return proc is not None and proc.poll() is None
 
     def stop(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
+        with self._swap:
+            proc, conn = self.proc, self.conn
+            self.proc, self.conn = None, None
+        if proc is not None:
+            if proc.poll() is None:
                 try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            self.proc.wait()
-        if self.conn is not None:
-            self.conn.close()
-        self.proc, self.conn = None, None
+            proc.wait()
+        if conn is not None:
+            conn.close()
 
     def ensure(self) -> None:
         if not self.alive():
@@ -119,35 +145,38 @@ class Worker:
 
     # -- calls ----------------------------------------------------------------------
     def close(self) -> None:
-        self.closed = True
-        self.stop()
+        with self._lock:
+            self.closed = True
+            self.stop()
 
     def call(self, msg: dict[str, Any], timeout: float) -> CallResult:
-        if self.closed:
+        try:
+            if msg.get("op") != "hello":
+                self.ensure()
+        except WorkerClosed:
+            pass
+        proc, conn = self.proc, self.conn  # close() may clear them from another thread
+        if self.closed or proc is None or conn is None:
             return CallResult("crash", log="worker closed", exit_code=-9)
-        if msg.get("op") != "hello":
-            self.ensure()
-        assert self.conn is not None and self.proc is not None
         off = self._size()
         t0 = time.monotonic()
         try:
-            self.conn.send(msg)
-            if not self.conn.poll(timeout):
+            conn.send(msg)
+            if not conn.poll(timeout):
                 self.stop()
                 return CallResult("timeout", log=self._tail(off), elapsed=time.monotonic() - t0)
-            reply = self.conn.recv()
-        except (EOFError, OSError, BrokenPipeError):
-            return self._died(off, t0)
+            reply = conn.recv()
+        except (EOFError, OSError):
+            return self._died(proc, off, t0)
         kind = "ok" if reply.get("ok") else "error"
         return CallResult(kind, reply, self._read(off), elapsed=time.monotonic() - t0)
 
-    def _died(self, off: int, t0: float) -> CallResult:
-        assert self.proc is not None
+    def _died(self, proc: subprocess.Popen[bytes], off: int, t0: float) -> CallResult:
         try:
-            code = self.proc.wait(timeout=10)
+            code = proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.stop()
-            code = -9
+            code = proc.wait()
         log = self._tail(off)
         self.stop()
         sig = -code if code < 0 else None
