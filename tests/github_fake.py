@@ -646,7 +646,7 @@ class _SearchQuery:
         self.free_text: list[str] = []
         self.problems: list[str] = []
         for m in _SEARCH_TOKEN.finditer(q):
-            negated, key, value, phrase, word = m.group(1) == "-", m.group(2), m.group(3), m.group(4), m.group(5)
+            negated, key, value, phrase = m.group(1) == "-", m.group(2), m.group(3), m.group(4)
             if key is not None and key.lower() in _GITHUB_SEARCH_QUALIFIERS:
                 self._qualifier(negated, key.lower(), value)
             elif phrase is not None:
