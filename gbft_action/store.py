@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .oracle import Status
+from .oracle import ENGINE_FAILURES, Status
 from .pipeline import CaseResult
 
-KEEP = {Status.MCF, Status.IF, Status.DCF, Status.XPF, Status.TIMEOUT, Status.REF, Status.GEN}
+KEEP = {*ENGINE_FAILURES, Status.TIMEOUT, Status.REF, Status.GEN}
 
 
 def per_platform(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -103,7 +103,7 @@ class ResultStore:
             for kind, arrays in r.arrays.items():
                 if arrays and (k == 0 or kind == "actual"):
                     np.savez(dest / f"{kind}{tail}.npz", **arrays)
-            if r.log or r.status in (Status.MCF, Status.IF, Status.DCF, Status.XPF, Status.TIMEOUT):
+            if r.log or r.status in (*ENGINE_FAILURES, Status.TIMEOUT):
                 (dest / f"engine{tail}.log").write_text(r.log or f"(the engine printed nothing; {r.message})\n")
         result = self._record(res) | {"diffs": res.diffs}
         if res.others:

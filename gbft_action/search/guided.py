@@ -23,11 +23,10 @@ from ..graph.models import NEIGHBOURS
 from ..graph.ir import Graph
 from ..graph.mutations import ALL, RATES, TSM, Mutation
 from ..graph.solver import GenError
+from ..oracle import ENGINE_FAILURES  # str statuses: a record's "MCF" matches Status.MCF
 from . import case_seed
 from .coverage import Coverage, graph_level
 from .mcts import MCTSChooser, TreeNode
-
-ENGINE_FAILURES = {"MCF", "IF", "DCF", "XPF"}
 
 
 class GuidedSource:
