@@ -76,6 +76,10 @@ class LaneConfig:
     # costs ~0.25 s, so the campaign asks for it once per distinct failure.)
     want_tflite: Callable[[CaseResult], bool] = lambda res: False
 
+    def __post_init__(self) -> None:
+        # Absolute: the workers run inside it (see Lane), so a relative path would not reach them.
+        self.workdir = Path(self.workdir).resolve()
+
 
 class Lane:
     """A reference worker and one engine worker per platform; ``eng`` is the first platform's."""
@@ -83,13 +87,16 @@ class Lane:
     def __init__(self, cfg: LaneConfig, lane_id: int) -> None:
         self.cfg = cfg
         logs = cfg.workdir / "logs"
-        self.ref = Worker(WorkerSpec("reference"), logs / f"reference-{lane_id}.log")
+        # Workers run in the work folder: a file an engine writes to a relative (or, with
+        # MNN's heap damage, garbled) path lands there, never in the directory gbft ran from.
+        cwd = str(cfg.workdir)
+        self.ref = Worker(WorkerSpec("reference", cwd=cwd), logs / f"reference-{lane_id}.log")
         self.platforms = {p.name: p for p in (cfg.platforms or (Platform(host_machine()),))}
         self.engs: dict[str, Worker] = {}
         for k, p in enumerate(self.platforms.values()):
             spec = WorkerSpec("engine", resolve(cfg.engine), prefix=p.prefix or cfg.engine_prefix,
                               mem_mb=cfg.engine_mem_mb if p.mem_limit else 0, env=dict(cfg.engine_env),
-                              pythonpath=p.pythonpath)
+                              cwd=cwd, pythonpath=p.pythonpath)
             spec.python = p.python or cfg.engine_python or spec.python
             self.engs[p.name] = Worker(spec, logs / (f"engine-{lane_id}.log" if k == 0 else
                                                      f"engine-{lane_id}-{p.name}.log"))

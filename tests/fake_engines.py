@@ -80,3 +80,11 @@ class HangOnConvert(MNNEngine):
 
     def convert(self, model, fmt, workdir):
         time.sleep(3600)
+
+
+class StrayFileOnConvert(MNNEngine):
+    """Writes a file to a relative path before converting (as MNN did once, under a garbled name)."""
+
+    def convert(self, model, fmt, workdir):
+        Path("stray.mnn").write_bytes(b"stray")
+        return super().convert(model, fmt, workdir)

@@ -101,3 +101,22 @@ def test_close_while_calling_ends_the_call_as_a_crash(tmp_path, fake_engines_pat
         os.kill(pid, 0)
     assert w.call({"op": "hello"}, 5).kind == "crash"  # later calls fail at once, nothing restarts
     assert w.proc is None
+
+
+def test_an_engine_writing_to_a_relative_path_writes_into_the_work_folder(tmp_path, monkeypatch, fake_engines_path):
+    from gbft_action.graph.ir import Graph, Node, TensorType
+    from gbft_action.oracle import Status
+    from gbft_action.pipeline import Lane, LaneConfig
+
+    monkeypatch.chdir(tmp_path)
+    t = TensorType((1, 2, 2, 3))
+    g = Graph(inputs={"in0": t}, nodes=[Node("n0", "Relu", ["in0"], {}, t, "Relu", "block", 0)], outputs=["n0"],
+              seed=5)
+    lane = Lane(LaneConfig("fake_engines:StrayFileOnConvert", Path("work")), 0)  # a relative work folder
+    try:
+        res = lane.run(0, g, 120)
+    finally:
+        lane.stop()
+    assert res.status == Status.DCP, res.message  # the model's paths still reached the workers
+    assert not (tmp_path / "stray.mnn").exists()
+    assert (tmp_path / "work" / "stray.mnn").read_bytes() == b"stray"
