@@ -186,6 +186,40 @@ def test_base_build_equal_to_pr_build_fails_nothing_new(tmp_path):
     assert r.returncode == 0 and out["new-failures"] == "0", why
 
 
+def _wheel(d: Path, name: str, files: dict[str, str]) -> Path:
+    """A minimal pure-Python wheel (name 0.0) holding ``files``."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-0.0.dist-info"
+    files = {**files, f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    digest = {n: base64.urlsafe_b64encode(hashlib.sha256(c.encode()).digest()).rstrip(b"=").decode()
+              for n, c in files.items()}
+    record = "".join(f"{n},sha256={digest[n]},{len(c.encode())}\n" for n, c in files.items()) + f"{info}/RECORD,,\n"
+    d.mkdir(parents=True, exist_ok=True)
+    whl = d / f"{name}-0.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        for n, c in {**files, f"{info}/RECORD": record}.items():
+            z.writestr(n, c)
+    return whl
+
+
+def test_a_pr_wheel_venv_sees_the_tool_and_puts_the_pr_build_first(tmp_path):
+    from gbft_action.action.main import prepare_engine
+
+    _wheel(tmp_path / "build", "MNN", {"MNN/__init__.py": "BUILD = 'the pull request'\n"})
+    cfg = ActionConfig.from_env(action_env(tmp_path, **{"engine-build": "build"})).validate()
+    engine, py = prepare_engine(cfg, cfg.engine_build, tmp_path / "venv")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # From "/": nothing may come from the directory the step runs in.
+    r = subprocess.run([py, "-c", "import MNN, numpy, gbft_action.workers.serve; print(MNN.BUILD)"],
+                       capture_output=True, text=True, cwd="/", env=env, timeout=60)
+    assert engine == "mnn" and r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "the pull request"  # the PR's build, not the MNN gbft itself runs with
+
+
 def _mnn_version() -> str:
     from importlib.metadata import version
 

@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import signal
+import site
 import subprocess
 import sys
 import time
@@ -181,10 +182,25 @@ def prepare_engine(cfg: ActionConfig, build: str, venv_dir: Path) -> tuple[str, 
     if not wheels:
         raise ValueError(f"engine-build {build}: no MNN wheel (*.whl) there")
     venv.EnvBuilder(system_site_packages=True, clear=True, with_pip=False).create(venv_dir)
+    _see_own_packages(venv_dir)
     py = venv_dir / "bin" / "python"
     subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-index",
                     "--no-deps", "--force-reinstall", str(wheels[0])], check=True)
     return "mnn", str(py)
+
+
+def _see_own_packages(venv_dir: Path) -> None:
+    """Put the tool's own site-packages behind the venv's: the worker imports gbft_action and
+    its dependencies from there, the PR's MNN from the venv.
+
+    ``system_site_packages`` only reaches the base interpreter's packages, not those of
+    the environment gbft runs in (a virtual environment, an editable install).  A .pth
+    line starting with "import" runs at start-up; ``addsitedir`` also runs that
+    directory's own .pth files (an editable install's finder).
+    """
+    site_dir = next(venv_dir.glob("lib/python*/site-packages"))
+    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
+    (site_dir / "zz-gbft-host.pth").write_text(f"import site; list(map(site.addsitedir, {dirs!r}))\n")
 
 
 def _replay_on_base(engine: str, out: Path, summary: dict[str, Any], deadline: float,
