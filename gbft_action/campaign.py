@@ -5,6 +5,13 @@ deterministic) and run on ``jobs`` lanes; results are recorded in index order
 through a reorder window, so ``cases.jsonl`` is always a prefix of the
 campaign and ``--resume`` continues at the next index.  New cases stop when the
 budget is near; anything still running at budget + grace is abandoned.
+
+With a base build every model also runs on it, and the campaign ends with the
+pull request's verdict (``bugs.triage``): its new and changed fingerprints are
+minimised and confirmed first, within the reserve, before anything else.
+
+May import: pipeline, store, search, graph, corpus, bugs, engines.builds, platforms;
+never report or action.
 """
 
 from __future__ import annotations
@@ -31,8 +38,10 @@ from .oracle import Status, Tolerance
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource
 from .search.guided import GuidedSource
+from .bugs import triage
 from .bugs.bundle import BugBook
-from .bugs.replay import minimize_bug
+from .bugs.replay import confirm_bug, minimize_bug
+from .engines.builds import EngineBuild
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
 from .store import ResultStore, per_platform
@@ -66,6 +75,9 @@ class FuzzConfig:
     minimize_share: float = 0.35  # share of the budget kept for minimising new bugs
     minimize_limit: float = 30.0  # seconds at most per bug
     engine_python: str = ""  # the engine worker's interpreter (a private venv holding a PR's wheel)
+    engine_env: dict[str, str] = field(default_factory=dict)  # for the adapter (the command engine's commands)
+    base: EngineBuild | None = None  # the base build every model also runs on (the PR verdict)
+    confirm_rounds: int = triage.ROUNDS  # replays on both builds before a new failure is blamed
     platform_label: str = ""  # shown as the platform in bundles and reports (e.g. arm64-self-hosted)
     platforms: tuple[str, ...] = ()  # engine platforms (gbft_action.platforms); () = this machine
     arm_root: str = ""  # the arm64 root for arm64-qemu
@@ -75,7 +87,8 @@ class FuzzConfig:
         state = Path(self.state) / STATE_FILE if self.state else None
         return {"seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
                 "corpus_sha256": _sha(self.corpus), "chooser": self.chooser, "mutations": self.mutations,
-                "state_sha256": _sha(str(state)) if state else "", "platforms": list(self.platforms)}
+                "state_sha256": _sha(str(state)) if state else "", "platforms": list(self.platforms),
+                "base": self.base.source if self.base else ""}
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -111,6 +124,13 @@ class Campaign:
         self.platform_info: dict[str, dict[str, Any]] = {}  # per platform: what its worker said of itself
         # Checked before anything runs: a bad platform or arm root is a usage error.
         self.platforms = resolve_platforms(cfg.platforms or parse_platforms(""), cfg.arm_root, cfg.out / ".work")
+        if cfg.base is not None and (len(self.platforms) > 1 or self.platforms[0].prefix):
+            raise ValueError("a base build runs on this machine only: use it with one native platform")
+        self.sessions: list[dict[str, Any]] = []
+        self.minimized: dict[str, dict[str, Any]] = {}
+        self.confirmed: dict[str, tuple[triage.Verdict, str]] = {}  # fingerprint -> (verdict, how)
+        self.base_info: dict[str, Any] = {}  # what the base build's worker said of itself
+        self._interrupted = False  # a signal or request_stop, not the loop's own budget
         self.run_id = uuid.uuid4().hex[:16]  # one per session: a report of this output is idempotent
         self.stop_reason = ""
 
@@ -127,6 +147,7 @@ class Campaign:
     def request_stop(self, reason: str = "stopped", hard: bool = False) -> None:
         """Stop starting cases; ``hard`` also abandons the cases in flight (a cancelled job)."""
         self.stop_reason = self.stop_reason or reason
+        self._interrupted = True
         self._stop.set()
         if hard:
             self._hard_stop = True
@@ -160,14 +181,23 @@ class Campaign:
         reserve = self.cfg.budget * self.cfg.minimize_share
         self._loop(lanes, deadline - reserve, deadline)
         reason = self.stop_reason
-        if reason in ("budget reached", "max-models reached") and not self._hard_stop:  # not a signal: carry on
-            self._stop.clear()
-            # At most the share of the budget, whether the loop stopped on it or on --max-models.
-            self._minimize_new(lanes[0], min(deadline, time.monotonic() + reserve + GRACE_S))
-        if reason == "budget reached" and not self._stop.is_set():  # only the reserve was reached
+        if self._interrupted:  # a signal: the summary from what was judged, at once
+            return
+        self._stop.clear()
+        # At most the share of the budget, whether the loop stopped on it or on --max-models.
+        end = min(deadline, time.monotonic() + reserve + GRACE_S)
+        self._confirm(lanes[0], end)
+        self._minimize_new(lanes[0], end)
+        if reason == "budget reached" and not self._interrupted:  # only the reserve was reached
             self.stop_reason = ""
-            self._loop(lanes, deadline, deadline)
-        elif not self._stop.is_set():
+            # With a base build, a tail of the budget confirms what the last models found.
+            tail = 0.1 * self.cfg.budget if self.cfg.base is not None else 0.0
+            self._loop(lanes, deadline - tail, deadline)
+            if not self._interrupted:
+                self._stop.clear()
+                self._confirm(lanes[0], deadline)
+                self.stop_reason = self.stop_reason or "budget reached"
+        elif not self._interrupted:
             self.stop_reason = reason
 
     # -- setup ----------------------------------------------------------------------
@@ -180,8 +210,6 @@ class Campaign:
                 raise ValueError(f"{self.cfg.out} holds another campaign ({old.get('identity')}); "
                                  f"use a new --out or the same seed/blocks/graph/engine/corpus")
             self.sessions = old.get("sessions", [])
-        else:
-            self.sessions = []
         self._write_campaign()
 
     def _write_campaign(self) -> None:
@@ -212,7 +240,8 @@ class Campaign:
     def _start_lanes(self, deadline: float) -> list[Lane]:
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
                           self.cfg.engine_mem_mb, engine_python=self.cfg.engine_python,
-                          want_tflite=self._first_of_its_kind, platforms=self.platforms)
+                          engine_env=dict(self.cfg.engine_env), want_tflite=self._first_of_its_kind,
+                          platforms=self.platforms, base=self.cfg.base)
         lanes = [Lane(lcfg, i) for i in range(max(1, self.cfg.jobs))]
         self._lanes = lanes
         if self._hard_stop:  # cancelled before the lanes existed: close them here
@@ -225,19 +254,43 @@ class Campaign:
         self.engine_info = dict(next(iter(self.platform_info.values())))
         if self.cfg.platform_label:
             self.engine_info["machine"] = self.cfg.platform_label
+        if lanes[0].base is not None:
+            self.base_info = {k: lanes[0].base.hello.get(k, "") for k in ("engine", "version", "machine")}
         return lanes
 
     def _minimize_new(self, lane: Lane, deadline: float) -> None:
         """Minimise this run's new fingerprints, oldest first, within the reserve."""
-        self.minimized: dict[str, dict[str, Any]] = {}
-        todo = self.bugs.new_ids_in_order()
+        todo = [f for f in self.bugs.new_ids_in_order() if f not in self.minimized]
         for k, fid in enumerate(todo):
             left = deadline - time.monotonic() - GRACE_S
-            if left < 1 or self._stop.is_set():
+            if left < 1 or self._interrupted:
                 break
             # A fair share of what is left, at least 2 s and at most the per-bug limit.
             share = max(2.0, left / (len(todo) - k))
-            self.minimized[fid] = minimize_bug(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left))
+            # With a base build, flakiness is the confirmation's business (and only for the
+            # fingerprints that could fail the pull request).
+            self.minimized[fid] = minimize_bug(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left),
+                                               check_flaky=self.cfg.base is None)
+
+    def _confirm(self, lane: Lane, deadline: float) -> None:
+        """Confirmation before blame: each new or changed fingerprint, most frequent first, is
+        minimised (briefly) and replayed on fresh workers of both builds, in a fair share of
+        what is left.  What the deadline leaves unconfirmed is 'unchecked', never blamed."""
+        if self.cfg.base is None:
+            return
+        verdicts = triage.aggregate(self.records)
+        todo = [f for f in triage.candidates(verdicts) if f not in self.confirmed]
+        for k, fid in enumerate(todo):
+            left = deadline - time.monotonic() - GRACE_S
+            if left < 1 or self._interrupted:
+                break
+            share = max(3.0, left / (len(todo) - k))
+            until = time.monotonic() + min(share, left)
+            if fid not in self.minimized:  # a smaller model replays faster and reads better
+                self.minimized[fid] = minimize_bug(lane, self.bugs, fid, min(self.cfg.minimize_limit, 0.4 * share),
+                                                   check_flaky=False)
+            self.confirmed[fid] = confirm_bug(lane, self.bugs.bundle_dir(fid), verdicts[fid].verdict, until,
+                                              self.cfg.confirm_rounds)
 
     def _first_of_its_kind(self, res: CaseResult) -> bool:
         """True for the first failure with its fingerprint (lanes call this from their threads)."""
@@ -270,10 +323,10 @@ class Campaign:
         with ThreadPoolExecutor(len(lanes)) as ex:
             while not self._stop.is_set():
                 if self.cfg.max_models and index >= self.cfg.max_models:
-                    self.request_stop("max-models reached")
+                    self._loop_stop("max-models reached")
                     break
                 if time.monotonic() + est > deadline:
-                    self.request_stop("budget reached")
+                    self._loop_stop("budget reached")
                     break
                 while (window and window[0].done()) or len(window) >= LAG:
                     est = self._record(window.popleft().result(), est)
@@ -283,6 +336,11 @@ class Campaign:
                 index += 1
             while window:
                 est = self._record(window.popleft().result(), est)
+
+    def _loop_stop(self, reason: str) -> None:
+        """The loop's own stop (budget, max-models): minimising and confirming follow."""
+        self.stop_reason = self.stop_reason or reason
+        self._stop.set()
 
     def _record(self, res: CaseResult, est: float) -> float:
         if res.aborted or self._hard_stop:  # killed under it by a hard stop: not a result
@@ -315,14 +373,34 @@ class Campaign:
         if hasattr(self.source, "summary"):
             summary["coverage"] = self.source.summary()
         self.bugs.save()
-        summary["new_failures"] = self.bugs.new_ids()
+        summary["new_failures"] = [f for f in self.bugs.new_ids() if not self.bugs.flaky(f)]
+        if self.cfg.base is not None:
+            self._add_triage(summary)
         summary["run_id"] = self.run_id
-        summary["minimized"] = getattr(self, "minimized", {})
+        summary["minimized"] = self.minimized
         summary["bugs_dir"] = str(self.cfg.out / "bugs")
         self.store.write_json("summary.json", summary)
         self.store.write_json(STATE_FILE, self.source.state())
         self._write_campaign()
         return summary
+
+
+    def _add_triage(self, summary: dict[str, Any]) -> None:
+        """Each failure's verdict against the base build; new_failures = the confirmed new ones."""
+        verdicts = triage.aggregate(self.records)
+        for fid, bv in verdicts.items():
+            if bv.verdict in triage.BLAMED:
+                bv.verdict, bv.confirmation = self.confirmed.get(fid, (triage.Verdict.UNCHECKED,
+                                                                       "no time was left to confirm it"))
+        triage.write_verdicts(self.cfg.out, verdicts)
+        for f in summary["failures"]:
+            f["verdict"] = verdicts[f["key"]].verdict.value if f["key"] in verdicts else triage.Verdict.UNCHECKED.value
+        summary["new_failures"] = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
+        summary["triage"] = {
+            "base": {"source": self.cfg.base.source if self.cfg.base else "", **self.base_info},
+            "counts": triage.counts(verdicts), "blamed": triage.blamed(verdicts),
+            "fixed": [bv.to_json() for bv in verdicts.values() if bv.verdict is triage.Verdict.FIXED],
+        }
 
 
 def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]], cfg: FuzzConfig,

@@ -42,7 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     f = sub.add_parser("fuzz", help="generate models and test an engine against TensorFlow")
-    f.add_argument("--engine", default="mnn", help="engine name (mnn) or module:Class")
+    f.add_argument("--engine", default="mnn", help="engine name (mnn, command) or module:Class")
+    f.add_argument("--engine-build", type=Path, metavar="PATH",
+                   help="the build under test: an MNN wheel or a folder holding one; for the command engine, "
+                        "its build folder ({build}); default: the installed engine")
+    f.add_argument("--base-build", type=Path, metavar="PATH",
+                   help="a base build (as --engine-build) every model also runs on: each failure gets a verdict "
+                        "(new, pre-existing, fixed, changed)")
+    f.add_argument("--converter-command", default="", help="command engine: converter command template")
+    f.add_argument("--runner-command", default="", help="command engine: runner command template")
     f.add_argument("--budget", type=positive(float), default=60.0, help="seconds for the whole run")
     f.add_argument("--max-models", type=int, default=0, help="stop after N models (0: no limit)")
     f.add_argument("--seed", type=int, default=0)
@@ -174,12 +182,18 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from .pipeline import Timeouts
 
     out = args.resume or args.out
+    try:
+        pr, base = _builds(args, out)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     cfg = FuzzConfig(out=out, engine=args.engine, budget=args.budget, max_models=args.max_models, seed=args.seed,
                      blocks=args.blocks, graph=args.graph, jobs=args.jobs, corpus=args.corpus,
                      timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
                      tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
                      chooser=args.chooser, mutations=args.mutations == "on", state=args.state,
-                     minimize_share=args.minimize_share, platforms=args.platforms, arm_root=args.arm_root)
+                     minimize_share=args.minimize_share, platforms=args.platforms, arm_root=args.arm_root,
+                     engine_python=pr.python, engine_env=dict(pr.env), base=base)
     if not 0.0 <= args.minimize_share < 1.0:
         print(f"error: --minimize-share must be in [0, 1), got {args.minimize_share}", file=sys.stderr)
         return EXIT_USAGE
@@ -200,6 +214,19 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     bar.close()
     print_summary(summary, out)
     return EXIT_OK
+
+
+def _builds(args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
+    """The build under test and the base build (None) from --engine-build/--base-build."""
+    from .engines.builds import Commands, prepare_build
+
+    for opt, p in (("--engine-build", args.engine_build), ("--base-build", args.base_build)):
+        if p is not None and not p.exists():
+            raise ValueError(f"{opt} {p}: no such file or folder")
+    commands = Commands(args.converter_command, args.runner_command)
+    pr = prepare_build(args.engine, args.engine_build, out / ".engine-pr", commands)
+    base = prepare_build(args.engine, args.base_build, out / ".engine-base", commands) if args.base_build else None
+    return pr, base
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:
@@ -345,7 +372,12 @@ def print_summary(s: dict[str, Any], out: Path) -> None:
     print(f"unique failures: {s['unique_failures']}")
     for f in s["failures"][:20]:
         where = f"  [{', '.join(f['platforms'])}]" if len(plats) > 1 and f.get("platforms") else ""
-        print(f"  {f['count']:5d}  {f['key'][:12]}  {f.get('title') or f['message'][:90]}{where}")
+        verdict = f"{f['verdict']:>12s}  " if "verdict" in f else ""
+        print(f"  {f['count']:5d}  {f['key'][:12]}  {verdict}{f.get('title') or f['message'][:90]}{where}")
+    if s.get("triage"):
+        from .bugs.triage import headline
+
+        print("verdict: " + headline(s).replace("**", ""))
     print(f"report: {out / 'summary.json'}")
 
 

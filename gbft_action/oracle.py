@@ -29,12 +29,13 @@ class Status(str, Enum):
     GEN = "GEN"  # the generator built a model the reference rejects
     TIMEOUT = "TIMEOUT"  # a stage exceeded its time limit (stage says which)
     XPF = "XPF"  # cross-platform failure: the engine's outputs differ between platforms
+    XBF = "XBF"  # cross-build failure: the build under test's outputs differ from the base build's
 
     def __str__(self) -> str:
         return self.value
 
 
-ENGINE_FAILURES = (Status.MCF, Status.IF, Status.DCF, Status.XPF)
+ENGINE_FAILURES = (Status.MCF, Status.IF, Status.DCF, Status.XPF, Status.XBF)
 
 
 @dataclass(frozen=True)

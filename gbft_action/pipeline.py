@@ -4,6 +4,13 @@
 the engine's converter and the engine's inference, and judges it.  Nothing the
 engine or TensorFlow does can raise out of here: crashes, hangs and errors all
 become a judged ``CaseResult``.
+
+With a base build, every model also runs on it (same inputs, same reference) and
+the case gets a verdict against it (``bugs.triage``): the pull request's verdict
+comes from the campaign itself, not from replaying bundles afterwards.
+
+May import: bugs.fingerprint and bugs.triage (judging), engines (names and builds
+only), graph, oracle, platforms, workers; never campaign, report or action.
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .bugs.fingerprint import Fingerprint, fingerprint, op_named_in
+from .bugs.triage import case_verdict
 from .engines.adapter import resolve
+from .engines.builds import EngineBuild
 from .graph.ir import Graph
 from .oracle import ENGINE_FAILURES, OutputDiff, Status, Tolerance, compare, judge_outputs
 from .workers.arrays import pack, unpack
@@ -56,9 +65,17 @@ class CaseResult:
     fingerprint: Fingerprint | None = None
     platform: str = ""  # where the engine ran
     others: list[CaseResult] = field(default_factory=list)  # the same model on the other platforms
+    build: str = ""  # "" the build under test, "base" the base build
+    base: CaseResult | None = None  # the same model on the base build (first platform)
+    verdict: str = ""  # against the base build (bugs.triage.Verdict), "" when there is none
 
     def per_platform(self) -> list[CaseResult]:
+        """The build under test's results, one per platform."""
         return [self, *self.others]
+
+    def every_result(self) -> list[CaseResult]:
+        """Every platform's result, then the base build's."""
+        return [*self.per_platform(), *([self.base] if self.base is not None else [])]
 
 
 @dataclass
@@ -72,6 +89,7 @@ class LaneConfig:
     engine_python: str = ""
     engine_env: dict[str, str] = field(default_factory=dict)
     platforms: tuple[Platform, ...] = ()  # where engine workers run; () = natively, as "the host"
+    base: EngineBuild | None = None  # the base build, run beside the first platform
     # Asked once per engine failure: write model.tflite too?  (TFLite conversion
     # costs ~0.25 s, so the campaign asks for it once per distinct failure.)
     want_tflite: Callable[[CaseResult], bool] = lambda res: False
@@ -92,23 +110,33 @@ class Lane:
         cwd = str(cfg.workdir)
         self.ref = Worker(WorkerSpec("reference", cwd=cwd), logs / f"reference-{lane_id}.log")
         self.platforms = {p.name: p for p in (cfg.platforms or (Platform(host_machine()),))}
+        pr = EngineBuild(cfg.engine, cfg.engine_python, dict(cfg.engine_env))
         self.engs: dict[str, Worker] = {}
         for k, p in enumerate(self.platforms.values()):
-            spec = WorkerSpec("engine", resolve(cfg.engine), prefix=p.prefix or cfg.engine_prefix,
-                              mem_mb=cfg.engine_mem_mb if p.mem_limit else 0, env=dict(cfg.engine_env),
-                              cwd=cwd, pythonpath=p.pythonpath)
-            spec.python = p.python or cfg.engine_python or spec.python
-            self.engs[p.name] = Worker(spec, logs / (f"engine-{lane_id}.log" if k == 0 else
-                                                     f"engine-{lane_id}-{p.name}.log"))
+            self.engs[p.name] = self._engine_worker(p, pr, logs / (f"engine-{lane_id}.log" if k == 0 else
+                                                                   f"engine-{lane_id}-{p.name}.log"))
         self.primary = next(iter(self.platforms))  # other platforms are cross-checked against it
         self.eng = self.engs[self.primary]
+        self.base: Worker | None = None  # the base build's worker, on the first platform
+        if cfg.base is not None:
+            self.base = self._engine_worker(self.platforms[self.primary], cfg.base, logs / f"engine-{lane_id}-base.log")
         self.deadline_hit = threading.Event()
         self.closed = False
+
+    def _engine_worker(self, p: Platform, build: EngineBuild, log: Path) -> Worker:
+        spec = WorkerSpec("engine", resolve(build.engine), prefix=p.prefix or self.cfg.engine_prefix,
+                          mem_mb=self.cfg.engine_mem_mb if p.mem_limit else 0, env=dict(build.env),
+                          cwd=str(self.cfg.workdir), pythonpath=p.pythonpath)
+        spec.python = p.python or build.python or spec.python
+        return Worker(spec, log)
+
+    def _engines(self) -> list[Worker]:
+        return [*self.engs.values(), *([self.base] if self.base is not None else [])]
 
     def start(self) -> dict[str, Any]:
         """Start the workers; returns the first engine's hello (name, version, machine)."""
         self.ref.start()
-        for w in self.engs.values():
+        for w in self._engines():
             w.start()
         return self.eng.hello
 
@@ -120,20 +148,32 @@ class Lane:
         self.stop_engines()
 
     def stop_engines(self) -> None:
-        for w in self.engs.values():
+        for w in self._engines():
             w.stop()
+
+    def restart_engines(self) -> None:
+        """Fresh engine workers (no heap damage carried over), started side by side."""
+        self.stop_engines()
+        workers = self._engines()
+        threads = [threading.Thread(target=_quietly(w.ensure), daemon=True) for w in workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
     def close(self) -> None:
         """Stop all workers for good: calls in flight and later ones fail at once."""
         self.closed = True
         self.ref.close()
-        for w in self.engs.values():
+        for w in self._engines():
             w.close()
 
     # -- one case -----------------------------------------------------------------
-    def run(self, index: int, g: Graph, budget_left: float, platforms: list[str] | None = None) -> CaseResult:
+    def run(self, index: int, g: Graph, budget_left: float, platforms: list[str] | None = None,
+            base: bool = True) -> CaseResult:
         """Judge one model on each platform (all of the lane's, or those named); the first
-        platform's result comes back, the others in its ``others``."""
+        platform's result comes back, the others in its ``others``, the base build's (if the
+        lane has one and ``base``) in its ``base``, with the case's verdict."""
         d = self.cfg.workdir / "tmp" / f"{index:06d}"
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
@@ -148,12 +188,19 @@ class Lane:
             if self._reference(res, left()):
                 res.others = [CaseResult(index, g, Status.DCP, workdir=d, platform=n, arrays=dict(res.arrays))
                               for n in names[1:]]
-                for r in res.per_platform():
+                if base and self.base is not None and names[0] == self.primary:
+                    res.base = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0], build="base",
+                                          arrays=dict(res.arrays))
+                for r in res.every_result():
                     self._on_engine(r, left)
                 self._cross_check(res, left)
-            for r in res.per_platform():
+                self._cross_build(res, left)
+            for r in res.every_result():
                 r.fingerprint = fingerprint(str(r.status), r.stage, r.message, r.log, g, r.op, r.node, r.signal,
                                             r.mismatch)
+            if res.base is not None:
+                v = case_verdict(res.fingerprint, res.base.fingerprint)
+                res.verdict = v.value if v is not None else ""
             self._maybe_tflite(res, left())
         except _Aborted:
             res.aborted = True
@@ -193,10 +240,10 @@ class Lane:
 
     def _on_engine(self, res: CaseResult, left: Callable[[], float]) -> None:
         """Convert and run on one platform (its own folder for what the engine writes), then judge."""
-        w, slow, to = self.engs[res.platform], self.platforms[res.platform].slowdown, self.cfg.timeouts
+        w, slow, to = self._worker(res), self.platforms[res.platform].slowdown, self.cfg.timeouts
         d = res.workdir
         assert d is not None
-        out = d if res.platform == self.primary else d / res.platform
+        out = d / "base" if res.build else d if res.platform == self.primary else d / res.platform
         out.mkdir(exist_ok=True)
         convert = {"op": "convert", "model": str(d / "model.pb"), "format": "pb", "dir": str(out)}
         if self._stage(res, "convert", w, convert, to.convert * slow, left()) is None:
@@ -208,6 +255,9 @@ class Lane:
         res.arrays["actual"] = unpack(r.reply["outputs"])
         self._compare(res, left())
 
+    def _worker(self, res: CaseResult) -> Worker:
+        return self.base if res.build and self.base is not None else self.engs[res.platform]
+
     def _cross_check(self, first: CaseResult, left: Callable[[], float]) -> None:
         """Outputs that differ between platforms, where TensorFlow does not tell the platforms apart.
 
@@ -216,22 +266,38 @@ class Lane:
         itself is not trustworthy (NaN or Inf in its outputs), the platforms are
         compared with each other: a difference beyond the tolerance is an XPF.
         """
-        if "actual" not in first.arrays:
-            return
-        untrusted = any(v.dtype.kind == "f" and not np.isfinite(v).all() for v in first.arrays["expected"].values())
         for r in first.others:
-            if "actual" not in r.arrays or not (untrusted or first.status == r.status == Status.DCP):
-                continue
-            names = list(r.graph.outputs)
-            bad = [x for x in judge_outputs(first.arrays["actual"], r.arrays["actual"], names, self.cfg.tolerance)
-                   if not x.ok]
-            if bad:
-                if r.status == Status.DCF:
-                    r.notes.append(f"against TensorFlow: {r.message}")
-                d = self._localise_between(first, r, left()) or bad[0]
-                r.status, r.stage, r.node = Status.XPF, "compare", d.name
-                r.op, r.mismatch = r.graph.node(d.name).op, mismatch_kind(d)
-                r.message = f"{r.node} ({r.op}) differs from {first.platform} first: {d.reason}"
+            d = self._differs(first, r, left)
+            if d is not None:
+                self._mark(r, d, Status.XPF, f"differs from {first.platform} first")
+
+    def _cross_build(self, res: CaseResult, left: Callable[[], float]) -> None:
+        """The same rule between the base build and the build under test: a difference where
+        TensorFlow does not tell the builds apart is an XBF (a behaviour change) of the latter."""
+        if res.base is not None:
+            d = self._differs(res.base, res, left)
+            if d is not None:
+                self._mark(res, d, Status.XBF, "differs from the base build")
+
+    def _differs(self, first: CaseResult, r: CaseResult, left: Callable[[], float]) -> OutputDiff | None:
+        """The first node where r's outputs differ from first's, where TensorFlow cannot tell."""
+        if "actual" not in first.arrays or "actual" not in r.arrays:
+            return None
+        untrusted = any(v.dtype.kind == "f" and not np.isfinite(v).all() for v in first.arrays["expected"].values())
+        if not (untrusted or first.status == r.status == Status.DCP):
+            return None
+        names = list(r.graph.outputs)
+        bad = [x for x in judge_outputs(first.arrays["actual"], r.arrays["actual"], names, self.cfg.tolerance)
+               if not x.ok]
+        return (self._localise_between(first, r, left()) or bad[0]) if bad else None
+
+    @staticmethod
+    def _mark(r: CaseResult, d: OutputDiff, status: Status, what: str) -> None:
+        if r.status == Status.DCF:
+            r.notes.append(f"against TensorFlow: {r.message}")
+        r.status, r.stage, r.node = status, "compare", d.name
+        r.op, r.mismatch = r.graph.node(d.name).op, mismatch_kind(d)
+        r.message = f"{r.node} ({r.op}) {what}: {d.reason}"
 
     def _maybe_tflite(self, res: CaseResult, left: float) -> None:
         """Also save the model as TFLite (for the engine's other converter path)."""
@@ -290,7 +356,7 @@ class Lane:
     def _probe(self, res: CaseResult, names: list[str], left: float) -> dict[str, np.ndarray] | None:
         """Intermediate tensors from the engine on res's platform (None if it cannot say)."""
         slow = self.platforms[res.platform].slowdown
-        r = self.engs[res.platform].call({"op": "probe", "inputs": pack(res.arrays["inputs"]), "outputs": names},
+        r = self._worker(res).call({"op": "probe", "inputs": pack(res.arrays["inputs"]), "outputs": names},
                                          min(self.cfg.timeouts.infer * slow, max(left, 0.1)))
         return unpack(r.reply["outputs"]) if r.kind == "ok" else None
 
@@ -326,6 +392,16 @@ def _first_difference(names: list[str], a: dict[str, np.ndarray], b: dict[str, n
 
 class _Aborted(Exception):
     pass
+
+
+def _quietly(fn: Callable[[], Any]) -> Callable[[], None]:
+    """A start on a thread of its own: a failure shows again at the worker's next call."""
+    def run() -> None:
+        try:
+            fn()
+        except (RuntimeError, OSError):
+            pass
+    return run
 
 
 _ERROR_LINE = re.compile(r"(Not Support|Check failed|Error|error|Can't|Failed|failed|abort|Segmentation)")

@@ -23,7 +23,8 @@ KEEP = {*ENGINE_FAILURES, Status.TIMEOUT, Status.REF, Status.GEN}
 
 
 def per_platform(rec: dict[str, Any]) -> list[dict[str, Any]]:
-    """A case record and the records of the same model on the other platforms."""
+    """A case record and the records of the same model on the other platforms (the build
+    under test only: the base build's record, under "base", is not a failure of this run)."""
     return [rec, *rec.get("others", [])]
 
 
@@ -62,7 +63,10 @@ class ResultStore:
         rec = self._record(res)
         if res.others:
             rec["others"] = [self._record(o) for o in res.others]
-        if any(r.status in KEEP for r in res.per_platform()):
+        if res.base is not None:
+            rec["base"] = self._record(res.base)
+            rec["verdict"] = res.verdict
+        if any(r.status in KEEP for r in res.every_result()):
             rec["case_dir"] = str(self.keep(res).relative_to(self.out))
         elif res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
@@ -98,8 +102,9 @@ class ResultStore:
             shutil.move(str(res.workdir), dest)
         dest.mkdir(exist_ok=True)
         (dest / "graph.json").write_text(g.to_json())
-        for k, r in enumerate(res.per_platform()):
-            tail = "" if k == 0 else f"-{r.platform}"  # the first platform's files keep their plain names
+        for k, r in enumerate(res.every_result()):
+            # The first platform's files keep their plain names; the base build's end in -base.
+            tail = "-base" if r.build else "" if k == 0 else f"-{r.platform}"
             for kind, arrays in r.arrays.items():
                 if arrays and (k == 0 or kind == "actual"):
                     np.savez(dest / f"{kind}{tail}.npz", **arrays)
@@ -108,6 +113,8 @@ class ResultStore:
         result = self._record(res) | {"diffs": res.diffs}
         if res.others:
             result["others"] = [self._record(o) | {"diffs": o.diffs} for o in res.others]
+        if res.base is not None:
+            result["base"] = self._record(res.base) | {"diffs": res.base.diffs}
         (dest / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
         return dest
 

@@ -25,7 +25,7 @@ from ..oracle import Tolerance
 KNOWN_FILE = "known_bugs.json"
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 CASE_FILES = ("graph.json", "model.pb", "model.tflite", "inputs.npz", "expected.npz", "actual.npz", "engine.log",
-              "result.json")
+              "result.json", "actual-base.npz", "engine-base.log")  # -base: the base build's, if it ran
 ENGINE_PIP = {"mnn": "MNN (pip install MNN)"}
 
 
@@ -90,6 +90,11 @@ class BugBook:
     def new_ids_in_order(self) -> list[str]:
         """New fingerprints in the order they were first seen, not yet minimised."""
         return [f for f in self.seen_this_run if f not in self.before and not self._minimized(f)]
+
+    def flaky(self, fid: str) -> bool:
+        """Its own replays disagreed (minimize_bug's check): never blamed on a pull request."""
+        path = self.bundle_dir(fid) / "meta.json"
+        return path.exists() and json.loads(path.read_text()).get("flaky") is True
 
     def _minimized(self, fid: str) -> bool:
         path = self.bundle_dir(fid) / "meta.json"

@@ -12,6 +12,8 @@ titles.  Per status (the paper's rule, made precise):
        (its in-degree and input ranks).
   XPF  as DCF, for outputs that differ between platforms (never the platform
        names: the same bug on another pair of platforms is the same bug).
+  XBF  as DCF, for outputs that differ between the build under test and the
+       base build where TensorFlow cannot tell them apart.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ class Fingerprint:
             return "IF: a model output is missing from the converted model"
         if self.kind == "mismatch" and self.status == "XPF":
             return f"XPF: results from {op} differ between platforms ({self.structure})"
+        if self.kind == "mismatch" and self.status == "XBF":
+            return f"XBF: results from {op} changed from the base build ({self.structure})"
         if self.kind == "mismatch":
             return f"DCF: wrong results from {op} ({self.structure})"
         if self.kind == "timeout":
@@ -92,7 +96,7 @@ class Fingerprint:
 def fingerprint(status: str, stage: str, message: str, log: str, g: Graph, op: str = "", node: str = "",
                 signal: int | None = None, mismatch: str = "") -> Fingerprint | None:
     """The fingerprint of one judged engine failure (None for passes, REF, GEN)."""
-    if status in ("DCF", "XPF"):
+    if status in ("DCF", "XPF", "XBF"):
         return _dcf(g, node, op, mismatch, status)
     if status == "TIMEOUT" and stage in ("convert", "infer"):
         return Fingerprint(stage, status, "timeout", "", op)

@@ -1,4 +1,4 @@
-"""Replaying and minimising bundles on a live lane (reference + engine workers)."""
+"""Replaying, minimising and confirming bundles on a live lane (reference + engine workers)."""
 
 from __future__ import annotations
 
@@ -10,29 +10,32 @@ from pathlib import Path
 from typing import Any
 
 from ..graph.ir import Graph
+from ..oracle import judge_outputs
 from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .minimize import minimize
+from .triage import Round, Verdict, confirm
 
 SAME, DIFFERENT, PASSES = "same", "different", "passes"
 _scratch = itertools.count(10_000_000)  # case indices for replays: their own tmp dirs
 
 
 @dataclass
-class Verdict:
+class Replay:
     outcome: str  # same | different | passes
     fingerprint: Fingerprint | None
     result: CaseResult
 
 
 def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False,
-              platforms: list[str] | None = None) -> CaseResult:
-    """Run one model; ``fresh`` restarts the engine workers first, so that heap damage
-    left by earlier models (MNN has heap-corruption bugs) cannot change the verdict."""
+              platforms: list[str] | None = None, base: bool = False) -> CaseResult:
+    """Run one model (on the base build too with ``base``); ``fresh`` restarts the engine
+    workers first, so that heap damage left by earlier models (MNN has heap-corruption
+    bugs) cannot change the verdict."""
     if fresh:
-        lane.stop_engines()
-    res = lane.run(next(_scratch), g, budget, platforms)
+        lane.restart_engines()
+    res = lane.run(next(_scratch), g, budget, platforms, base=base)
     if res.workdir is not None:
         shutil.rmtree(res.workdir, ignore_errors=True)
     return res
@@ -57,12 +60,17 @@ def bug_platforms(lane: Lane, meta: dict[str, Any]) -> list[str] | None:
 
 
 def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0, fresh: bool = True,
-           platforms: list[str] | None = None) -> Verdict:
-    res = run_graph(lane, g, budget, fresh=fresh, platforms=platforms)
+           platforms: list[str] | None = None) -> Replay:
+    res = run_graph(lane, g, budget, fresh=fresh, platforms=platforms, base=needs_base(target))
     if matching(res, target) is not None:
-        return Verdict(SAME, target, res)
+        return Replay(SAME, target, res)
     fp = next((r.fingerprint for r in res.per_platform() if r.fingerprint is not None), None)
-    return Verdict(PASSES if fp is None else DIFFERENT, fp, res)
+    return Replay(PASSES if fp is None else DIFFERENT, fp, res)
+
+
+def needs_base(target: Fingerprint) -> bool:
+    """An XBF only shows with both builds in the run."""
+    return target.status == "XBF"
 
 
 def load_bundle(bundle: Path) -> tuple[dict[str, Any], Graph, Graph | None]:
@@ -74,24 +82,50 @@ def load_bundle(bundle: Path) -> tuple[dict[str, Any], Graph, Graph | None]:
     return meta, g, small
 
 
-def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float) -> dict[str, Any]:
-    """Minimise bundle ``fid`` keeping its fingerprint; then check it for flakiness."""
+def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_flaky: bool = True) -> dict[str, Any]:
+    """Minimise bundle ``fid`` keeping its fingerprint; then (``check_flaky``) check it for flakiness."""
     bundle = book.bundle_dir(fid)
     meta, g, _ = load_bundle(bundle)  # always from the original: minimised is its own start
     target = Fingerprint.from_json(meta["fingerprint"])
     where = bug_platforms(lane, meta)
 
     def same_bug(h: Graph) -> str | None:
-        hit = matching(run_graph(lane, h, time_limit + 30, platforms=where), target)
+        hit = matching(run_graph(lane, h, time_limit + 30, platforms=where, base=needs_base(target)), target)
         return None if hit is None else (hit.node or "-")
 
     small, node, stats = minimize(g, same_bug, time_limit=time_limit)
     book.add_minimized(fid, small, node if node and node != "-" else "", stats)
+    if not check_flaky:
+        return stats
     flaky = is_flaky(lane, small, target, platforms=where)
     meta = json.loads((bundle / "meta.json").read_text())
     meta["flaky"] = flaky
     (bundle / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return {**stats, "flaky": flaky}
+
+
+def confirm_bug(lane: Lane, bundle: Path, verdict: Verdict, until: float, rounds: int) -> tuple[Verdict, str]:
+    """Replay a bundle's (minimised) model on fresh workers of both builds (bugs.triage.confirm)."""
+    meta, g, small = load_bundle(bundle)
+    target = Fingerprint.from_json(meta["fingerprint"])
+    model = small or g
+    tol = lane.cfg.tolerance
+
+    def one_round(left: float) -> Round:
+        res = run_graph(lane, model, left, fresh=True, base=True)
+        if res.aborted:
+            return Round(None)
+        base = res.base.fingerprint if res.base is not None else None
+        outs = {"pr": res.arrays.get("actual", {}), "base": res.base.arrays.get("actual", {}) if res.base else {}}
+        return Round(res.fingerprint == target, base == target, outs)
+
+    def same_outputs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        if target.status not in ("DCF", "XBF"):  # a crash or an error: its outputs are not the bug
+            return True
+        return all(set(a[k]) == set(b[k]) and all(d.ok for d in judge_outputs(a[k], b[k], sorted(a[k]), tol))
+                   for k in ("pr", "base"))
+
+    return confirm(one_round, verdict, until, rounds, same_outputs)
 
 
 def is_flaky(lane: Lane, g: Graph, target: Fingerprint, runs: int = 3, platforms: list[str] | None = None) -> bool:

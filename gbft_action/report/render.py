@@ -19,10 +19,12 @@ from ..bugs.bundle import ENGINE_PIP, TEMPLATES
 from .sanitize import code_block, inline, neutralise, truncate_body
 
 STATUS_TEXT = {"MCF": "model conversion failure", "IF": "inference failure", "DCF": "data comparison failure",
-               "TIMEOUT": "timeout", "XPF": "cross-platform failure"}
+               "TIMEOUT": "timeout", "XPF": "cross-platform failure",
+               "XBF": "cross-build failure"}
 WHAT = {"MCF": "fails to convert a valid TensorFlow model", "IF": "fails while running a converted model",
         "DCF": "computes results that differ from TensorFlow", "TIMEOUT": "hangs on a valid model",
-        "XPF": "computes different results on different platforms"}
+        "XPF": "computes different results on different platforms",
+        "XBF": "computes different results from the base build"}
 TOOL_REPO = "gbft-action/gbft-action"
 
 
@@ -102,17 +104,17 @@ class Renderer:
             engine={"name": engine.get("engine", ""), "version": engine.get("version", "")}, commit=ctx.commit,
             platforms=platforms or ["?"], closing=closing, run_link=ctx.run_link)
 
-    def summary(self, summary: dict[str, Any], bugs: list[dict[str, Any]], not_filed: list[str]) -> str:
+    def summary(self, summary: dict[str, Any], headline: str, sections: list[dict[str, Any]],
+                ids: list[dict[str, Any]], not_filed: list[str]) -> str:
         eng = summary.get("engine", {})
         counts = summary.get("platforms") or {}  # in the order given on the command line
         plats = {p: counts[p] for p in summary.get("platform_order", counts) if p in counts}
+        base = (summary.get("triage") or {}).get("base") or {}
         return self.env.get_template("summary.md.j2").render(
             engine={"name": eng.get("name", ""), "version": eng.get("version", "")}, models=summary["models"],
+            base=inline(" ".join(x for x in (base.get("engine", ""), base.get("version", "")) if x), 80),
+            headline=headline, sections=sections, ids=ids,
             elapsed_s=summary["elapsed_s"], models_per_s=summary["models_per_s"],
             platforms=list(plats) or [eng.get("machine", "?")], per_platform=plats if len(plats) > 1 else {},
             stop_reason=summary.get("stop_reason", ""),
-            by_status=summary["by_status"], coverage=summary.get("coverage"),
-            bugs=bugs, new_count=sum(1 for b in bugs if b["new"]), not_filed=not_filed)
-
-
-__all__ = ["Renderer", "RunContext", "neutralise"]
+            by_status=summary["by_status"], coverage=summary.get("coverage"), not_filed=not_filed)

@@ -107,23 +107,46 @@ def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_facto
     return res
 
 
+# The job summary's sections, in the order a maintainer reads them: what fails the PR first.
+SECTIONS = (
+    ("new", "New failures introduced by this pull request", "Fail on this pull request's build, pass on the base build; "
+     "confirmed by replays on fresh workers of both builds."),
+    ("changed", "Changed behaviour", "Both builds fail differently, or their results differ where TensorFlow cannot "
+     "tell which is right; confirmed by replays."),
+    ("flaky-new", "Flaky (not blamed)", "Seen on this build only, but not on every replay: not pinned on the PR."),
+    ("unchecked", "Not confirmed (not blamed)", "The budget ran out before the confirmation replays."),
+    ("pre-existing", "Pre-existing", "The base build fails the same way: not introduced by this pull request."),
+    ("fixed", "Fixed by this pull request", "The base build fails, this build passes."),
+    ("", "Failures", ""),  # no base build: one table
+)
+
+
 def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict[str, Any]],
                 index: dict[str, Issue], res: ReportResult) -> str:
-    """The Markdown job summary: counts, coverage, and one row per bug with its issue."""
+    """The Markdown job summary: the answer first, a table per verdict, ids in a collapsed block."""
+    from ..bugs.triage import headline
     from .sanitize import inline
 
-    new = set(summary.get("new_failures", []))
-    bugs = []
-    for f in summary.get("failures", []):
+    rows: dict[str, list[dict[str, Any]]] = {}
+    ids = []
+    fixed = (summary.get("triage") or {}).get("fixed", [])
+    for f in [*summary.get("failures", []), *({**x, "verdict": "fixed"} for x in fixed)]:
         meta = metas.get(f["key"], {})
         issue = index.get(f["key"])
         link = (f"[#{issue.number}]({issue.url})" if issue.url.startswith("http") else f"#{issue.number}") \
             if issue and issue.number else ""
-        bugs.append({"title": inline(f.get("title") or f["message"], 120), "count": f["count"], "new": f["key"] in new,
-                     "size": meta.get("minimized_size", ""), "issue": link,
-                     "platforms": ", ".join(f.get("platforms") or meta.get("platforms") or [])})
+        verdict = f.get("verdict", "")
+        rows.setdefault(verdict, []).append({
+            "title": inline(f.get("title") or f.get("message", ""), 120), "op": inline(f.get("op") or "", 40),
+            "count": f["count"], "size": meta.get("minimized_size", ""), "issue": link})
+        bundle = f"bugs/{f['key']}/" if meta else f.get("case_dir", "")
+        ids.append({"key": inline(f["key"], 20), "verdict": verdict or ("new" if f["key"] in
+                                                                        summary.get("new_failures", []) else "known"),
+                    "platforms": inline(", ".join(f.get("platforms") or meta.get("platforms") or []), 80),
+                    "bundle": inline(bundle, 120)})
+    sections = [{"title": title, "why": why, "rows": rows[v]} for v, title, why in SECTIONS if rows.get(v)]
     not_filed = [x["fingerprint"] for x in res.skipped if x.get("reason") == "not filed: quota"]
-    return render.summary(summary, bugs, not_filed)
+    return render.summary(summary, headline(summary), sections, ids, not_filed)
 
 
 def run_key_of(out: Path) -> str:

@@ -1,0 +1,228 @@
+"""The pull request's verdict: every failure judged against the base build.
+
+ClusterFuzzLite's rule (a crash the base build also has is not the pull request's),
+made to hold for an engine with a hundred pre-existing failures: the base build
+runs beside the build under test on every model of the campaign (pipeline), so
+each case gets a verdict at once, and a fingerprint's verdict aggregates its
+cases.  Only ``new`` and ``changed`` fingerprints can fail the pull request, and
+only after ``confirm`` has replayed them on fresh workers of both builds.
+
+  case verdicts      new           fails on the PR build, passes on the base build
+                     pre-existing  fails on both with the same fingerprint
+                     fixed         fails on the base build, passes on the PR build
+                     changed       fails on both but differently, or (XBF) the two
+                                   builds' outputs differ where TensorFlow cannot tell
+  after confirming   flaky-new     the PR build did not show it on every replay, or
+                                   its outputs changed from one replay to the next
+                     unchecked     the deadline cut the confirmation short
+
+May import: bugs.fingerprint, oracle (and, in ``confirm``, the lane it is given);
+never campaign, report or action.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .fingerprint import Fingerprint
+
+VERDICTS_FILE = "verdicts.json"
+# MNN's heap damage makes some bugs show only some of the time.  One that shows with
+# chance p on both builds survives a round (PR shows it, base does not) with chance
+# (1 - p) p <= 1/4, so all ROUNDS rounds with at most 1 in 4,096.
+ROUNDS = 6
+
+
+class Verdict(str, Enum):
+    NEW = "new"
+    PRE_EXISTING = "pre-existing"
+    FIXED = "fixed"
+    CHANGED = "changed"
+    FLAKY_NEW = "flaky-new"
+    UNCHECKED = "unchecked"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The verdicts that fail the pull request (under fail-on: new), once confirmed.
+BLAMED = (Verdict.NEW, Verdict.CHANGED)
+
+
+def case_verdict(pr: Fingerprint | None, base: Fingerprint | None) -> Verdict | None:
+    """One model on both builds (fingerprints of their failures; None = passed)."""
+    if pr is None:
+        return None if base is None else Verdict.FIXED
+    if base is None:
+        return Verdict.NEW
+    if pr.status == "XBF":  # the builds agree with TensorFlow alike but not with each other
+        return Verdict.CHANGED
+    return Verdict.PRE_EXISTING if pr == base else Verdict.CHANGED
+
+
+@dataclass
+class BugVerdict:
+    """One fingerprint's verdict, and what it rests on."""
+
+    key: str
+    verdict: Verdict
+    title: str = ""
+    op: str = ""
+    count: int = 0  # cases of this fingerprint (on the build it was seen on)
+    cases: dict[str, int] = field(default_factory=dict)  # case verdict -> cases
+    case_dir: str = ""  # a case showing it (fixed: the base build's failure)
+    confirmation: str = ""  # how the replays went, for a new or changed one
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": self.verdict.value}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> BugVerdict:
+        return BugVerdict(**{**d, "verdict": Verdict(d["verdict"])})
+
+
+def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, BugVerdict]:
+    """Fingerprint verdicts from case records that carry a base-build result.
+
+    A fingerprint the base build showed on any model is pre-existing, whatever its
+    other cases say: the bug is there without the pull request.  Otherwise its cases
+    decide, new before changed.  A fingerprint only the base build showed is fixed.
+    """
+    recs = [r for r in records if "base" in r]
+    base_seen = {r["base"]["key"] for r in recs if "key" in r["base"]}
+    pr_seen = {r["key"] for r in recs if "key" in r}
+    out: dict[str, BugVerdict] = {}
+    for r in recs:
+        if "key" in r:
+            bv = out.setdefault(r["key"], _entry(r, r.get("case_dir", "")))
+            bv.count += 1
+            bv.cases[r.get("verdict", "")] = bv.cases.get(r.get("verdict", ""), 0) + 1
+        b = r["base"]
+        if "key" in b and b["key"] not in pr_seen:
+            bv = out.setdefault(b["key"], _entry(b, r.get("case_dir", ""), Verdict.FIXED))
+            bv.count += 1
+            bv.cases["fixed"] = bv.cases.get("fixed", 0) + 1
+    for key, bv in out.items():
+        if bv.verdict is not Verdict.FIXED:
+            bv.verdict = (Verdict.PRE_EXISTING if key in base_seen or bv.cases.get("pre-existing") else
+                          Verdict.NEW if bv.cases.get("new") else Verdict.CHANGED)
+    return out
+
+
+def _entry(rec: dict[str, Any], case_dir: str, verdict: Verdict = Verdict.UNCHECKED) -> BugVerdict:
+    fp = rec.get("fingerprint") or {}
+    return BugVerdict(rec["key"], verdict, fp.get("title", ""), rec.get("op", ""), case_dir=case_dir)
+
+
+def candidates(verdicts: dict[str, BugVerdict]) -> list[str]:
+    """Fingerprints to confirm before blame, most frequent first."""
+    todo = [bv for bv in verdicts.values() if bv.verdict in BLAMED]
+    return [bv.key for bv in sorted(todo, key=lambda bv: (-bv.count, bv.key))]
+
+
+# --------------------------------------------------------------------------- confirmation
+
+@dataclass
+class Round:
+    """One replay of a model on fresh workers of both builds."""
+
+    pr_shows: bool | None  # None: the deadline cut the replay short
+    base_shows: bool = False
+    outputs: dict[str, Any] = field(default_factory=dict)  # both builds' outputs, to catch nondeterminism
+
+
+def confirm(replay_round: Callable[[float], Round], verdict: Verdict, until: float, rounds: int = ROUNDS,
+            same_outputs: Callable[[dict[str, Any], dict[str, Any]], bool] = lambda a, b: True) -> tuple[Verdict, str]:
+    """Replay a new or changed fingerprint; (final verdict, what the replays showed).
+
+    Pre-existing as soon as the base build shows it; flaky-new as soon as the PR
+    build misses it or a build's outputs change between replays (uninitialised
+    memory); confirmed only after ``rounds`` rounds; unchecked when the deadline
+    cuts a replay short, which is never read as a pass.
+    """
+    first: dict[str, Any] | None = None
+    for k in range(1, rounds + 1):
+        left = until - time.monotonic()
+        if left <= 0:
+            return Verdict.UNCHECKED, f"time ran out after {k - 1} of {rounds} replays"
+        r = replay_round(left)
+        if r.pr_shows is None:
+            return Verdict.UNCHECKED, f"time ran out in replay {k} of {rounds}"
+        if r.base_shows:
+            return Verdict.PRE_EXISTING, f"the base build showed it in replay {k}"
+        if not r.pr_shows:
+            return Verdict.FLAKY_NEW, f"the PR build did not show it in replay {k} of {rounds}"
+        first = r.outputs if first is None else first
+        if not same_outputs(first, r.outputs):
+            return Verdict.FLAKY_NEW, f"outputs changed between replays (replay {k}): nondeterministic"
+    return verdict, f"confirmed in {rounds} of {rounds} replays on fresh workers"
+
+
+# --------------------------------------------------------------------------- the record on disk
+
+def write_verdicts(out: Path, verdicts: dict[str, BugVerdict]) -> None:
+    data = [bv.to_json() for bv in sorted(verdicts.values(), key=lambda bv: (bv.verdict.value, -bv.count, bv.key))]
+    tmp = out / f".{VERDICTS_FILE}.tmp"
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(out / VERDICTS_FILE)
+
+
+def read_verdicts(out: Path) -> dict[str, BugVerdict]:
+    path = out / VERDICTS_FILE
+    if not path.exists():
+        return {}
+    return {d["key"]: BugVerdict.from_json(d) for d in json.loads(path.read_text())}
+
+
+def counts(verdicts: dict[str, BugVerdict]) -> dict[str, int]:
+    c = Counter(bv.verdict.value for bv in verdicts.values())
+    return {v.value: c.get(v.value, 0) for v in Verdict}
+
+
+def blamed(verdicts: dict[str, BugVerdict]) -> list[str]:
+    """The fingerprints that fail the pull request: new or changed, confirmed."""
+    return sorted(k for k, bv in verdicts.items() if bv.verdict in BLAMED)
+
+
+def failing(summary: dict[str, Any]) -> list[str]:
+    """What fails the step under fail-on: new.  With a base build: the confirmed new and changed
+    fingerprints; without one: those not seen before (the known bugs of a previous state)."""
+    tri = summary.get("triage")
+    return list(tri["blamed"]) if tri else list(summary.get("new_failures", []))
+
+
+def headline(summary: dict[str, Any]) -> str:
+    """The answer, in one line, for the top of the job summary."""
+    tri = summary.get("triage")
+    if not tri:
+        n, new = summary.get("unique_failures", 0), len(summary.get("new_failures", []))
+        return (f"{n} distinct failure{_s(n)}, {new} not seen before. No base build to compare with: "
+                f"set `base-build` to tell what this pull request introduced.")
+    c = tri["counts"]
+    new, changed, pre, fixed = c["new"], c["changed"], c["pre-existing"], c["fixed"]
+    if new or changed:
+        parts = [f"{new} new failure{_s(new)}"] if new else []
+        parts += [f"{changed} changed behaviour{_s(changed)}"] if changed else []
+        head = f"**{' and '.join(parts)} introduced by this pull request**"
+    else:
+        head = "**No new failures**"
+    rest = []
+    if pre:
+        rest.append(f"{pre} pre-existing (the base build fails the same way, so they do not fail this check)")
+    if fixed:
+        rest.append(f"{fixed} fixed")
+    if c["flaky-new"]:
+        rest.append(f"{c['flaky-new']} flaky (not reproducible on every replay; not blamed)")
+    if c["unchecked"]:
+        rest.append(f"{c['unchecked']} unchecked (the budget ran out before the confirmation replays)")
+    return head + ("; " + "; ".join(rest) if rest else "") + "."
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"

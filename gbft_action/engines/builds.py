@@ -1,0 +1,95 @@
+"""Engine builds: what an engine worker needs to run one build of an engine.
+
+The build under test (a pull request's) and the base build it is judged against
+are both an ``EngineBuild``: the adapter (a registry name or ``module:Class``),
+the worker's interpreter, and environment variables for the adapter.  How a
+build on disk becomes one is engine knowledge, kept here per engine:
+
+  mnn      a wheel (or a folder holding one) goes into a private virtual
+           environment, with the tool's own packages visible behind it;
+  command  a build folder, reached by the adapter as ``{build}``, with the
+           converter and runner command templates.
+
+May import: the standard library only (the host side never imports an adapter).
+"""
+
+from __future__ import annotations
+
+import site
+import subprocess
+import sys
+import venv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class EngineBuild:
+    engine: str = "mnn"  # registry name or module:Class
+    python: str = ""  # the worker's interpreter; "" = the host's
+    env: dict[str, str] = field(default_factory=dict)  # for the adapter (the command engine's commands)
+    source: str = ""  # where it came from (a wheel, a folder), as reports show it
+
+    def __hash__(self) -> int:
+        return hash((self.engine, self.python, tuple(sorted(self.env.items())), self.source))
+
+
+class BuildError(ValueError):
+    """A build path that holds no usable build: one line naming it."""
+
+
+@dataclass(frozen=True)
+class Commands:
+    """The command engine's two templates (see engines/command.py for the contract)."""
+    converter: str = ""
+    runner: str = ""
+
+
+def prepare_build(engine: str, path: Path | None, venv_dir: Path, commands: Commands = Commands()) -> EngineBuild:
+    """An ``EngineBuild`` for ``engine`` from ``path`` (None: the engine the tool runs with)."""
+    make = _PREPARE.get(engine)
+    if make is None:  # module:Class (tests, out-of-tree adapters): runs with the host's packages
+        return EngineBuild(engine, source=str(path or ""))
+    return make(path, venv_dir, commands)
+
+
+def _mnn(path: Path | None, venv_dir: Path, commands: Commands) -> EngineBuild:
+    if path is None:
+        return EngineBuild("mnn")
+    wheels = [path] if path.suffix == ".whl" else sorted(path.glob("*.whl"))
+    if not wheels:
+        raise BuildError(f"{path}: no MNN wheel (*.whl) there")
+    venv.EnvBuilder(system_site_packages=True, clear=True, with_pip=False).create(venv_dir)
+    _see_own_packages(venv_dir)
+    py = venv_dir / "bin" / "python"
+    # A local wheel needs no network; --no-deps keeps the tool's numpy underneath.
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-index",
+                    "--no-deps", "--force-reinstall", str(wheels[0])], check=True)
+    return EngineBuild("mnn", str(py), source=str(wheels[0]))
+
+
+def _command(path: Path | None, venv_dir: Path, commands: Commands) -> EngineBuild:
+    if not (commands.converter and commands.runner):
+        raise BuildError("the command engine needs a converter command and a runner command")
+    env = {"GBFT_CONVERTER_COMMAND": commands.converter, "GBFT_RUNNER_COMMAND": commands.runner}
+    if path is not None:
+        env["GBFT_ENGINE_BUILD"] = str(path.resolve())
+    return EngineBuild("command", env=env, source=str(path or ""))
+
+
+_PREPARE: dict[str, Callable[[Path | None, Path, Commands], EngineBuild]] = {"mnn": _mnn, "command": _command}
+
+
+def _see_own_packages(venv_dir: Path) -> None:
+    """Put the tool's own site-packages behind the venv's: the worker imports gbft_action and
+    its dependencies from there, the build's engine from the venv.
+
+    ``system_site_packages`` only reaches the base interpreter's packages, not those of
+    the environment gbft runs in (a virtual environment, an editable install).  A .pth
+    line starting with "import" runs at start-up; ``addsitedir`` also runs that
+    directory's own .pth files (an editable install's finder).
+    """
+    site_dir = next(venv_dir.glob("lib/python*/site-packages"))
+    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
+    (site_dir / "zz-gbft-host.pth").write_text(f"import site; list(map(site.addsitedir, {dirs!r}))\n")
