@@ -40,7 +40,8 @@ from .search import CaseSource
 from .search.guided import GuidedSource
 from .bugs import triage
 from .bugs.bundle import BugBook
-from .bugs.replay import confirm_bug, minimize_bug
+from .bugs.fingerprint import Fingerprint
+from .bugs.replay import confirm_bug, load_bundle, minimize_bug
 from .engines.builds import EngineBuild
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
@@ -129,6 +130,7 @@ class Campaign:
         self.sessions: list[dict[str, Any]] = []
         self.minimized: dict[str, dict[str, Any]] = {}
         self.confirmed: dict[str, tuple[triage.Verdict, str]] = {}  # fingerprint -> (verdict, how)
+        self._rounds: list[float] = []  # wall time of each confirmation round so far
         self.base_info: dict[str, Any] = {}  # what the base build's worker said of itself
         self._interrupted = False  # a signal or request_stop, not the loop's own budget
         self.run_id = uuid.uuid4().hex[:16]  # one per session: a report of this output is idempotent
@@ -274,23 +276,41 @@ class Campaign:
 
     def _confirm(self, lane: Lane, deadline: float) -> None:
         """Confirmation before blame: each new or changed fingerprint, most frequent first, is
-        minimised (briefly) and replayed on fresh workers of both builds, in a fair share of
-        what is left.  What the deadline leaves unconfirmed is 'unchecked', never blamed."""
+        replayed on fresh workers of both builds; then, with what remains, the fixed ones.
+        Each gets a fair share of what is left, but never less than its replays need: with
+        more candidates than time, the most frequent are decided and the rest stay
+        'unchecked', never blamed (nor called fixed)."""
         if self.cfg.base is None:
             return
         verdicts = triage.aggregate(self.records)
-        todo = [f for f in triage.candidates(verdicts) if f not in self.confirmed]
-        for k, fid in enumerate(todo):
-            left = deadline - time.monotonic() - GRACE_S
-            if left < 1 or self._interrupted:
-                break
-            share = max(3.0, left / (len(todo) - k))
-            until = time.monotonic() + min(share, left)
-            if fid not in self.minimized:  # a smaller model replays faster and reads better
-                self.minimized[fid] = minimize_bug(lane, self.bugs, fid, min(self.cfg.minimize_limit, 0.4 * share),
-                                                   check_flaky=False)
-            self.confirmed[fid] = confirm_bug(lane, self.bugs.bundle_dir(fid), verdicts[fid].verdict, until,
-                                              self.cfg.confirm_rounds)
+        for kinds in (triage.BLAMED, (triage.Verdict.FIXED,)):
+            todo = [f for f in triage.candidates(verdicts, kinds) if f not in self.confirmed]
+            for k, fid in enumerate(todo):
+                left = deadline - time.monotonic() - GRACE_S
+                need = self.cfg.confirm_rounds * self._round_estimate() * 1.5
+                if left < min(need, 1.0) or self._interrupted:
+                    return
+                share = min(left, max(need, left / (len(todo) - k)))
+                self.confirmed[fid] = self._confirm_one(lane, verdicts[fid], time.monotonic() + share, need)
+
+    def _round_estimate(self) -> float:
+        """Seconds one confirmation round takes (fresh workers of both builds, one model)."""
+        recent = self._rounds[-20:]
+        return sum(recent) / len(recent) if recent else 1.0
+
+    def _confirm_one(self, lane: Lane, bv: triage.BugVerdict, until: float,
+                     need: float) -> tuple[triage.Verdict, str]:
+        if bv.verdict is triage.Verdict.FIXED:  # no bundle (not a failure of this build): the case's model
+            model = Graph.from_json((self.cfg.out / bv.case_dir / "graph.json").read_text())
+        else:
+            spare = until - time.monotonic() - need
+            if bv.key not in self.minimized and spare > 1.0:  # a smaller model replays faster, reads better
+                self.minimized[bv.key] = minimize_bug(lane, self.bugs, bv.key, min(self.cfg.minimize_limit, spare),
+                                                      check_flaky=False)
+            _, g, small = load_bundle(self.bugs.bundle_dir(bv.key))
+            model = small or g
+        return confirm_bug(lane, model, Fingerprint.from_json(bv.fingerprint), bv.verdict, until,
+                           self.cfg.confirm_rounds, self._rounds)
 
     def _first_of_its_kind(self, res: CaseResult) -> bool:
         """True for the first failure with its fingerprint (lanes call this from their threads)."""
@@ -389,17 +409,19 @@ class Campaign:
         """Each failure's verdict against the base build; new_failures = the confirmed new ones."""
         verdicts = triage.aggregate(self.records)
         for fid, bv in verdicts.items():
-            if bv.verdict in triage.BLAMED:
+            if bv.verdict in triage.BLAMED or bv.verdict is triage.Verdict.FIXED:
                 bv.verdict, bv.confirmation = self.confirmed.get(fid, (triage.Verdict.UNCHECKED,
                                                                        "no time was left to confirm it"))
         triage.write_verdicts(self.cfg.out, verdicts)
+        seen = {f["key"] for f in summary["failures"]}
         for f in summary["failures"]:
             f["verdict"] = verdicts[f["key"]].verdict.value if f["key"] in verdicts else triage.Verdict.UNCHECKED.value
         summary["new_failures"] = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
         summary["triage"] = {
             "base": {"source": self.cfg.base.source if self.cfg.base else "", **self.base_info},
             "counts": triage.counts(verdicts), "blamed": triage.blamed(verdicts),
-            "fixed": [bv.to_json() for bv in verdicts.values() if bv.verdict is triage.Verdict.FIXED],
+            # Seen on the base build only: fixed, flaky-fixed, or unchecked.
+            "fixed": [bv.to_json() for k, bv in sorted(verdicts.items()) if k not in seen],
         }
 
 

@@ -18,7 +18,8 @@ from gbft_action.action.main import ROUNDS, exit_code
 
 from .conftest import ROOT, gbft_cmd
 
-OUTPUTS = {"models", "failures", "new-failures", "issues-filed", "coverage-olc", "report-dir"}
+OUTPUTS = {"models", "failures", "new-failures", "changed", "fixed", "pre-existing", "issues-filed", "coverage-olc",
+           "report-dir"}
 
 
 def action_env(ws: Path, **inputs: str) -> dict[str, str]:

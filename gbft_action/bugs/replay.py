@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,20 +105,24 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
     return {**stats, "flaky": flaky}
 
 
-def confirm_bug(lane: Lane, bundle: Path, verdict: Verdict, until: float, rounds: int) -> tuple[Verdict, str]:
-    """Replay a bundle's (minimised) model on fresh workers of both builds (bugs.triage.confirm)."""
-    meta, g, small = load_bundle(bundle)
-    target = Fingerprint.from_json(meta["fingerprint"])
-    model = small or g
+def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict, until: float,
+                rounds: int, durations: list[float] | None = None) -> tuple[Verdict, str]:
+    """Replay a model on fresh workers of both builds, ``rounds`` times (bugs.triage.confirm);
+    for a fixed fingerprint, the base build is the one that must show it.  Each round's
+    wall time is appended to ``durations`` (the campaign plans its shares with them)."""
     tol = lane.cfg.tolerance
+    fixed = verdict is Verdict.FIXED
 
     def one_round(left: float) -> Round:
+        t0 = time.monotonic()
         res = run_graph(lane, model, left, fresh=True, base=True)
-        if res.aborted:
+        if durations is not None:
+            durations.append(time.monotonic() - t0)
+        if res.aborted or res.base is None:
             return Round(None)
-        base = res.base.fingerprint if res.base is not None else None
-        outs = {"pr": res.arrays.get("actual", {}), "base": res.base.arrays.get("actual", {}) if res.base else {}}
-        return Round(res.fingerprint == target, base == target, outs)
+        pr, base = res.fingerprint == target, res.base.fingerprint == target
+        outs = {"pr": res.arrays.get("actual", {}), "base": res.base.arrays.get("actual", {})}
+        return Round(base, pr, outs) if fixed else Round(pr, base, outs)
 
     def same_outputs(a: dict[str, Any], b: dict[str, Any]) -> bool:
         if target.status not in ("DCF", "XBF"):  # a crash or an error: its outputs are not the bug
@@ -126,8 +131,3 @@ def confirm_bug(lane: Lane, bundle: Path, verdict: Verdict, until: float, rounds
                    for k in ("pr", "base"))
 
     return confirm(one_round, verdict, until, rounds, same_outputs)
-
-
-def is_flaky(lane: Lane, g: Graph, target: Fingerprint, runs: int = 3, platforms: list[str] | None = None) -> bool:
-    """Flaky when a replay of the same model does not give the same fingerprint."""
-    return any(replay(lane, g, target, platforms=platforms).outcome != SAME for _ in range(runs))

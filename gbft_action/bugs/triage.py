@@ -14,6 +14,7 @@ only after ``confirm`` has replayed them on fresh workers of both builds.
                                    builds' outputs differ where TensorFlow cannot tell
   after confirming   flaky-new     the PR build did not show it on every replay, or
                                    its outputs changed from one replay to the next
+                     flaky-fixed   the same, for a fixed one on the base build
                      unchecked     the deadline cut the confirmation short
 
 May import: bugs.fingerprint, oracle (and, in ``confirm``, the lane it is given);
@@ -45,6 +46,7 @@ class Verdict(str, Enum):
     FIXED = "fixed"
     CHANGED = "changed"
     FLAKY_NEW = "flaky-new"
+    FLAKY_FIXED = "flaky-fixed"  # the base build's failure did not show on every replay
     UNCHECKED = "unchecked"
 
     def __str__(self) -> str:
@@ -59,10 +61,10 @@ def case_verdict(pr: Fingerprint | None, base: Fingerprint | None) -> Verdict | 
     """One model on both builds (fingerprints of their failures; None = passed)."""
     if pr is None:
         return None if base is None else Verdict.FIXED
+    if pr.status == "XBF":  # TensorFlow cannot tell the builds apart, but they differ
+        return Verdict.CHANGED
     if base is None:
         return Verdict.NEW
-    if pr.status == "XBF":  # the builds agree with TensorFlow alike but not with each other
-        return Verdict.CHANGED
     return Verdict.PRE_EXISTING if pr == base else Verdict.CHANGED
 
 
@@ -77,7 +79,8 @@ class BugVerdict:
     count: int = 0  # cases of this fingerprint (on the build it was seen on)
     cases: dict[str, int] = field(default_factory=dict)  # case verdict -> cases
     case_dir: str = ""  # a case showing it (fixed: the base build's failure)
-    confirmation: str = ""  # how the replays went, for a new or changed one
+    confirmation: str = ""  # how the replays went, for a new, changed or fixed one
+    fingerprint: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "verdict": self.verdict.value}
@@ -117,12 +120,13 @@ def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, BugVerdict]:
 
 def _entry(rec: dict[str, Any], case_dir: str, verdict: Verdict = Verdict.UNCHECKED) -> BugVerdict:
     fp = rec.get("fingerprint") or {}
-    return BugVerdict(rec["key"], verdict, fp.get("title", ""), rec.get("op", ""), case_dir=case_dir)
+    return BugVerdict(rec["key"], verdict, fp.get("title", ""), rec.get("op", ""), case_dir=case_dir,
+                      fingerprint=dict(fp))
 
 
-def candidates(verdicts: dict[str, BugVerdict]) -> list[str]:
-    """Fingerprints to confirm before blame, most frequent first."""
-    todo = [bv for bv in verdicts.values() if bv.verdict in BLAMED]
+def candidates(verdicts: dict[str, BugVerdict], kinds: tuple[Verdict, ...] = BLAMED) -> list[str]:
+    """Fingerprints to confirm (before blame, by default), most frequent first."""
+    todo = [bv for bv in verdicts.values() if bv.verdict in kinds]
     return [bv.key for bv in sorted(todo, key=lambda bv: (-bv.count, bv.key))]
 
 
@@ -139,12 +143,13 @@ class Round:
 
 def confirm(replay_round: Callable[[float], Round], verdict: Verdict, until: float, rounds: int = ROUNDS,
             same_outputs: Callable[[dict[str, Any], dict[str, Any]], bool] = lambda a, b: True) -> tuple[Verdict, str]:
-    """Replay a new or changed fingerprint; (final verdict, what the replays showed).
+    """Replay a new, changed or fixed fingerprint; (final verdict, what the replays showed).
 
-    Pre-existing as soon as the base build shows it; flaky-new as soon as the PR
+    Pre-existing as soon as the other build shows it too; flaky as soon as its own
     build misses it or a build's outputs change between replays (uninitialised
     memory); confirmed only after ``rounds`` rounds; unchecked when the deadline
-    cuts a replay short, which is never read as a pass.
+    cuts a replay short, which is never read as a pass.  For a fixed one the roles
+    are swapped: ``Round.pr_shows`` then says whether the base build showed it.
     """
     first: dict[str, Any] | None = None
     for k in range(1, rounds + 1):
@@ -156,11 +161,12 @@ def confirm(replay_round: Callable[[float], Round], verdict: Verdict, until: flo
             return Verdict.UNCHECKED, f"time ran out in replay {k} of {rounds}"
         if r.base_shows:
             return Verdict.PRE_EXISTING, f"the base build showed it in replay {k}"
+        flaky = Verdict.FLAKY_FIXED if verdict is Verdict.FIXED else Verdict.FLAKY_NEW
         if not r.pr_shows:
-            return Verdict.FLAKY_NEW, f"the PR build did not show it in replay {k} of {rounds}"
+            return flaky, f"the {'base' if verdict is Verdict.FIXED else 'PR'} build did not show it in replay {k}"
         first = r.outputs if first is None else first
         if not same_outputs(first, r.outputs):
-            return Verdict.FLAKY_NEW, f"outputs changed between replays (replay {k}): nondeterministic"
+            return flaky, f"outputs changed between replays (replay {k}): nondeterministic"
     return verdict, f"confirmed in {rounds} of {rounds} replays on fresh workers"
 
 
@@ -219,6 +225,8 @@ def headline(summary: dict[str, Any]) -> str:
         rest.append(f"{fixed} fixed")
     if c["flaky-new"]:
         rest.append(f"{c['flaky-new']} flaky (not reproducible on every replay; not blamed)")
+    if c["flaky-fixed"]:
+        rest.append(f"{c['flaky-fixed']} base-build failures too flaky to call fixed")
     if c["unchecked"]:
         rest.append(f"{c['unchecked']} unchecked (the budget ran out before the confirmation replays)")
     return head + ("; " + "; ".join(rest) if rest else "") + "."

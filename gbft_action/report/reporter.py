@@ -116,7 +116,8 @@ SECTIONS = (
     ("flaky-new", "Flaky (not blamed)", "Seen on this build only, but not on every replay: not pinned on the PR."),
     ("unchecked", "Not confirmed (not blamed)", "The budget ran out before the confirmation replays."),
     ("pre-existing", "Pre-existing", "The base build fails the same way: not introduced by this pull request."),
-    ("fixed", "Fixed by this pull request", "The base build fails, this build passes."),
+    ("fixed", "Fixed by this pull request", "The base build fails, this build passes; confirmed by replays."),
+    ("flaky-fixed", "Base-build failures not reproducible", "Seen once on the base build, not on every replay."),
     ("", "Failures", ""),  # no base build: one table
 )
 
@@ -130,7 +131,7 @@ def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict
     rows: dict[str, list[dict[str, Any]]] = {}
     ids = []
     fixed = (summary.get("triage") or {}).get("fixed", [])
-    for f in [*summary.get("failures", []), *({**x, "verdict": "fixed"} for x in fixed)]:
+    for f in [*summary.get("failures", []), *fixed]:
         meta = metas.get(f["key"], {})
         issue = index.get(f["key"])
         link = (f"[#{issue.number}]({issue.url})" if issue.url.startswith("http") else f"#{issue.number}") \
