@@ -88,3 +88,34 @@ class StrayFileOnConvert(MNNEngine):
     def convert(self, model, fmt, workdir):
         Path("stray.mnn").write_bytes(b"stray")
         return super().convert(model, fmt, workdir)
+
+
+class ScriptedRejects(MNNEngine):
+    """Rejects models holding given operators, as two builds of one engine would differ.
+
+    ``GBFT_FAKE_REJECT`` lists ``Op:tag`` pairs in order: a model whose frozen graph holds
+    the op (first match wins) fails conversion with a message naming the op and the tag,
+    so two builds with different tags fail the same model differently.  ``GBFT_FAKE_FLAKY``
+    lists ``Op:p``: the op is rejected with chance p (a sometimes-bug).  Everything else
+    is the real MNN.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        import random
+
+        self._rng = random.Random()  # seeded from the OS: each worker process differs
+        self.reject = [x.split(":") for x in os.environ.get("GBFT_FAKE_REJECT", "").split(",") if x]
+        self.flaky = [x.split(":") for x in os.environ.get("GBFT_FAKE_FLAKY", "").split(",") if x]
+
+    def convert(self, model, fmt, workdir):
+        from gbft_action.engines.adapter import ConvertError
+
+        data = model.read_bytes()
+        for op, chance in self.flaky:
+            if op.encode() in data and self._rng.random() < float(chance):
+                raise ConvertError(f"fake build: sometimes rejects {op}")
+        for op, tag in self.reject:
+            if op.encode() in data:
+                raise ConvertError(f"fake build {tag}: rejects {op}")
+        return super().convert(model, fmt, workdir)

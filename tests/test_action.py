@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from gbft_action.action.config import INPUTS, ActionConfig, ConfigError
-from gbft_action.action.main import ROUNDS, exit_code
+from gbft_action.action.main import exit_code
 
 from .conftest import ROOT, gbft_cmd
 
@@ -125,20 +125,19 @@ def test_sigterm_flushes_within_five_seconds(tmp_path):
 # Each case sends it from inside the named function (in-process, the real handler);
 # the step must still end within 5 s with its outputs and summary.json written.
 @pytest.mark.parametrize("where, reason, judged", [
-    ("gbft_action.action.main.prepare_engine", "cancelled (SIGTERM) during set-up", False),
+    ("gbft_action.engines.builds.prepare_build", "cancelled (SIGTERM) during set-up", False),
     ("gbft_action.pipeline.Lane.start", "cancelled (SIGTERM)", False),  # from a starting thread
-    ("gbft_action.action.main._replay_on_base", "budget reached", True),
+    ("gbft_action.campaign.Campaign._confirm", "cancelled (SIGTERM)", True),  # confirming, with a base build
     ("gbft_action.action.main._report", "budget reached", True),
 ])
 def test_sigterm_in_any_phase_still_writes_the_outputs(monkeypatch, tmp_path, where, reason, judged):
     import gbft_action.action.main as am
+    import gbft_action.engines.builds as builds
 
     module, name = where.rsplit(".", 1)
-    if name == "start":
-        module, cls = module.rsplit(".", 1)
-        owner = getattr(__import__(module, fromlist=[cls]), cls)
-    else:
-        owner = __import__(module, fromlist=[name])
+    head, last = module.rsplit(".", 1)
+    owner = getattr(__import__(head, fromlist=[last]), last) if last[0].isupper() else \
+        __import__(module, fromlist=[name])
     real, sent = getattr(owner, name), []
 
     def cancelled_here(*a, **k):
@@ -148,11 +147,12 @@ def test_sigterm_in_any_phase_still_writes_the_outputs(monkeypatch, tmp_path, wh
         return real(*a, **k)
 
     monkeypatch.setattr(owner, name, cancelled_here)
-    if name == "_replay_on_base":  # a base build, without building a second venv for it
-        monkeypatch.setattr(am, "prepare_engine", lambda cfg, build, d: ("mnn", ""))
+    base = name == "_confirm"
+    if base:  # a base build (the installed MNN), without building a venv for it
+        monkeypatch.setattr(builds, "prepare_build", lambda engine, path, d, c=None: builds.EngineBuild("mnn"))
         (tmp_path / "base").mkdir()
     env = action_env(tmp_path, **{"budget-seconds": "15", "seed": "3", "fail-on": "never",
-                                  **({"base-build": "base"} if name == "_replay_on_base" else {})})
+                                  **({"base-build": "base"} if base else {})})
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     before = signal.getsignal(signal.SIGTERM)
@@ -163,10 +163,10 @@ def test_sigterm_in_any_phase_still_writes_the_outputs(monkeypatch, tmp_path, wh
     out = outputs(tmp_path)
     assert s["stop_reason"] == reason and out["models"] == str(s["models"])
     assert (s["models"] > 0) == judged and out["issues-filed"] == "0"
-    # Only a completed base-build check clears a failure; without a base build all are new.
-    assert out["new-failures"] == ("0" if name == "_replay_on_base" else str(len(s.get("new_failures", []))))
-    if name == "_replay_on_base" and s["new_failures"]:
-        assert "Not checked against the base build" in (tmp_path / "summary.md").read_text()
+    # Only a confirmed failure is blamed: cut short in the confirmations, none is.
+    assert out["new-failures"] == ("0" if base else str(len(s.get("new_failures", []))))
+    if base:
+        assert s["triage"]["blamed"] == [] and out["pre-existing"] == str(s["triage"]["counts"]["pre-existing"])
 
 
 @pytest.mark.slow
@@ -179,12 +179,14 @@ def test_base_build_equal_to_pr_build_fails_nothing_new(tmp_path):
         "fail-on": "new"}), capture_output=True, text=True, cwd=ROOT, timeout=200)
     assert (tmp_path / "out.txt").exists(), f"exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     out = outputs(tmp_path)
-    pre = json.loads((tmp_path / "gbft-out" / "preexisting.json").read_text())
-    path = tmp_path / "gbft-out" / "base_build.json"
-    verdicts = path.read_text() if path.exists() else "(no base_build.json)"
-    why = f"{r.stdout[-1500:]}\n{r.stderr[-1500:]}\nverdicts: {verdicts}"
-    assert int(out["failures"]) > 0 and pre, why
-    assert r.returncode == 0 and out["new-failures"] == "0", why
+    s = json.loads((tmp_path / "gbft-out" / "summary.json").read_text())
+    verdicts = (tmp_path / "gbft-out" / "verdicts.json").read_text()
+    why = f"{r.stdout[-1500:]}\n{r.stderr[-1500:]}\nverdicts: {verdicts[-3000:]}"
+    assert int(out["failures"]) > 0 and int(out["pre-existing"]) > 0, why
+    assert r.returncode == 0 and out["new-failures"] == out["changed"] == "0" and not s["triage"]["blamed"], why
+    assert all(f["verdict"] not in ("new", "changed") for f in s["failures"]), why
+    md = (tmp_path / "summary.md").read_text()
+    assert md.splitlines()[2].startswith("**No new failures**"), md[:500]
 
 
 def _wheel(d: Path, name: str, files: dict[str, str]) -> Path:
@@ -208,16 +210,15 @@ def _wheel(d: Path, name: str, files: dict[str, str]) -> Path:
 
 
 def test_a_pr_wheel_venv_sees_the_tool_and_puts_the_pr_build_first(tmp_path):
-    from gbft_action.action.main import prepare_engine
+    from gbft_action.engines.builds import prepare_build
 
     _wheel(tmp_path / "build", "MNN", {"MNN/__init__.py": "BUILD = 'the pull request'\n"})
-    cfg = ActionConfig.from_env(action_env(tmp_path, **{"engine-build": "build"})).validate()
-    engine, py = prepare_engine(cfg, cfg.engine_build, tmp_path / "venv")
+    build = prepare_build("mnn", tmp_path / "build", tmp_path / "venv")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # From "/": nothing may come from the directory the step runs in.
-    r = subprocess.run([py, "-c", "import MNN, numpy, gbft_action.workers.serve; print(MNN.BUILD)"],
+    r = subprocess.run([build.python, "-c", "import MNN, numpy, gbft_action.workers.serve; print(MNN.BUILD)"],
                        capture_output=True, text=True, cwd="/", env=env, timeout=60)
-    assert engine == "mnn" and r.returncode == 0, r.stderr[-2000:]
+    assert build.engine == "mnn" and r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "the pull request"  # the PR's build, not the MNN gbft itself runs with
 
 
@@ -225,48 +226,3 @@ def _mnn_version() -> str:
     from importlib.metadata import version
 
     return version("MNN")
-
-
-# Verdicts on the base build, with scripted replays: True = the bug showed, False = it
-# did not, None = the replay was cut short by the deadline.
-@pytest.mark.parametrize("base, pr, verdict", [
-    ([False, True], [True], "pre-existing"),                      # seen once on base is enough
-    ([False] * ROUNDS, [True] * ROUNDS, "new"),
-    ([False, False], [True, False], "unreproducible"),            # the PR build must show it every time
-    ([False, None], [True], "unchecked"),                         # never call it new on a cut-short replay
-    ([False, False], [True, None], "unchecked"),
-])
-def test_base_verdicts(monkeypatch, tmp_path, base, pr, verdict):
-    import gbft_action.bugs.replay as rp
-    from gbft_action.action.main import _base_verdict
-
-    script = {"base": list(base), "pr": list(pr)}
-
-    class Res:
-        def __init__(self, aborted: bool) -> None:
-            self.aborted = aborted
-
-    order = []
-
-    def fake_replay(lane, model, target, budget, fresh):
-        assert fresh  # every replay in a fresh worker
-        order.append(lane)
-        got = script[lane].pop(0)  # a replay past the script fails the test here
-        return rp.Verdict(rp.SAME if got else rp.PASSES, None, Res(got is None))
-
-    monkeypatch.setattr(rp, "load_bundle", lambda b: ({"fingerprint": {}}, "g", None))
-    monkeypatch.setattr(rp.Fingerprint, "from_json", staticmethod(lambda d: "fp"))
-    monkeypatch.setattr(rp, "replay", fake_replay)
-    assert _base_verdict("base", "pr", tmp_path, time.monotonic() + 60) == verdict
-    assert script == {"base": [], "pr": []}  # no more replays than the verdict needs
-    assert order == ["base", "pr"] * (len(order) // 2) + ["base"] * (len(order) % 2)  # alternated
-
-
-def test_no_time_left_means_unchecked_not_new(monkeypatch, tmp_path):
-    import gbft_action.bugs.replay as rp
-    from gbft_action.action.main import _base_verdict
-
-    monkeypatch.setattr(rp, "load_bundle", lambda b: ({"fingerprint": {}}, "g", None))
-    monkeypatch.setattr(rp.Fingerprint, "from_json", staticmethod(lambda d: "fp"))
-    monkeypatch.setattr(rp, "replay", lambda *a, **k: pytest.fail("replayed past its share of time"))
-    assert _base_verdict("base", "pr", tmp_path, time.monotonic() - 1) == "unchecked"

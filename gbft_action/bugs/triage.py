@@ -95,7 +95,8 @@ def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, BugVerdict]:
 
     A fingerprint the base build showed on any model is pre-existing, whatever its
     other cases say: the bug is there without the pull request.  Otherwise its cases
-    decide, new before changed.  A fingerprint only the base build showed is fixed.
+    decide, new before changed.  A fingerprint only the base build showed, on models the
+    PR build passes, is fixed.
     """
     recs = [r for r in records if "base" in r]
     base_seen = {r["base"]["key"] for r in recs if "key" in r["base"]}
@@ -107,7 +108,9 @@ def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, BugVerdict]:
             bv.count += 1
             bv.cases[r.get("verdict", "")] = bv.cases.get(r.get("verdict", ""), 0) + 1
         b = r["base"]
-        if "key" in b and b["key"] not in pr_seen:
+        # Fixed only where the PR build passed: a base failure the PR build fails otherwise
+        # on is the PR's changed fingerprint, listed once, under that.
+        if "key" in b and b["key"] not in pr_seen and r.get("verdict") == Verdict.FIXED.value:
             bv = out.setdefault(b["key"], _entry(b, r.get("case_dir", ""), Verdict.FIXED))
             bv.count += 1
             bv.cases["fixed"] = bv.cases.get("fixed", 0) + 1
