@@ -148,7 +148,8 @@ class Campaign:
     # -- public -------------------------------------------------------------------
     def request_stop(self, reason: str = "stopped", hard: bool = False) -> None:
         """Stop starting cases; ``hard`` also abandons the cases in flight (a cancelled job)."""
-        self.stop_reason = self.stop_reason or reason
+        if not self._interrupted:  # the first outside reason wins over the loop's own (budget)
+            self.stop_reason = reason
         self._interrupted = True
         self._stop.set()
         if hard:

@@ -235,6 +235,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     from .bugs.bundle import BugBook
     from .bugs.fingerprint import Fingerprint
     from .bugs.replay import bug_platforms, load_bundle, minimize_bug, replay
+    from .engines.builds import build_of_bundle
     from .pipeline import Lane, LaneConfig
     from .platforms import PlatformError
     from .platforms import resolve as resolve_platforms
@@ -252,7 +253,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         except (PlatformError, ArmRootError) as e:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_USAGE
-        lane = Lane(LaneConfig(meta["engine"].get("engine") or "mnn", Path(tmp), tolerance=tol, platforms=plats), 0)
+        build = build_of_bundle(meta["engine"])
+        lane = Lane(LaneConfig(build.engine, Path(tmp), tolerance=tol, platforms=plats, engine_env=dict(build.env)), 0)
         try:
             info = lane.start()
             if args.cmd == "minimize":
@@ -306,9 +308,11 @@ def _replay_lane(meta: dict[str, Any]) -> Any:
     """A started lane for replaying bundles (the --check-fixes path)."""
     import tempfile
 
+    from .engines.builds import build_of_bundle
     from .pipeline import Lane, LaneConfig
 
-    lane = Lane(LaneConfig(meta["engine"].get("engine") or "mnn", Path(tempfile.mkdtemp(prefix="gbft-fix-")),
+    build = build_of_bundle(meta["engine"])
+    lane = Lane(LaneConfig(build.engine, Path(tempfile.mkdtemp(prefix="gbft-fix-")), engine_env=dict(build.env),
                            tolerance=Tolerance(**meta.get("tolerance", {}))), 0)
     lane.start()
     return lane

@@ -133,7 +133,7 @@ class BugBook:
             "id": fp["id"], "fingerprint": fp, "title": fp["title"], "status": rec["status"], "stage": rec["stage"],
             "op": rec["op"], "node": rec["node"], "message": rec["message"], "seed": ctx.get("seed"),
             "case_index": rec["index"], "case_seed": graph.seed, "graph_hash": rec["hash"],
-            "tool_version": __version__, "engine": {k: engine.get(k, "") for k in ("engine", "version", "machine")},
+            "tool_version": __version__, "engine": engine_meta(engine),
             "platforms": [platform_of(engine)], "occurrences": 1,
             "first_seen": now(), "last_seen": now(),
             "tolerance": ctx.get("tolerance", asdict(Tolerance())), "original_size": len(graph.block_nodes()),
@@ -162,6 +162,15 @@ class BugBook:
         (d / "repro.py").chmod(0o755)
 
 
+def engine_meta(hello: dict[str, Any]) -> dict[str, Any]:
+    """What a bundle keeps of the engine worker's hello: name, version, machine, and how to
+    run the build again where the adapter says (the command engine's commands)."""
+    meta = {k: hello.get(k, "") for k in ("engine", "version", "machine")}
+    if hello.get("commands"):
+        meta["commands"] = dict(hello["commands"])
+    return meta
+
+
 def platform_of(engine: dict[str, Any]) -> str:
     """The platform a worker's hello names (its label or platform name, else its machine)."""
     return engine.get("platform") or engine.get("machine", "")
@@ -173,7 +182,8 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any]) ->
     emit_src = (pkg / "reference" / "tf_emit.py").read_text().replace("from ..graph.ir import", "from gbft_repro.ir import")
     engine = meta["engine"].get("engine") or "mnn"
     fp = meta["fingerprint"]
-    engine_stage = env.get_template(f"engine_{engine}.py.j2").render()
+    commands = {k: repr(v) for k, v in (meta["engine"].get("commands") or {}).items()}
+    engine_stage = env.get_template(f"engine_{engine}.py.j2").render(commands=commands)
     return env.get_template("repro.py.j2").render(
         fp_id=meta["id"], title=meta["title"], engine_name=engine, engine_version=meta["engine"].get("version", ""),
         platforms=meta.get("platforms") or ["?"], tool_version=meta["tool_version"], seed=meta.get("seed"),

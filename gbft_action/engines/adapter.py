@@ -59,7 +59,9 @@ class EngineHandler:
         self.artifact: Path | None = None
 
     def hello(self) -> dict[str, Any]:
-        return {"engine": self.adapter.name, "version": self.adapter.version()}
+        # An adapter may say more of itself (the command engine: its commands, for bundles).
+        extra = self.adapter.describe() if hasattr(self.adapter, "describe") else {}
+        return {**extra, "engine": self.adapter.name, "version": self.adapter.version()}
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg["op"]

@@ -54,6 +54,17 @@ def prepare_build(engine: str, path: Path | None, venv_dir: Path, commands: Comm
     return make(path, venv_dir, commands)
 
 
+def build_of_bundle(engine: dict[str, str | dict[str, str]]) -> EngineBuild:
+    """The build a bundle's ``meta["engine"]`` names, to replay it with (the installed engine,
+    or for the command engine the commands and build folder it ran with)."""
+    name = str(engine.get("engine") or "mnn")
+    cmds = engine.get("commands")
+    if name == "command" and isinstance(cmds, dict):
+        return _command(Path(cmds["build"]) if cmds.get("build") else None, Path(),
+                        Commands(cmds.get("converter", ""), cmds.get("runner", "")))
+    return EngineBuild(name)
+
+
 def _mnn(path: Path | None, venv_dir: Path, commands: Commands) -> EngineBuild:
     if path is None:
         return EngineBuild("mnn")

@@ -8,7 +8,8 @@ Contract (documented in the README):
              requested output (``{outputs}``: comma-separated names) into ``{outputs_dir}``; a non-zero
              exit is an inference failure.
 Placeholders: {build} {model} {format} {artifact} {inputs} {outputs_dir} {outputs} {workdir}.
-Commands run without a shell; their output goes to the worker's log.
+Commands run without a shell; their output goes to the worker's log.  A runner killed by a
+signal (a native crash) is reported as that signal, as an in-process engine's crash would be.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ class CommandEngine:
     def version(self) -> str:
         return os.environ.get("GBFT_ENGINE_VERSION", "unknown")
 
+    def describe(self) -> dict[str, dict[str, str]]:
+        """What a bundle needs to run this build again (replay, repro.py): the two templates."""
+        return {"commands": {"converter": self.convert_tpl, "runner": self.run_tpl, "build": self.build}}
+
     def _run(self, tpl: str, **kw: str) -> subprocess.CompletedProcess[bytes]:
         argv = [part.format(build=self.build, **kw) for part in shlex.split(tpl)]
         return subprocess.run(argv, stdout=None, stderr=None)
@@ -59,6 +64,8 @@ class CommandEngine:
             np.save(ins / f"{name}.npy", arr)
         p = self._run(self.run_tpl, model="", format="", artifact=str(artifact), workdir=str(work), inputs=str(ins),
                       outputs_dir=str(outs), outputs=",".join(outputs))
+        if p.returncode < 0:  # the runner crashed: the worker reports the same signal
+            os.kill(os.getpid(), -p.returncode)
         if p.returncode != 0:
             raise RuntimeError(f"runner exited with {p.returncode}")
         missing = [o for o in outputs if not (outs / f"{o}.npy").exists()]
