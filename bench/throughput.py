@@ -1,10 +1,13 @@
 """Throughput of the fuzz loop on the real MNN: models/s and where the time goes.
 
-    .venv/bin/python bench/throughput.py [--budget 30] [--blocks 10-10] [--jobs 2]
+    .venv/bin/python bench/throughput.py [--budget 30] [--blocks 10-10] [--jobs 2] [--base-build installed|PATH]
 
 Runs one campaign and splits wall time into TensorFlow (reference worker),
 the engine (convert + infer) and the harness (everything else: generation,
-judging, IPC, recording).  Shares are of lane time (summed over lanes).
+judging, IPC, recording).  Shares are of lane time (summed over lanes).  With
+``--base-build`` every model also runs on a base build (``installed``: the MNN
+the tool runs with; or a wheel or a folder holding one), as a pull-request
+verdict does; its convert + infer time is counted as engine time too.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from gbft_action.campaign import Campaign, FuzzConfig
 from gbft_action.cli import parse_range
+from gbft_action.engines.builds import prepare_build
 
 
 def main() -> None:
@@ -25,19 +29,27 @@ def main() -> None:
     ap.add_argument("--blocks", type=parse_range, default=(10, 10))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--base-build", default="", help="installed, or an MNN wheel / folder holding one")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        cfg = FuzzConfig(out=Path(d) / "o", engine="mnn", budget=a.budget, seed=a.seed, blocks=a.blocks, jobs=a.jobs)
+        base = None
+        if a.base_build:
+            path = None if a.base_build == "installed" else Path(a.base_build)
+            base = prepare_build("mnn", path, Path(d) / "base-venv")
+        cfg = FuzzConfig(out=Path(d) / "o", engine="mnn", budget=a.budget, seed=a.seed, blocks=a.blocks, jobs=a.jobs,
+                         base=base)
         t0 = time.monotonic()
         s = Campaign(cfg).run()
         wall = time.monotonic() - t0
         recs = [json.loads(x) for x in (Path(d) / "o" / "cases.jsonl").read_text().splitlines()]
     ref = sum(r["timings"].get("reference", 0) for r in recs)
-    eng = sum(r["timings"].get("convert", 0) + r["timings"].get("infer", 0) for r in recs)
+    eng = sum(x["timings"].get("convert", 0) + x["timings"].get("infer", 0)
+              for r in recs for x in (r, r.get("base", {"timings": {}})))
     tfl = sum(r["timings"].get("tflite", 0) for r in recs)  # TFLite copies of first-of-a-kind failures
     ref += tfl
     lane_time = wall * a.jobs
-    print(f"blocks {a.blocks[0]}-{a.blocks[1]}, jobs {a.jobs}, budget {a.budget:.0f} s, wall {wall:.1f} s")
+    print(f"blocks {a.blocks[0]}-{a.blocks[1]}, jobs {a.jobs}, budget {a.budget:.0f} s, wall {wall:.1f} s, "
+          f"base build: {a.base_build or 'none'}")
     print(f"models {s['models']}, models/s {s['models'] / wall:.1f} (wall, including worker start-up)")
     print(f"time share of lane time: TensorFlow {100 * ref / lane_time:.1f}%, engine {100 * eng / lane_time:.1f}%, "
           f"harness {100 * (lane_time - ref - eng) / lane_time:.1f}%")
@@ -45,6 +57,8 @@ def main() -> None:
           f"{100 * tfl / lane_time:.1f}%")
     print(f"per model: TensorFlow {1000 * ref / len(recs):.1f} ms, engine {1000 * eng / len(recs):.1f} ms")
     print(f"by status: {s['by_status']}")
+    if s.get("triage"):
+        print(f"verdicts: {s['triage']['counts']}")
 
 
 if __name__ == "__main__":

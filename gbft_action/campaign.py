@@ -288,7 +288,7 @@ class Campaign:
             todo = [f for f in triage.candidates(verdicts, kinds) if f not in self.confirmed]
             for k, fid in enumerate(todo):
                 left = deadline - time.monotonic() - GRACE_S
-                need = self.cfg.confirm_rounds * self._round_estimate() * 1.5
+                need = triage.rounds_needed(verdicts[fid], self.cfg.confirm_rounds) * self._round_estimate() * 1.5
                 if left < min(need, 1.0) or self._interrupted:
                     return
                 share = min(left, max(need, left / (len(todo) - k)))
@@ -311,7 +311,7 @@ class Campaign:
             _, g, small = load_bundle(self.bugs.bundle_dir(bv.key))
             model = small or g
         return confirm_bug(lane, model, Fingerprint.from_json(bv.fingerprint), bv.verdict, until,
-                           self.cfg.confirm_rounds, self._rounds)
+                           triage.rounds_needed(bv, self.cfg.confirm_rounds), self._rounds)
 
     def _first_of_its_kind(self, res: CaseResult) -> bool:
         """True for the first failure with its fingerprint (lanes call this from their threads)."""

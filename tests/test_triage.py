@@ -199,3 +199,11 @@ def test_a_confirmation_the_deadline_cuts_is_unchecked_never_blamed(tmp_path, fa
     assert s["triage"]["blamed"] == [] and s["new_failures"] == []
     assert all(bv.verdict in (Verdict.UNCHECKED, Verdict.PRE_EXISTING, Verdict.FLAKY_NEW, Verdict.FIXED,
                               Verdict.FLAKY_FIXED) for bv in verdicts.values())
+
+
+def test_the_campaigns_own_cases_count_as_rounds_but_some_are_always_fresh():
+    bv = BugVerdict(A.id, Verdict.NEW, count=1)
+    assert triage.rounds_needed(bv) == 5
+    bv.count = 40
+    assert triage.rounds_needed(bv) == triage.MIN_FRESH == 3
+    assert triage.rounds_needed(bv, rounds=10**6) > 10**5  # the deadline test's setting still never finishes

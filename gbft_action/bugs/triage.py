@@ -36,8 +36,11 @@ from .fingerprint import Fingerprint
 VERDICTS_FILE = "verdicts.json"
 # MNN's heap damage makes some bugs show only some of the time.  One that shows with
 # chance p on both builds survives a round (PR shows it, base does not) with chance
-# (1 - p) p <= 1/4, so all ROUNDS rounds with at most 1 in 4,096.
+# (1 - p) p <= 1/4, so all ROUNDS rounds with at most 1 in 4,096.  The campaign's own
+# cases count as rounds too (each ran both builds, the base build never showing it), but
+# at least MIN_FRESH rounds are on fresh workers, where no earlier model left damage.
 ROUNDS = 6
+MIN_FRESH = 3
 
 
 class Verdict(str, Enum):
@@ -125,6 +128,11 @@ def _entry(rec: dict[str, Any], case_dir: str, verdict: Verdict = Verdict.UNCHEC
     fp = rec.get("fingerprint") or {}
     return BugVerdict(rec["key"], verdict, fp.get("title", ""), rec.get("op", ""), case_dir=case_dir,
                       fingerprint=dict(fp))
+
+
+def rounds_needed(bv: BugVerdict, rounds: int = ROUNDS) -> int:
+    """Fresh replays still needed after the campaign's own ``bv.count`` cases."""
+    return max(min(MIN_FRESH, rounds), rounds - bv.count)
 
 
 def candidates(verdicts: dict[str, BugVerdict], kinds: tuple[Verdict, ...] = BLAMED) -> list[str]:
