@@ -276,15 +276,15 @@ class Campaign:
                                                check_flaky=self.cfg.base is None)
 
     def _confirm(self, lane: Lane, deadline: float) -> None:
-        """Confirmation before blame: each new or changed fingerprint, most frequent first, is
-        replayed on fresh workers of both builds; then, with what remains, the fixed ones.
+        """Confirmation before blame: each new fingerprint, most frequent first, is replayed on
+        fresh workers of both builds; then, with what remains, the fixed and the changed ones.
         Each gets a fair share of what is left, but never less than its replays need: with
         more candidates than time, the most frequent are decided and the rest stay
         'unchecked', never blamed (nor called fixed)."""
         if self.cfg.base is None:
             return
         verdicts = triage.aggregate(self.records)
-        for kinds in (triage.BLAMED, (triage.Verdict.FIXED,)):
+        for kinds in ((v,) for v in triage.CONFIRMED):
             todo = [f for f in triage.candidates(verdicts, kinds) if f not in self.confirmed]
             for k, fid in enumerate(todo):
                 left = deadline - time.monotonic() - GRACE_S
@@ -305,7 +305,7 @@ class Campaign:
             model = Graph.from_json((self.cfg.out / bv.case_dir / "graph.json").read_text())
         else:
             spare = until - time.monotonic() - need
-            if bv.key not in self.minimized and spare > 1.0:  # a smaller model replays faster, reads better
+            if bv.key not in self.minimized and spare > 2.0:  # a smaller model replays faster, reads better
                 self.minimized[bv.key] = minimize_bug(lane, self.bugs, bv.key, min(self.cfg.minimize_limit, spare),
                                                       check_flaky=False)
             _, g, small = load_bundle(self.bugs.bundle_dir(bv.key))
@@ -410,7 +410,7 @@ class Campaign:
         """Each failure's verdict against the base build; new_failures = the confirmed new ones."""
         verdicts = triage.aggregate(self.records)
         for fid, bv in verdicts.items():
-            if bv.verdict in triage.BLAMED or bv.verdict is triage.Verdict.FIXED:
+            if bv.verdict in triage.CONFIRMED:
                 bv.verdict, bv.confirmation = self.confirmed.get(fid, (triage.Verdict.UNCHECKED,
                                                                        "no time was left to confirm it"))
         triage.write_verdicts(self.cfg.out, verdicts)

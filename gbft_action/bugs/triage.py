@@ -4,8 +4,11 @@ ClusterFuzzLite's rule (a crash the base build also has is not the pull request'
 made to hold for an engine with a hundred pre-existing failures: the base build
 runs beside the build under test on every model of the campaign (pipeline), so
 each case gets a verdict at once, and a fingerprint's verdict aggregates its
-cases.  Only ``new`` and ``changed`` fingerprints can fail the pull request, and
-only after ``confirm`` has replayed them on fresh workers of both builds.
+cases.  Only ``new`` fingerprints fail the pull request, and only after ``confirm``
+has replayed them on fresh workers of both builds.  ``changed`` ones are listed
+(confirmed the same way) but do not fail it: a difference between the builds where
+TensorFlow cannot judge, or a failure that became another, is as often a fix as a
+regression, and two releases differ that way in both directions.
 
   case verdicts      new           fails on the PR build, passes on the base build
                      pre-existing  fails on both with the same fingerprint
@@ -56,8 +59,11 @@ class Verdict(str, Enum):
         return self.value
 
 
-# The verdicts that fail the pull request (under fail-on: new), once confirmed.
-BLAMED = (Verdict.NEW, Verdict.CHANGED)
+# The verdict that fails the pull request (under fail-on: new), once confirmed.
+BLAMED = (Verdict.NEW,)
+# What is confirmed by replays, in this order: what decides the step first, then what a
+# maintainer reads as good news, then the behaviour changes.
+CONFIRMED = (Verdict.NEW, Verdict.FIXED, Verdict.CHANGED)
 
 
 def case_verdict(pr: Fingerprint | None, base: Fingerprint | None) -> Verdict | None:
@@ -136,7 +142,7 @@ def rounds_needed(bv: BugVerdict, rounds: int = ROUNDS) -> int:
 
 
 def candidates(verdicts: dict[str, BugVerdict], kinds: tuple[Verdict, ...] = BLAMED) -> list[str]:
-    """Fingerprints to confirm (before blame, by default), most frequent first."""
+    """Fingerprints of the given verdicts to confirm, most frequent first."""
     todo = [bv for bv in verdicts.values() if bv.verdict in kinds]
     return [bv.key for bv in sorted(todo, key=lambda bv: (-bv.count, bv.key))]
 
@@ -203,12 +209,12 @@ def counts(verdicts: dict[str, BugVerdict]) -> dict[str, int]:
 
 
 def blamed(verdicts: dict[str, BugVerdict]) -> list[str]:
-    """The fingerprints that fail the pull request: new or changed, confirmed."""
+    """The fingerprints that fail the pull request: the confirmed new ones."""
     return sorted(k for k, bv in verdicts.items() if bv.verdict in BLAMED)
 
 
 def failing(summary: dict[str, Any]) -> list[str]:
-    """What fails the step under fail-on: new.  With a base build: the confirmed new and changed
+    """What fails the step under fail-on: new.  With a base build: the confirmed new
     fingerprints; without one: those not seen before (the known bugs of a previous state)."""
     tri = summary.get("triage")
     return list(tri["blamed"]) if tri else list(summary.get("new_failures", []))
@@ -223,13 +229,11 @@ def headline(summary: dict[str, Any]) -> str:
                 f"set `base-build` to tell what this pull request introduced.")
     c = tri["counts"]
     new, changed, pre, fixed = c["new"], c["changed"], c["pre-existing"], c["fixed"]
-    if new or changed:
-        parts = [f"{new} new failure{_s(new)}"] if new else []
-        parts += [f"{changed} changed behaviour{_s(changed)}"] if changed else []
-        head = f"**{' and '.join(parts)} introduced by this pull request**"
-    else:
-        head = "**No new failures**"
+    head = f"**{new} new failure{_s(new)} introduced by this pull request**" if new else "**No new failures**"
     rest = []
+    if changed:
+        rest.append(f"{changed} changed behaviour{_s(changed)} (the builds differ where TensorFlow cannot tell "
+                    f"which is right, or fail differently; listed, not failing this check)")
     if pre:
         rest.append(f"{pre} pre-existing (the base build fails the same way, so they do not fail this check)")
     if fixed:

@@ -109,10 +109,10 @@ def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_facto
 
 # The job summary's sections, in the order a maintainer reads them: what fails the PR first.
 SECTIONS = (
-    ("new", "New failures introduced by this pull request", "Fail on this pull request's build, pass on the base build; "
-     "confirmed by replays on fresh workers of both builds."),
-    ("changed", "Changed behaviour", "Both builds fail differently, or their results differ where TensorFlow cannot "
-     "tell which is right; confirmed by replays."),
+    ("new", "New failures introduced by this pull request",
+     "Fail on this pull request's build, pass on the base build; confirmed by replays on fresh workers of both builds."),
+    ("changed", "Changed behaviour (not failing)", "Both builds fail differently, or their results differ where "
+     "TensorFlow cannot tell which is right; confirmed by replays. Worth a look: a fix as often as a regression."),
     ("flaky-new", "Flaky (not blamed)", "Seen on this build only, but not on every replay: not pinned on the PR."),
     ("unchecked", "Not confirmed (not blamed)", "The budget ran out before the confirmation replays."),
     ("pre-existing", "Pre-existing", "The base build fails the same way: not introduced by this pull request."),
