@@ -52,7 +52,8 @@ def test_aggregate_seen_on_base_anywhere_is_pre_existing_and_base_only_is_fixed(
                                                       X.id: Verdict.CHANGED, C.id: Verdict.FIXED}
     assert v[A.id].count == 2 and v[B.id].cases == {"new": 1, "changed": 1}
     assert v[C.id].case_dir == "cases/7" and v[C.id].fingerprint["id"] == C.id
-    assert triage.candidates(v) == [B.id, X.id]  # most frequent first; only what could be blamed
+    assert triage.candidates(v, (Verdict.NEW, Verdict.CHANGED)) == [B.id, X.id]  # most frequent first
+    assert triage.candidates(v) == [B.id]  # by default, what could be blamed
 
 
 def scripted(rounds: list[tuple[bool | None, bool]], outputs: list[int] | None = None):
