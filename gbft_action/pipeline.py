@@ -243,7 +243,7 @@ class Lane:
         w, slow, to = self._worker(res), self.platforms[res.platform].slowdown, self.cfg.timeouts
         d = res.workdir
         assert d is not None
-        out = d / "base" if res.build else d if res.platform == self.primary else d / res.platform
+        out = self._engine_dir(res)
         out.mkdir(exist_ok=True)
         convert = {"op": "convert", "model": str(d / "model.pb"), "format": "pb", "dir": str(out)}
         if self._stage(res, "convert", w, convert, to.convert * slow, left()) is None:
@@ -254,6 +254,17 @@ class Lane:
             return
         res.arrays["actual"] = unpack(r.reply["outputs"])
         self._compare(res, left())
+
+    def _engine_dir(self, res: CaseResult) -> Path:
+        """Where the engine writes (its converted model) for res: the case folder for the first
+        platform, a subfolder per other platform.  With a base build both builds get
+        subfolders of one length ("this", "base"): MNN's heap-damage bugs react to the
+        length of the paths it handles, and only the build may differ between the two."""
+        d = res.workdir
+        assert d is not None
+        if res.platform != self.primary:
+            return d / res.platform
+        return d / ("base" if res.build else "this") if self.base is not None else d
 
     def _worker(self, res: CaseResult) -> Worker:
         return self.base if res.build and self.base is not None else self.engs[res.platform]
