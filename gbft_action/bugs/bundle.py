@@ -21,12 +21,12 @@ import jinja2
 from .. import __version__
 from ..graph.ir import Graph
 from ..oracle import Tolerance
+from .repro import ReproData, render_repro
 
 KNOWN_FILE = "known_bugs.json"
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 CASE_FILES = ("graph.json", "model.pb", "model.tflite", "inputs.npz", "expected.npz", "actual.npz", "engine.log",
               "result.json", "actual-base.npz", "engine-base.log")  # -base: the base build's, if it ran
-ENGINE_PIP = {"mnn": "MNN (pip install MNN)"}
 
 
 def now() -> str:
@@ -158,8 +158,9 @@ class BugBook:
         self.write_repro(d, small, meta)
 
     def write_repro(self, d: Path, graph: Graph, meta: dict[str, Any]) -> None:
-        (d / "repro.py").write_text(render_repro(self.templates, graph, meta))
-        (d / "repro.py").chmod(0o755)
+        """repro.py (TensorFlow rebuilds the model) and, when the model and its data are small,
+        repro_engine.py (they are embedded: only the engine is needed)."""
+        write_repros(self.templates, d, graph, meta)
 
 
 def engine_meta(hello: dict[str, Any]) -> dict[str, Any]:
@@ -176,23 +177,6 @@ def platform_of(engine: dict[str, Any]) -> str:
     return engine.get("platform") or engine.get("machine", "")
 
 
-def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any]) -> str:
-    pkg = Path(__file__).resolve().parents[1]
-    ir_src = (pkg / "graph" / "ir.py").read_text()
-    emit_src = (pkg / "reference" / "tf_emit.py").read_text().replace("from ..graph.ir import", "from gbft_repro.ir import")
-    engine = meta["engine"].get("engine") or "mnn"
-    fp = meta["fingerprint"]
-    commands = {k: repr(v) for k, v in (meta["engine"].get("commands") or {}).items()}
-    engine_stage = env.get_template(f"engine_{engine}.py.j2").render(commands=commands)
-    return env.get_template("repro.py.j2").render(
-        fp_id=meta["id"], title=meta["title"], engine_name=engine, engine_version=meta["engine"].get("version", ""),
-        platforms=meta.get("platforms") or ["?"], tool_version=meta["tool_version"], seed=meta.get("seed"),
-        case_index=meta.get("case_index"), n_ops=len(graph.nodes), engine_pip=ENGINE_PIP.get(engine, engine),
-        tol=Tolerance(**meta["tolerance"]), graph_json=repr(graph.to_json()), status=meta["status"],
-        stage=meta["stage"], op=meta.get("op") or "", node=meta.get("node") or "", kind=fp.get("kind", ""),
-        ir_source=repr(ir_src), emit_source=repr(emit_src), engine_stage=engine_stage)
-
-
 def mermaid(g: Graph, highlight: str = "") -> str:
     """The graph as a Mermaid flowchart (GitHub renders it); the failing node in red."""
     lines = ["flowchart TD"]
@@ -207,3 +191,22 @@ def mermaid(g: Graph, highlight: str = "") -> str:
         lines.append(f"  style {highlight} fill:#f88,stroke:#900")
     return "\n".join(lines) + "\n"
 
+
+def repro_data(d: Path, minimized: bool) -> ReproData | None:
+    """The frozen model and TensorFlow's data of the model a bundle's repro shows (the
+    minimised one's only if the minimiser kept them)."""
+    if minimized:
+        return ReproData.from_files(d / "minimized.pb", d / "minimized-inputs.npz", d / "minimized-expected.npz")
+    return ReproData.from_files(d / "model.pb", d / "inputs.npz", d / "expected.npz")
+
+
+def write_repros(env: jinja2.Environment, d: Path, graph: Graph, meta: dict[str, Any]) -> None:
+    (d / "repro.py").write_text(render_repro(env, graph, meta))
+    (d / "repro.py").chmod(0o755)
+    data = repro_data(d, bool(meta.get("minimized")))
+    engine_only = d / "repro_engine.py"
+    if data is not None and data.small():
+        engine_only.write_text(render_repro(env, graph, meta, data))
+        engine_only.chmod(0o755)
+    else:
+        engine_only.unlink(missing_ok=True)

@@ -6,6 +6,8 @@ import itertools
 import json
 import shutil
 import time
+
+import numpy as np
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,14 +32,19 @@ class Replay:
 
 
 def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False,
-              platforms: list[str] | None = None, base: bool = False) -> CaseResult:
+              platforms: list[str] | None = None, base: bool = False, keep: Path | None = None) -> CaseResult:
     """Run one model (on the base build too with ``base``); ``fresh`` restarts the engine
     workers first, so that heap damage left by earlier models (MNN has heap-corruption
-    bugs) cannot change the verdict."""
+    bugs) cannot change the verdict.  ``keep`` (a bundle) keeps the frozen model and
+    TensorFlow's inputs and outputs as minimized.pb and minimized-*.npz."""
     if fresh:
         lane.restart_engines()
     res = lane.run(next(_scratch), g, budget, platforms, base=base)
     if res.workdir is not None:
+        if keep is not None and (res.workdir / "model.pb").exists() and "expected" in res.arrays:
+            shutil.copy2(res.workdir / "model.pb", keep / "minimized.pb")
+            for kind in ("inputs", "expected"):
+                np.savez(keep / f"minimized-{kind}.npz", **res.arrays[kind])
         shutil.rmtree(res.workdir, ignore_errors=True)
     return res
 
@@ -95,6 +102,9 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
         return None if hit is None else (hit.node or "-")
 
     small, node, stats = minimize(g, same_bug, time_limit=time_limit)
+    for name in ("minimized.pb", "minimized-inputs.npz", "minimized-expected.npz"):
+        (bundle / name).unlink(missing_ok=True)
+    run_graph(lane, small, time_limit + 30, platforms=where, keep=bundle)  # its model and data, for the repro
     book.add_minimized(fid, small, node if node and node != "-" else "", stats)
     if not check_flaky:
         return stats
@@ -131,3 +141,8 @@ def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict,
                    for k in ("pr", "base"))
 
     return confirm(one_round, verdict, until, rounds, same_outputs)
+
+
+def is_flaky(lane: Lane, g: Graph, target: Fingerprint, runs: int = 3, platforms: list[str] | None = None) -> bool:
+    """Flaky when a replay of the same model does not give the same fingerprint."""
+    return any(replay(lane, g, target, platforms=platforms).outcome != SAME for _ in range(runs))

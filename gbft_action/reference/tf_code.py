@@ -12,6 +12,7 @@ Host side: imports no TensorFlow.  May import: graph.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from ..graph.ir import Graph, Node
@@ -24,6 +25,7 @@ HELPERS = '''def rng(node):  # the fuzzer's weights: one generator per node, see
 def U(r, shape, lo=-1.0, hi=1.0):
     return r.uniform(lo, hi, size=shape).astype(np.float32)'''
 
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 Code = Callable[[Graph, Node, list[str]], list[str]]
 CODE: dict[str, Code] = {}
 
@@ -47,8 +49,23 @@ def code(*ops: str) -> Callable[[Code], Code]:
     return deco
 
 
+def check_graph(g: Graph) -> None:
+    """Names become Python identifiers and parameters Python literals: a graph from a bundle
+    (a pull request's artifact) must not be able to write code.  ValueError names the bad part."""
+    for name in [*g.inputs, *(n.id for n in g.nodes), *g.outputs, *(i for n in g.nodes for i in n.inputs)]:
+        if not _IDENT.fullmatch(name):
+            raise ValueError(f"graph: {name[:40]!r} is not a tensor name")
+    for n in g.nodes:
+        if n.op not in CODE:
+            raise ValueError(f"graph: node {n.id} has unknown operator {n.op[:40]!r}")
+    for t in [*g.inputs.values(), *(n.out for n in g.nodes)]:
+        if t.dtype not in DTYPES:
+            raise ValueError(f"graph: unknown dtype {t.dtype[:20]!r}")
+
+
 def model_lines(g: Graph) -> list[str]:
     """``in0 = tf1.placeholder(...)`` per input, then one statement (or a few) per node."""
+    check_graph(g)
     lines = [f'{k} = tf1.placeholder({DTYPES[t.dtype]}, {list(t.shape)}, name="{k}")' for k, t in g.inputs.items()]
     for n in g.nodes:
         lines += CODE[n.op](g, n, list(n.inputs))
@@ -62,9 +79,7 @@ def _call(n: Node, fn: str, *args: Any, **kw: Any) -> list[str]:
 
 def _lit(v: Any) -> str:
     """A parameter as Python source (strings quoted, everything else as written)."""
-    if isinstance(v, Raw):
-        return str(v)
-    return f'"{v}"' if isinstance(v, str) else repr(v)
+    return str(v) if isinstance(v, Raw) else repr(v)
 
 
 class Raw(str):
@@ -270,7 +285,7 @@ def _resize(g: Graph, n: Node, xs: list[str]) -> list[str]:
 def _crop_and_resize(g: Graph, n: Node, xs: list[str]) -> list[str]:
     p = n.params
     return [f'r = rng("{n.id}")',
-            f"y0, x0 = r.uniform(0.0, 0.5, size=(2, {p['boxes']}))",
-            f"y1, x1 = r.uniform(0.5, 1.0, size=(2, {p['boxes']}))",
+            f"y0, x0 = r.uniform(0.0, 0.5, size=(2, {p['boxes']!r}))",
+            f"y1, x1 = r.uniform(0.5, 1.0, size=(2, {p['boxes']!r}))",
             *_call(n, "tf.image.crop_and_resize", xs[0], "np.stack([y0, x0, y1, x1], axis=1).astype(np.float32)",
-                   f"np.zeros([{p['boxes']}], np.int32)", [p["crop_h"], p["crop_w"]], method=p["method"])]
+                   f"np.zeros([{p['boxes']!r}], np.int32)", [p["crop_h"], p["crop_w"]], method=p["method"])]

@@ -15,7 +15,8 @@ from typing import Any
 
 import jinja2
 
-from ..bugs.bundle import ENGINE_PIP, TEMPLATES
+from ..bugs.bundle import TEMPLATES
+from ..bugs.repro import ENGINE_PIP
 from .sanitize import code_block, inline, neutralise, truncate_body
 
 STATUS_TEXT = {"MCF": "model conversion failure", "IF": "inference failure", "DCF": "data comparison failure",

@@ -1,0 +1,94 @@
+"""Repro scripts a maintainer can read and run in a minute.
+
+``repro.py``: the (minimised) model as straight-line TensorFlow code, one line per
+operator with its parameters written out (``reference.tf_code``), inputs from a
+printed seed, the engine through its current API (``templates/engine_<name>.py.j2``),
+the comparison with the tolerance, and the numbers that differ.
+``repro_engine.py``: the same check without TensorFlow, the frozen model and
+TensorFlow's inputs and outputs embedded (written only when they are small).
+
+Both exit 1 only when the engine shows the bug (wrong numbers for a wrong-result
+bug; a failure or crash for a conversion or inference bug), 0 when it does not,
+and 2 on anything else, uncaught exceptions included.
+
+The scripts are generated from data (the graph, meta.json), never copied from a
+bundle: a bundle may come from a pull request, so every value that reaches the
+code is checked or quoted here.  May import: graph, oracle, reference.tf_code.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from ..graph.ir import Graph
+from ..oracle import Tolerance
+from ..reference.tf_code import HELPERS, check_graph, model_lines
+
+ENGINE_PIP = {"mnn": "MNN (pip install MNN)", "command": "the engine build (GBFT_ENGINE_BUILD)"}
+EMBED_LIMIT = 200_000  # bytes of model and arrays that repro_engine.py may carry
+_STATUS = re.compile(r"[A-Z]{2,8}")
+
+
+@dataclass
+class ReproData:
+    """The frozen model and TensorFlow's inputs and outputs of the model a repro shows."""
+
+    model_pb: bytes
+    inputs: dict[str, np.ndarray]
+    expected: dict[str, np.ndarray]
+
+    def npz_b64(self) -> str:
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **{f"in:{k}": v for k, v in self.inputs.items()},
+                            **{f"out:{k}": v for k, v in self.expected.items()})
+        return base64.b64encode(buf.getvalue()).decode()
+
+    def small(self) -> bool:
+        size = len(self.model_pb) + sum(v.nbytes for v in [*self.inputs.values(), *self.expected.values()])
+        return size <= EMBED_LIMIT
+
+    @staticmethod
+    def from_files(model: Path, inputs: Path, expected: Path) -> ReproData | None:
+        if not (model.exists() and inputs.exists() and expected.exists()):
+            return None
+        return ReproData(model.read_bytes(), dict(np.load(inputs)), dict(np.load(expected)))
+
+
+def doc(text: Any, limit: int = 200) -> str:
+    """Untrusted text inside a docstring: one line, no quotes or backslashes to break out with."""
+    t = " ".join(str(text).split())[:limit]
+    return t.replace("\\", "/").replace('"', "'")
+
+
+def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], data: ReproData | None = None) -> str:
+    """repro.py for ``graph`` (TensorFlow rebuilds it), or with ``data`` the engine-only script."""
+    check_graph(graph)
+    engine = str(meta["engine"].get("engine") or "mnn")
+    if not re.fullmatch(r"[a-z0-9_]+", engine):
+        raise ValueError(f"meta.json: engine {engine!r} is not an engine name")
+    status = str(meta.get("status", ""))
+    commands = {k: repr(str(v)) for k, v in (meta["engine"].get("commands") or {}).items()}
+    engine_stage = env.get_template(f"engine_{engine}.py.j2").render(commands=commands)
+    tol = Tolerance(**{k: float(v) for k, v in meta["tolerance"].items()})
+    return env.get_template("repro.py.j2").render(
+        fp_id=doc(meta["id"], 64), title=doc(meta["title"]), engine_name=engine,
+        engine_version=doc(meta["engine"].get("version", ""), 40),
+        platforms=[doc(p, 40) for p in meta.get("platforms") or ["?"]], tool_version=doc(meta["tool_version"], 40),
+        seed=_int(meta.get("seed")), case_index=_int(meta.get("case_index")), seed_value=int(graph.seed),
+        outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=tol,
+        engine_pip=ENGINE_PIP.get(engine, engine), helpers=HELPERS, model=(lines := model_lines(graph)),
+        weights=any("rng(" in line for line in lines),
+        inputs=sorted(graph.inputs.items()), engine_stage=engine_stage, embedded=data is not None,
+        model_b64=base64.b64encode(data.model_pb).decode() if data else "", data_b64=data.npz_b64() if data else "")
+
+
+def _int(v: Any) -> int | str:
+    return int(v) if isinstance(v, int) else "?"
