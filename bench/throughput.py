@@ -30,6 +30,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--base-build", default="", help="installed, or an MNN wheel / folder holding one")
+    ap.add_argument("--minimize-share", type=float, default=0.35,
+                    help="0: the fuzz loop only (no minimisation or confirmation reserve)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         base = None
@@ -37,7 +39,7 @@ def main() -> None:
             path = None if a.base_build == "installed" else Path(a.base_build)
             base = prepare_build("mnn", path, Path(d) / "base-venv")
         cfg = FuzzConfig(out=Path(d) / "o", engine="mnn", budget=a.budget, seed=a.seed, blocks=a.blocks, jobs=a.jobs,
-                         base=base)
+                         base=base, minimize_share=a.minimize_share)
         t0 = time.monotonic()
         s = Campaign(cfg).run()
         wall = time.monotonic() - t0
@@ -49,7 +51,7 @@ def main() -> None:
     ref += tfl
     lane_time = wall * a.jobs
     print(f"blocks {a.blocks[0]}-{a.blocks[1]}, jobs {a.jobs}, budget {a.budget:.0f} s, wall {wall:.1f} s, "
-          f"base build: {a.base_build or 'none'}")
+          f"base build: {a.base_build or 'none'}, minimize share {a.minimize_share}")
     print(f"models {s['models']}, models/s {s['models'] / wall:.1f} (wall, including worker start-up)")
     print(f"time share of lane time: TensorFlow {100 * ref / lane_time:.1f}%, engine {100 * eng / lane_time:.1f}%, "
           f"harness {100 * (lane_time - ref - eng) / lane_time:.1f}%")
