@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import random
 import subprocess
 import time
@@ -179,25 +180,40 @@ def test_huge_log_still_files_a_valid_issue(tmp_path, fake):
     assert marker_ids(issue["body"]) == [fp("Lrn").id]
 
 
-def test_mentions_closing_keywords_and_html_are_neutralised(tmp_path, fake):
+def outside_code(body: str) -> str:
+    """The body without its fenced code blocks (CommonMark's rule: a fence closes only at a line
+    of at least as many backticks and nothing else)."""
+    kept, fence = [], ""
+    for line in body.splitlines():
+        m = re.match(r" {0,3}(`{3,})(.*)$", line)
+        if fence:
+            if m and len(m.group(1)) >= len(fence) and not m.group(2).strip():
+                fence = ""
+        elif m:
+            fence = m.group(1)
+        else:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def test_mentions_closing_keywords_and_html_are_neutralised_outside_code(tmp_path, fake):
     log = "@octocat fixes #12 <img src=x onerror=alert(1)>\n::set-output name=x::y\n```\nbreak out"
     out = make_out(tmp_path, [(fp("Lrn"), 1, log, relu_graph("Lrn"))])
     run(out, fake)
     body = bot_issues(fake)[0]["body"]
-    assert "@octocat" not in body and "fixes #12" not in body and "#12" not in body
-    import re
-
-    outside = re.sub(r"(`{3,})[^\n]*\n.*?\n\1", "", body, flags=re.S)  # drop fenced blocks
+    outside = outside_code(body)
+    assert "@octocat" not in outside and "fixes #12" not in outside and "#12" not in outside
     assert "<img" not in outside and "&lt;img" in outside  # raw HTML only inside code blocks, where it is inert
-    assert f"@{ZWSP}octocat" in body
+    assert f"@{ZWSP}octocat" in outside  # the message, as prose
+    assert log in body and "````\n" + log in body  # the log verbatim, in a fence its ``` cannot close
     assert "::set-output" not in neutralise(log)
 
 
-def test_code_block_cannot_be_closed_by_its_content():
-    text = "a ``` b ```` c"
+def test_code_block_cannot_be_closed_by_its_content_and_keeps_it_verbatim():
+    text = "a ``` b ```` c\n@octocat fixes #1"
     block = code_block(text)
     fence = block.splitlines()[0]
-    assert len(fence) == 5 and block.endswith(fence)
+    assert len(fence) == 5 and block.endswith(fence) and text in block
 
 
 def test_truncation_closes_an_open_fence_and_says_so():
@@ -205,6 +221,14 @@ def test_truncation_closes_an_open_fence_and_says_so():
     cut = truncate_body(body)
     assert len(cut) <= BODY_LIMIT and "cut to GitHub's limit" in cut
     assert cut.count("```") % 2 == 0
+
+
+def test_truncation_inside_a_long_fence_is_not_fooled_by_a_shorter_one():
+    body = "head\n````\n```\n" + "x" * 100_000  # a ``` line inside a ```` block is text
+    cut = truncate_body(body)
+    assert cut.rstrip().endswith("characters; the full text is in the run's artifacts.")
+    assert outside_code(cut).count("x" * 100) == 0  # the cut block was closed with ````
+    assert "\n````\n\n> **Note:**" in cut
 
 
 def test_token_never_printed(tmp_path, fake, caplog, capsys, monkeypatch):
@@ -293,3 +317,32 @@ def test_report_cli_on_a_real_fuzz_output(tmp_path):
     r2 = subprocess.run([*gbft_cmd(), "report", "--from", str(out), "--tracker", "files"], cwd=ROOT,
                         capture_output=True, text=True)
     assert "filed " not in r2.stdout and len(sorted((out / "issues").glob("[0-9][0-9][0-9][0-9].md"))) == len(issues)
+
+
+HOSTILE = "@octocat <script>alert(1)</script> fixes #1 ``` `` " + "A" * 200_000
+
+
+def test_every_meta_field_of_a_hostile_bundle_is_neutralised_where_it_lands(tmp_path):
+    """A bundle is a pull request's artifact: every field its author controls must land inert."""
+    from gbft_action.report.render import Renderer
+
+    out = make_out(tmp_path, [(fp("Lrn"), 1, "log line", relu_graph("Lrn"))])
+    bundle = next((out / "bugs").iterdir())
+    meta = json.loads((bundle / "meta.json").read_text())
+    for key in ("message", "op", "node", "stage", "status", "first_seen", "last_seen", "title", "tool_version",
+                "minimized_size", "original_size", "occurrences"):
+        meta[key] = HOSTILE
+    meta["engine"] = {"engine": "mnn", "version": HOSTILE, "machine": HOSTILE}
+    meta["platforms"] = [HOSTILE, HOSTILE]
+    meta["fingerprint"] = {**meta["fingerprint"], "op": HOSTILE, "structure": HOSTILE, "stage": HOSTILE,
+                           "code": HOSTILE, "title": HOSTILE, "id": meta["fingerprint"]["id"]}
+    title, body = Renderer().issue(bundle, meta, CTX)
+    outside = outside_code(body)
+    assert len(body) <= BODY_LIMIT
+    for bad in ("@octocat", "<script", "fixes #1"):
+        assert bad not in outside, bad
+    assert "@" + ZWSP + "octocat" in outside and "&lt;script&gt;" in outside
+    assert "\n" not in title and "@octocat" not in title and "&lt;" not in title and "<script>" in title
+    repro = body.split("```python\n", 1)[1].split("\n```", 1)[0] if "```python\n" in body else ""
+    compile(repro, "repro.py", "exec")  # still a Python script: the fields reached it quoted, or not at all
+    assert "alert(1)" not in repro.split('"""', 2)[2]  # outside its docstring, no field text at all

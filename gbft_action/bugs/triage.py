@@ -224,10 +224,10 @@ def headline(summary: dict[str, Any]) -> str:
     """The answer, in one line, for the top of the job summary."""
     tri = summary.get("triage")
     if not tri:
-        n, new = summary.get("unique_failures", 0), len(summary.get("new_failures", []))
+        n, new = int(summary.get("unique_failures", 0)), len(summary.get("new_failures", []))
         return (f"{n} distinct failure{_s(n)}, {new} not seen before. No base build to compare with: "
                 f"set `base-build` to tell what this pull request introduced.")
-    c = tri["counts"]
+    c = {k: int(v) for k, v in tri["counts"].items()}  # summary.json is data from a run: numbers only here
     new, changed, pre, fixed = c["new"], c["changed"], c["pre-existing"], c["fixed"]
     head = f"**{new} new failure{_s(new)} introduced by this pull request**" if new else "**No new failures**"
     rest = []

@@ -17,7 +17,12 @@ import jinja2
 
 from ..bugs.bundle import TEMPLATES
 from ..bugs.repro import ENGINE_PIP
-from .sanitize import code_block, inline, neutralise, truncate_body
+from markupsafe import Markup
+
+from ..bugs.bundle import mermaid
+from ..bugs.repro import render_repro
+from ..graph.ir import Graph
+from .sanitize import cell, code_block, finalize, inline, prose, title, truncate_body
 
 STATUS_TEXT = {"MCF": "model conversion failure", "IF": "inference failure", "DCF": "data comparison failure",
                "TIMEOUT": "timeout", "XPF": "cross-platform failure",
@@ -53,57 +58,79 @@ class RunContext:
         )
 
 
+def _node(meta: dict[str, Any]) -> str:
+    node = str(meta.get("node") or "")
+    return node if node.isidentifier() else ""
+
+
 class Renderer:
     def __init__(self, template_dir: Path | None = None) -> None:
         dirs = [str(template_dir)] if template_dir else []
         dirs.append(str(TEMPLATES))  # the user's templates first, ours as the fallback
-        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(dirs), keep_trailing_newline=True,
-                                      autoescape=False, undefined=jinja2.StrictUndefined)
+        loader = jinja2.FileSystemLoader(dirs)
+        # Every {{ value }} is a sanitised cell unless marked Markup (sanitize.finalize).
+        self.env = jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False,
+                                      undefined=jinja2.StrictUndefined, finalize=finalize)
+        self.code_env = jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False)
 
     def issue(self, bundle: Path, meta: dict[str, Any], ctx: RunContext, aliases: list[str] = (),
               run_key: str = "") -> tuple[str, str]:
-        """(title, body) of the issue for one bug bundle."""
+        """(title, body) of the issue for one bug bundle.  The bundle is data (a pull request's
+        artifact): its repro and diagram are generated here from its graph, never pasted."""
         fp = meta["fingerprint"]
-        repro = (bundle / "repro.py").read_text() if (bundle / "repro.py").exists() else "# repro.py missing"
-        mmd = (bundle / "minimized.mmd").read_text() if (bundle / "minimized.mmd").exists() else "flowchart TD\n"
+        repro, graph = self._repro(bundle, meta)
         log = (bundle / "engine.log").read_text(errors="replace") if (bundle / "engine.log").exists() else ""
         body = self.env.get_template("issue.md.j2").render(
             fp=fp, aliases=list(aliases), run_key=run_key, engine={"name": meta["engine"].get("engine", ""),
-                                                 "version": meta["engine"].get("version", "")},
+                                                                "version": meta["engine"].get("version", "")},
             what=WHAT.get(fp["status"], "fails"), status_text=STATUS_TEXT.get(fp["status"], fp["status"]),
             tool_repo=TOOL_REPO, commit=ctx.commit, platforms=meta.get("platforms") or ["?"],
-            pr_link=ctx.pr_link, run_link=ctx.run_link, occurrences=meta.get("occurrences", 1),
+            pr_link=Markup(ctx.pr_link), run_link=Markup(ctx.run_link), occurrences=meta.get("occurrences", 1),
             first_seen=meta.get("first_seen", ""), last_seen=meta.get("last_seen", ""),
             original_size=meta.get("original_size"), minimized_size=meta.get("minimized_size"),
-            minimized=meta.get("minimized", False), message=inline(meta.get("message", ""), 1000),
-            details=self._details(bundle), mermaid=mmd, flaky=meta.get("flaky"),
-            engine_pip=ENGINE_PIP.get(meta["engine"].get("engine", ""), "the engine"),
+            minimized=meta.get("minimized", False), message=Markup(prose(meta.get("message", ""), 1000)),
+            details=self._details(bundle),
+            mermaid=code_block(mermaid(graph, _node(meta)) if graph else "flowchart TD", "mermaid"),
+            flaky=meta.get("flaky"), engine_pip=ENGINE_PIP.get(meta["engine"].get("engine", ""), "the engine"),
             repro_lines=repro.count("\n"), repro_block=code_block(repro, "python"),
+            engine_only=(bundle / "repro_engine.py").exists(),
             log_block=code_block("\n".join(log.splitlines()[-60:])) if log.strip() else "")
-        title = inline(fp["title"], 200)
-        return title, truncate_body(body)
+        return title(fp["title"]), truncate_body(body)
 
-    def _details(self, bundle: Path) -> str:
+    def _repro(self, bundle: Path, meta: dict[str, Any]) -> tuple[str, Graph | None]:
+        """repro.py generated from the bundle's (minimised) graph; a bundle that does not hold
+        a valid graph gets a line saying so instead."""
+        path = bundle / ("minimized.json" if (bundle / "minimized.json").exists() else "graph.json")
+        try:
+            graph = Graph.from_json(path.read_text())
+            return render_repro(self.code_env, graph, meta), graph
+        except (OSError, ValueError, KeyError, TypeError, jinja2.TemplateError) as e:
+            return f"# no repro: {path.name} in the bundle is not a valid model ({type(e).__name__})\n", None
+
+    def _details(self, bundle: Path) -> Markup:
         """For a DCF: the worst elements of the first differing output, as a table."""
         path = bundle / "result.json"
-        case = json.loads(path.read_text()) if path.exists() else {}
-        diffs = case.get("diffs") or []
-        rows = [f"| {inline(d['name'], 40)} | {100 * d['ratio']:.2f}% | {inline(d['reason'], 120)} |"
-                for d in diffs if not d.get("ok")]
+        try:
+            case = json.loads(path.read_text()) if path.exists() else {}
+            diffs = [d for d in case.get("diffs") or [] if not d.get("ok")]
+            rows = [f"| {cell(d['name'], 40)} | {100 * float(d['ratio']):.2f}% | {cell(d['reason'], 120)} |"
+                    for d in diffs]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            rows = []
         if not rows:
-            return ""
-        return "| output | elements within tolerance | difference |\n|---|---:|---|\n" + "\n".join(rows[:10])
+            return Markup("")
+        return Markup("| output | elements within tolerance | difference |\n|---|---:|---|\n" + "\n".join(rows[:10]))
 
     def comment(self, meta: dict[str, Any], ctx: RunContext, run_occurrences: int, regressed: bool) -> str:
         return truncate_body(self.env.get_template("comment.md.j2").render(
-            regressed=regressed, pr_link=ctx.pr_link, commit=ctx.commit, run_link=ctx.run_link,
+            regressed=regressed, pr_link=Markup(ctx.pr_link), commit=ctx.commit, run_link=Markup(ctx.run_link),
             platforms=meta.get("platforms") or ["?"], run_occurrences=run_occurrences,
             occurrences=meta.get("occurrences", run_occurrences)))
 
     def fixed(self, engine: dict[str, Any], ctx: RunContext, platforms: list[str], closing: bool) -> str:
         return self.env.get_template("fixed.md.j2").render(
             engine={"name": engine.get("engine", ""), "version": engine.get("version", "")}, commit=ctx.commit,
-            platforms=platforms or ["?"], closing=closing, run_link=ctx.run_link)
+            platforms=platforms or ["?"], closing=closing, run_link=Markup(ctx.run_link))
 
     def summary(self, summary: dict[str, Any], headline: str, sections: list[dict[str, Any]],
                 ids: list[dict[str, Any]], not_filed: list[str]) -> str:
@@ -113,8 +140,8 @@ class Renderer:
         base = (summary.get("triage") or {}).get("base") or {}
         return self.env.get_template("summary.md.j2").render(
             engine={"name": eng.get("name", ""), "version": eng.get("version", "")}, models=summary["models"],
-            base=inline(" ".join(x for x in (base.get("engine", ""), base.get("version", "")) if x), 80),
-            headline=headline, sections=sections, ids=ids,
+            base=" ".join(str(x) for x in (base.get("engine", ""), base.get("version", "")) if x)[:80],
+            headline=Markup(headline), sections=sections, ids=ids,
             elapsed_s=summary["elapsed_s"], models_per_s=summary["models_per_s"],
             platforms=list(plats) or [eng.get("machine", "?")], per_platform=plats if len(plats) > 1 else {},
             stop_reason=summary.get("stop_reason", ""),

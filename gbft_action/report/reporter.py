@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from .render import Renderer, RunContext
 from .trackers import Issue, IssueTracker, marker_ids
 
@@ -126,7 +128,6 @@ def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict
                 index: dict[str, Issue], res: ReportResult) -> str:
     """The Markdown job summary: the answer first, a table per verdict, ids in a collapsed block."""
     from ..bugs.triage import headline
-    from .sanitize import inline
 
     rows: dict[str, list[dict[str, Any]]] = {}
     ids = []
@@ -137,14 +138,15 @@ def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict
         link = (f"[#{issue.number}]({issue.url})" if issue.url.startswith("http") else f"#{issue.number}") \
             if issue and issue.number else ""
         verdict = f.get("verdict", "")
+        # Raw values: the template makes each a sanitised cell (sanitize.finalize).
         rows.setdefault(verdict, []).append({
-            "title": inline(f.get("title") or f.get("message", ""), 120), "op": inline(f.get("op") or "", 40),
-            "count": f["count"], "size": meta.get("minimized_size", ""), "issue": link})
+            "title": str(f.get("title") or f.get("message", ""))[:120], "op": str(f.get("op") or "")[:40],
+            "count": f["count"], "size": meta.get("minimized_size", ""), "issue": Markup(link)})
         bundle = f"bugs/{f['key']}/" if meta else f.get("case_dir", "")
-        ids.append({"key": inline(f["key"], 20), "verdict": verdict or ("new" if f["key"] in
-                                                                        summary.get("new_failures", []) else "known"),
-                    "platforms": inline(", ".join(f.get("platforms") or meta.get("platforms") or []), 80),
-                    "bundle": inline(bundle, 120)})
+        ids.append({"key": str(f["key"])[:20], "verdict": verdict or ("new" if f["key"] in
+                                                                      summary.get("new_failures", []) else "known"),
+                    "platforms": ", ".join(map(str, f.get("platforms") or meta.get("platforms") or []))[:80],
+                    "bundle": str(bundle)[:120]})
     sections = [{"title": title, "why": why, "rows": rows[v]} for v, title, why in SECTIONS if rows.get(v)]
     not_filed = [x["fingerprint"] for x in res.skipped if x.get("reason") == "not filed: quota"]
     return render.summary(summary, headline(summary), sections, ids, not_filed)
