@@ -13,7 +13,8 @@ from .corpus import DEFAULT_CORPUS, CorpusError, load_corpus
 from .oracle import Tolerance
 
 # Exit codes, in one place.  replay: 1 = still fails the same way, 4 = fails differently.
-EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_ERROR, EXIT_DIFFERENT = 0, 1, 2, 3, 4
+# report: 5 = partial (GitHub refused some writes; report.json says which and why).
+EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_ERROR, EXIT_DIFFERENT, EXIT_PARTIAL = 0, 1, 2, 3, 4, 5
 REPLAY_EXIT = {"same": EXIT_FAILURES, "different": EXIT_DIFFERENT, "passes": EXIT_OK}
 
 
@@ -301,7 +302,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     for line in res.lines() or ["nothing to report"]:
         print(line)
     print(f"report: {args.src / 'report.json'}")
-    return EXIT_OK
+    return EXIT_PARTIAL if res.partial else EXIT_OK
 
 
 def _replay_lane(meta: dict[str, Any]) -> Any:

@@ -509,6 +509,8 @@ class _Issue:
     closed: float | None = None
     closed_by: str | None = None
     comments: int = 0
+    locked: bool = False
+    deleted: bool = False  # GitHub answers 410 Gone for a deleted issue
 
 
 @dataclass
@@ -843,6 +845,7 @@ class GitHubFake:
         self._search_enforced = search_requests_per_minute is not None
         self._faults: deque[_Fault] = deque()
         self._fail_creates_with_502 = 0
+        self._fail_comments_with_502 = 0
 
         self.requests: list[RecordedRequest] = []
         self.raw_log: list[RawExchange] = []
@@ -973,6 +976,21 @@ class GitHubFake:
         """Store the next ``n`` created issues, then answer 502 (a retry would duplicate)."""
         with self._lock:
             self._fail_creates_with_502 += n
+
+    def fail_next_comment_with_502(self, n: int = 1) -> None:
+        """Store the next ``n`` comments, then answer 502 (a rerun that does not look first posts twice)."""
+        with self._lock:
+            self._fail_comments_with_502 += n
+
+    def lock_issue(self, repo: str, number: int) -> None:
+        """Lock an issue's conversation (as a maintainer would): comments answer 403."""
+        with self._lock:
+            self._repo(repo).issues[number].locked = True
+
+    def delete_issue(self, repo: str, number: int) -> None:
+        """Delete an issue (as an admin would): it answers 410 Gone, but still lists until reindexed."""
+        with self._lock:
+            self._repo(repo).issues[number].deleted = True
 
     def flush_search_index(self) -> None:
         """Let the search index catch up now, whatever ``search_lag`` says."""
@@ -1673,6 +1691,10 @@ class GitHubFake:
             headers["x-ratelimit-reset"] = str(math.ceil(time.time() + fault.reset_in))
         return _Resp(fault.status, {"message": message, "documentation_url": docs}, headers)
 
+    def _gone(self, ctx: _Ctx) -> _Resp:
+        return self._error(410, "This issue was deleted", self._contract.docs_url(ctx.method, ctx.template),
+                           resource="core")
+
     def _not_found(self, ctx: _Ctx) -> _Resp:
         return self._error(404, "Not Found", self._contract.docs_url(ctx.method, ctx.template), resource="core")
 
@@ -1821,6 +1843,8 @@ class GitHubFake:
         issue = repo.issues.get(int(ctx.params["issue_number"]))
         if issue is None:
             return self._not_found(ctx)
+        if issue.deleted:
+            return self._gone(ctx)
         return _Resp(200, self._issue_json(repo, issue, ctx.base))
 
     def _op_update_issue(self, ctx: _Ctx) -> _Resp:
@@ -1829,6 +1853,8 @@ class GitHubFake:
         issue = repo.issues.get(int(ctx.params["issue_number"]))
         if issue is None:
             return self._not_found(ctx)
+        if issue.deleted:
+            return self._gone(ctx)
         b = ctx.body or {}
         errors = []
         if "title" in b and b["title"] is not None:
@@ -1880,12 +1906,20 @@ class GitHubFake:
         issue = repo.issues.get(int(ctx.params["issue_number"]))
         if issue is None:
             return self._not_found(ctx)
+        if issue.deleted:
+            return self._gone(ctx)
+        if issue.locked:
+            return self._error(403, "Unable to create comment because issue is locked.",
+                               self._contract.docs_url(ctx.method, ctx.template), resource="core")
         body = ctx.body["body"]
         bad = self._bad_comment_body(ctx, body)
         if bad is not None:
             return bad
         comment = self._new_comment(repo, issue, body, self._user)
         self._index(repo, issue)
+        if self._fail_comments_with_502 > 0:
+            self._fail_comments_with_502 -= 1
+            return _Resp(502, {"message": "Server Error"})
         data = self._comment_json(repo, comment, ctx.base)
         return _Resp(201, data, {"location": data["url"]})
 

@@ -346,3 +346,70 @@ def test_every_meta_field_of_a_hostile_bundle_is_neutralised_where_it_lands(tmp_
     repro = body.split("```python\n", 1)[1].split("\n```", 1)[0] if "```python\n" in body else ""
     compile(repro, "repro.py", "exec")  # still a Python script: the fields reached it quoted, or not at all
     assert "alert(1)" not in repro.split('"""', 2)[2]  # outside its docstring, no field text at all
+
+
+# --------------------------------------------------------------------------- a hostile or flaky GitHub
+
+def stored(fake: GitHubFake) -> list:
+    """What GitHub holds of the bot's work: issues (title, body, state) and their comments."""
+    return [(i["number"], i["title"], i["body"], i["state"], [c["body"] for c in fake.comments(REPO, i["number"])])
+            for i in fake.issues(REPO)]
+
+
+def existing_issue(fake: GitHubFake, f: Fingerprint, **kw) -> int:
+    return fake.add_issue(REPO, f.title, f"<!-- gbft-fingerprint: {f.id} -->\nold body", ["gbft"], **kw)
+
+
+@pytest.mark.parametrize("trouble, status", [("locked", 403), ("deleted", 410)])
+def test_a_refused_issue_is_recorded_and_the_rest_is_filed(tmp_path, fake, trouble, status):
+    a, b, c = fp("Lrn"), fp("Relu"), fp("Tanh")
+    number = existing_issue(fake, a)
+    getattr(fake, {"locked": "lock_issue", "deleted": "delete_issue"}[trouble])(REPO, number)
+    out = make_out(tmp_path, [(f, 1, "x", relu_graph(f.op)) for f in (a, b, c)])
+    res = run(out, fake)
+    assert res.partial and [(x["fingerprint"], x["issue"]) for x in res.failed] == [(a.id, number)]
+    assert str(status) in res.failed[0]["reason"] and len(res.filed) == 2
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["failed"][0]["reason"] == res.failed[0]["reason"] and len(rep["filed"]) == 2
+    assert "GitHub refused 1 write" in (out / "summary.md").read_text()
+    before = stored(fake)
+    run(out, fake)  # the same output again: nothing new is stored
+    assert stored(fake) == before
+
+
+def test_a_comment_stored_then_answered_502_is_not_posted_twice(tmp_path, fake):
+    a = fp("Lrn")
+    number = existing_issue(fake, a)
+    out = make_out(tmp_path, [(a, 1, "x", relu_graph("Lrn"))])
+    fake.fail_next_comment_with_502()
+    res = run(out, fake)
+    assert res.partial and "502" in res.failed[0]["reason"]
+    assert len(fake.comments(REPO, number)) == 1  # GitHub stored it all the same
+    res = run(out, fake)  # the rerun finds the run's marker in that comment and only updates the body
+    assert not res.partial and len(fake.comments(REPO, number)) == 1 and res.commented
+    before = stored(fake)
+    run(out, fake)
+    assert stored(fake) == before
+
+
+def test_an_issue_closed_as_not_planned_stays_closed(tmp_path, fake):
+    a = fp("Lrn")
+    number = existing_issue(fake, a, state="closed", state_reason="not_planned")
+    out = make_out(tmp_path, [(a, 1, "x", relu_graph("Lrn"))])
+    res = run(out, fake)
+    issue = fake.issue(REPO, number)
+    assert issue["state"] == "closed" and issue["state_reason"] == "not_planned" and not fake.comments(REPO, number)
+    assert res.skipped[0]["reason"] == "closed by maintainers (not planned)" and not res.reopened
+    assert f"Closed by maintainers as not planned (not reopened): #{number}" in (out / "summary.md").read_text()
+
+
+def test_cli_report_exit_code_says_partial(tmp_path, fake, monkeypatch):
+    from gbft_action.cli import EXIT_PARTIAL, main
+
+    a = fp("Lrn")
+    fake.lock_issue(REPO, existing_issue(fake, a))
+    out = make_out(tmp_path, [(a, 1, "x", relu_graph("Lrn"))])
+    monkeypatch.setenv("GBFT_TEST_TOKEN", TOKEN)
+    code = main(["report", "--from", str(out), "--tracker", "github", "--repo", REPO, "--token-env", "GBFT_TEST_TOKEN",
+                 "--base-url", fake.base_url, "--min-write-interval", "0.05"])
+    assert code == EXIT_PARTIAL

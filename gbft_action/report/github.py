@@ -14,14 +14,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import github
 from github import Auth, Github, GithubException
 
-from .trackers import Issue, index_issues
+from .trackers import Issue, TrackerError, index_issues
 
 LABEL_COLOR = "d73a4a"
 
@@ -70,10 +71,19 @@ class GitHubTracker:
         # Pull requests carry no gbft marker, so they fall out of the index by
         # themselves; reading i.pull_request would cost a GET per issue.
         issues = self._call(lambda: list(self._repo.get_issues(state="all", labels=[self.label])))
-        return index_issues([Issue(i.number, i.state, i.body or "", i.html_url) for i in issues])
+        return index_issues([Issue(i.number, i.state, i.body or "", i.html_url, i.state_reason or "")
+                             for i in issues])
+
+    def has_comment(self, number: int, marker: str) -> bool:
+        with _refused(number):
+            return any(marker in (c.body or "") for c in self._call(lambda: list(self._issue(number).get_comments())))
 
     # -- writing ----------------------------------------------------------------------
     def create(self, fid: str, title: str, body: str) -> Issue:
+        with _refused(None):
+            return self._create(fid, title, body)
+
+    def _create(self, fid: str, title: str, body: str) -> Issue:
         for attempt in range(self.max_retries + 1):
             try:
                 i = self._write(lambda: self._repo.create_issue(title=title, body=body, labels=[self.label]))
@@ -89,16 +99,20 @@ class GitHubTracker:
         raise AssertionError("unreachable")
 
     def comment(self, number: int, body: str) -> None:
-        self._write(lambda: self._issue(number).create_comment(body))
+        with _refused(number):
+            self._write(lambda: self._issue(number).create_comment(body))
 
     def update_body(self, number: int, body: str) -> None:
-        self._write(lambda: self._issue(number).edit(body=body))
+        with _refused(number):
+            self._write(lambda: self._issue(number).edit(body=body))
 
     def reopen(self, number: int) -> None:
-        self._write(lambda: self._issue(number).edit(state="open", state_reason="reopened"))
+        with _refused(number):
+            self._write(lambda: self._issue(number).edit(state="open", state_reason="reopened"))
 
     def close(self, number: int) -> None:
-        self._write(lambda: self._issue(number).edit(state="closed", state_reason="completed"))
+        with _refused(number):
+            self._write(lambda: self._issue(number).edit(state="closed", state_reason="completed"))
 
     # -- plumbing ---------------------------------------------------------------------
     def _issue(self, number: int) -> Any:
@@ -132,6 +146,16 @@ class GitHubTracker:
                     raise
                 self._sleep(delay)
         raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def _refused(number: int | None) -> Iterator[None]:
+    """GitHub's refusal of one issue's write as a TrackerError, with GitHub's own message."""
+    try:
+        yield
+    except GithubException as e:
+        message = e.data.get("message", "") if isinstance(e.data, dict) else ""
+        raise TrackerError(number, e.status, str(message or "error")[:200]) from None
 
 
 def rate_limit_delay(e: GithubException) -> float | None:

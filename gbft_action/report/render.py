@@ -133,7 +133,8 @@ class Renderer:
             platforms=platforms or ["?"], closing=closing, run_link=Markup(ctx.run_link))
 
     def summary(self, summary: dict[str, Any], headline: str, sections: list[dict[str, Any]],
-                ids: list[dict[str, Any]], not_filed: list[str]) -> str:
+                ids: list[dict[str, Any]], not_filed: list[str], refused: list[dict[str, Any]] = (),
+                declined: list[dict[str, Any]] = ()) -> str:
         eng = summary.get("engine", {})
         counts = summary.get("platforms") or {}  # in the order given on the command line
         plats = {p: counts[p] for p in summary.get("platform_order", counts) if p in counts}
@@ -145,4 +146,5 @@ class Renderer:
             elapsed_s=summary["elapsed_s"], models_per_s=summary["models_per_s"],
             platforms=list(plats) or [eng.get("machine", "?")], per_platform=plats if len(plats) > 1 else {},
             stop_reason=summary.get("stop_reason", ""),
-            by_status=summary["by_status"], coverage=summary.get("coverage"), not_filed=not_filed)
+            by_status=summary["by_status"], coverage=summary.get("coverage"), not_filed=not_filed,
+            refused=list(refused), declined=list(declined))

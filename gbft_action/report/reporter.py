@@ -18,7 +18,7 @@ from typing import Any
 from markupsafe import Markup
 
 from .render import Renderer, RunContext
-from .trackers import Issue, IssueTracker, marker_ids
+from .trackers import Issue, IssueTracker, TrackerError, marker_ids
 
 
 @dataclass
@@ -39,13 +39,19 @@ class ReportResult:
     closed: list[dict[str, Any]] = field(default_factory=list)
     still_failing: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)  # GitHub refused a write: with the reason
+
+    @property
+    def partial(self) -> bool:
+        """Some writes failed: the run finished, but not everything was filed."""
+        return bool(self.failed)
 
     def to_json(self) -> dict[str, Any]:
         return {k: list(v) for k, v in self.__dict__.items()}
 
     def lines(self) -> list[str]:
         out = []
-        for kind in ("filed", "commented", "reopened", "closed", "still_failing", "skipped"):
+        for kind in ("filed", "commented", "reopened", "closed", "still_failing", "skipped", "failed"):
             for x in getattr(self, kind):
                 where = f" #{x['issue']}" if x.get("issue") else ""
                 why = f" ({x['reason']})" if x.get("reason") else ""
@@ -64,49 +70,82 @@ def load_run(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
 
 
 def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_factory: Any = None) -> ReportResult:
+    """File or update one issue per bug.  Each write is its own unit: one that GitHub refuses
+    (a locked or deleted issue, a 5xx after retries) is recorded with its reason in
+    report.json and the run goes on.  report.json and summary.md are always written."""
     summary, metas = load_run(cfg.out)
     render = Renderer(cfg.template_dir)
     res = ReportResult()
-    index = tracker.index()
-    counts = {f["key"]: f["count"] for f in summary.get("failures", [])}
-    run_key = run_key_of(cfg.out)
-    new_filed = 0
-    touched: set[int] = set()  # at most one comment per issue per run, even through aliases
-    for fid, meta in metas.items():
-        title = meta["fingerprint"]["title"]
-        entry = {"fingerprint": fid, "title": title}
-        existing = index.get(fid)
-        bundle = cfg.out / "bugs" / fid
+    index: dict[str, Issue] = {}
+    try:
+        index = tracker.index()
+        run = _Run(cfg, tracker, ctx, render, index, res, summary)
+        for fid, meta in metas.items():
+            entry = {"fingerprint": fid, "title": meta["fingerprint"]["title"]}
+            try:
+                run.one(fid, meta, entry)
+            except TrackerError as e:
+                res.failed.append({**entry, "issue": e.number, "reason": str(e)})
+        if cfg.check_fixes:
+            _check_fixes(cfg, tracker, ctx, render, index, set(metas), res, lane_factory)
+    finally:
+        (cfg.out / "report.json").write_text(json.dumps(res.to_json(), indent=2, sort_keys=True) + "\n")
+        (cfg.out / "summary.md").write_text(job_summary(render, summary, metas, index, res))
+    return res
+
+
+class _Run:
+    """One reporting run: the quota, the issues touched, the run's marker."""
+
+    def __init__(self, cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, render: Renderer,
+                 index: dict[str, Issue], res: ReportResult, summary: dict[str, Any]) -> None:
+        self.cfg, self.tracker, self.ctx, self.render, self.index, self.res = cfg, tracker, ctx, render, index, res
+        self.counts = {f["key"]: f["count"] for f in summary.get("failures", [])}
+        self.run_key = run_key_of(cfg.out)
+        self.new_filed = 0
+        self.touched: set[int] = set()  # at most one comment per issue per run, even through aliases
+
+    def one(self, fid: str, meta: dict[str, Any], entry: dict[str, Any]) -> None:
+        existing = self.index.get(fid)
+        bundle = self.cfg.out / "bugs" / fid
         if existing is None:
-            if new_filed >= cfg.max_new_issues:
-                res.skipped.append({**entry, "reason": "not filed: quota"})
-                continue
-            t, body = render.issue(bundle, meta, ctx, run_key=run_key)
-            issue = tracker.create(fid, t, body)
-            index[fid] = issue
-            new_filed += 1
-            res.filed.append({**entry, "issue": issue.number, "url": issue.url})
-            continue
-        if f"gbft-last-run: {run_key} " in existing.body:  # this output was reported already
-            res.skipped.append({**entry, "issue": existing.number, "reason": "already reported from this run"})
-            continue
-        if existing.number in touched:
-            res.skipped.append({**entry, "issue": existing.number, "reason": "already updated in this run"})
-            continue
-        touched.add(existing.number)
+            self._file(fid, meta, entry, bundle)
+        elif existing.state == "closed" and existing.state_reason == "not_planned":
+            self.res.skipped.append({**entry, "issue": existing.number, "reason": "closed by maintainers (not planned)"})
+        elif f"gbft-last-run: {self.run_key} " in existing.body:  # this output was reported already
+            self.res.skipped.append({**entry, "issue": existing.number, "reason": "already reported from this run"})
+        elif existing.number in self.touched:
+            self.res.skipped.append({**entry, "issue": existing.number, "reason": "already updated in this run"})
+        else:
+            self.touched.add(existing.number)
+            self._update(fid, meta, entry, bundle, existing)
+
+    def _file(self, fid: str, meta: dict[str, Any], entry: dict[str, Any], bundle: Path) -> None:
+        if self.new_filed >= self.cfg.max_new_issues:
+            self.res.skipped.append({**entry, "reason": "not filed: quota"})
+            return
+        t, body = self.render.issue(bundle, meta, self.ctx, run_key=self.run_key)
+        issue = self.tracker.create(fid, t, body)
+        self.index[fid] = issue
+        self.new_filed += 1
+        self.res.filed.append({**entry, "issue": issue.number, "url": issue.url})
+
+    def _update(self, fid: str, meta: dict[str, Any], entry: dict[str, Any], bundle: Path, existing: Issue) -> None:
+        """Reopen if it regressed, comment once (the comment carries the run's marker, so a rerun
+        after a lost answer does not post it again), then the body (which carries it too)."""
+        n = existing.number
         regressed = existing.state == "closed"
         if regressed:
-            tracker.reopen(existing.number)
-        tracker.comment(existing.number, render.comment(meta, ctx, counts.get(fid, 1), regressed))
-        _, body = render.issue(bundle, _merged(meta, existing), ctx, aliases=_aliases(existing, fid), run_key=run_key)
-        tracker.update_body(existing.number, body)
+            self.tracker.reopen(n)
+        marker = f"<!-- gbft-run: {self.run_key} -->"
+        if not self.tracker.has_comment(n, marker):
+            text = self.render.comment(meta, self.ctx, self.counts.get(fid, 1), regressed)
+            self.tracker.comment(n, f"{text.rstrip()}\n{marker}\n")
+        _, body = self.render.issue(bundle, _merged(meta, existing), self.ctx, aliases=_aliases(existing, fid),
+                                    run_key=self.run_key)
+        self.tracker.update_body(n, body)
         existing.state = "open"
-        (res.reopened if regressed else res.commented).append({**entry, "issue": existing.number})
-    if cfg.check_fixes:
-        _check_fixes(cfg, tracker, ctx, render, index, set(metas), res, lane_factory)
-    (cfg.out / "report.json").write_text(json.dumps(res.to_json(), indent=2, sort_keys=True) + "\n")
-    (cfg.out / "summary.md").write_text(job_summary(render, summary, metas, index, res))
-    return res
+        (self.res.reopened if regressed else self.res.commented).append({**entry, "issue": n})
 
 
 # The job summary's sections, in the order a maintainer reads them: what fails the PR first.
@@ -149,7 +188,8 @@ def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict
                     "bundle": str(bundle)[:120]})
     sections = [{"title": title, "why": why, "rows": rows[v]} for v, title, why in SECTIONS if rows.get(v)]
     not_filed = [x["fingerprint"] for x in res.skipped if x.get("reason") == "not filed: quota"]
-    return render.summary(summary, headline(summary), sections, ids, not_filed)
+    declined = [x for x in res.skipped if str(x.get("reason", "")).startswith("closed by maintainers")]
+    return render.summary(summary, headline(summary), sections, ids, not_filed, res.failed, declined)
 
 
 def run_key_of(out: Path) -> str:

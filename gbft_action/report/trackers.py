@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -29,6 +29,16 @@ class Issue:
     state: str  # open | closed
     body: str
     url: str = ""
+    state_reason: str = ""  # completed | not_planned | reopened | ""
+
+
+class TrackerError(Exception):
+    """The tracker refused one write (locked, deleted, 404, 422, a 5xx after retries): the
+    reporter records it for that issue and goes on."""
+
+    def __init__(self, number: int | None, status: int, reason: str) -> None:
+        super().__init__(f"{status}: {reason}" if status else reason)
+        self.number, self.status = number, status
 
 
 class IssueTracker(Protocol):
@@ -40,6 +50,9 @@ class IssueTracker(Protocol):
     def create(self, fid: str, title: str, body: str) -> Issue: ...
 
     def comment(self, number: int, body: str) -> None: ...
+
+    def has_comment(self, number: int, marker: str) -> bool:
+        """Whether a comment holding ``marker`` is already there (writes are idempotent)."""
 
     def update_body(self, number: int, body: str) -> None: ...
 
@@ -69,6 +82,9 @@ class NoneTracker:
 
     def comment(self, number: int, body: str) -> None:
         pass
+
+    def has_comment(self, number: int, marker: str) -> bool:
+        return False
 
     def update_body(self, number: int, body: str) -> None:
         pass
@@ -116,6 +132,9 @@ class FilesTracker:
         (self.dir / f"{number:04d}-comment-{k}.md").write_text(body)
         self._save()
 
+    def has_comment(self, number: int, marker: str) -> bool:
+        return any(marker in p.read_text() for p in self.dir.glob(f"{number:04d}-comment-*.md"))
+
     def update_body(self, number: int, body: str) -> None:
         self._file(number).write_text(f"# {self._issues[number]['title']}\n\n{body}")
 
@@ -147,4 +166,4 @@ def make_tracker(name: str, **kw: Any) -> IssueTracker:
     return TRACKERS[name](**kw)
 
 
-__all__ = ["Issue", "IssueTracker", "MARKER", "TRACKERS", "make_tracker", "marker_ids", "asdict"]
+__all__ = ["Issue", "IssueTracker", "MARKER", "TRACKERS", "TrackerError", "make_tracker", "marker_ids"]
