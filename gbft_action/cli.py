@@ -281,11 +281,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     import os
 
     from .report.render import RunContext
-    from .report.reporter import ReportConfig, report
+    from .report.reporter import ReportConfig, ReportInputError, load_run, report
     from .report.trackers import make_tracker
 
-    if not (args.src / "summary.json").exists():
-        print(f"error: --from {args.src}: no summary.json there (run gbft fuzz first)", file=sys.stderr)
+    try:
+        load_run(args.src)  # checked before anything is written to GitHub
+    except ReportInputError as e:
+        print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     if args.tracker == "github" and not args.repo:
         print("error: --tracker github needs --repo OWNER/NAME", file=sys.stderr)
@@ -298,7 +300,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     cfg = ReportConfig(args.src, args.max_new_issues, args.check_fixes, not args.no_close, args.corpus, args.templates)
-    res = report(cfg, tracker, RunContext.from_env(commit=args.commit), lane_factory=_replay_lane)
+    try:
+        res = report(cfg, tracker, RunContext.from_env(commit=args.commit), lane_factory=_replay_lane)
+    except ValueError as e:  # GitHub unusable (TrackerSetupError), or the output changed under us
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     for line in res.lines() or ["nothing to report"]:
         print(line)
     print(f"report: {args.src / 'report.json'}")

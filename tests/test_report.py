@@ -413,3 +413,40 @@ def test_cli_report_exit_code_says_partial(tmp_path, fake, monkeypatch):
     code = main(["report", "--from", str(out), "--tracker", "github", "--repo", REPO, "--token-env", "GBFT_TEST_TOKEN",
                  "--base-url", fake.base_url, "--min-write-interval", "0.05"])
     assert code == EXIT_PARTIAL
+
+
+def _report_cli(out: Path, base_url: str, token: str, capsys, monkeypatch) -> tuple[int, str]:
+    from gbft_action.cli import main
+
+    monkeypatch.setenv("GBFT_TEST_TOKEN", token)
+    code = main(["report", "--from", str(out), "--tracker", "github", "--repo", REPO, "--token-env", "GBFT_TEST_TOKEN",
+                 "--base-url", base_url, "--min-write-interval", "0.05"])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda out: (out / "summary.json").write_text((out / "summary.json").read_text()[:50]), "not valid JSON"),
+    (lambda out: (out / "summary.json").unlink(), "no such file"),
+    (lambda out: next((out / "bugs").iterdir()).joinpath("graph.json").unlink(), "graph.json: missing"),
+    (lambda out: next((out / "bugs").iterdir()).joinpath("meta.json").write_text("{"), "meta.json: not valid JSON"),
+])
+def test_bad_output_is_one_line_naming_the_file(tmp_path, fake, capsys, monkeypatch, damage, words):
+    out = make_out(tmp_path, [(fp("Lrn"), 1, "x", relu_graph("Lrn"))])
+    damage(out)
+    code, err = _report_cli(out, fake.base_url, TOKEN, capsys, monkeypatch)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and words in err and str(out) in err, err
+    assert not fake.writes()
+
+
+def test_unreachable_api_and_bad_credentials_are_one_line(tmp_path, fake, capsys, monkeypatch):
+    import socket
+
+    out = make_out(tmp_path, [(fp("Lrn"), 1, "x", relu_graph("Lrn"))])
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, err = _report_cli(out, f"http://127.0.0.1:{port}", TOKEN, capsys, monkeypatch)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "cannot reach the GitHub API" in err, err
+    code, err = _report_cli(out, fake.base_url, "ghp_wrong" + "x" * 30, capsys, monkeypatch)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "401" in err and "token" in err, err
+    assert TOKEN not in err

@@ -20,6 +20,7 @@ import time
 from typing import Any, Callable, Iterator
 
 import github
+import requests
 from github import Auth, Github, GithubException
 
 from .trackers import Issue, TrackerError, index_issues
@@ -60,8 +61,9 @@ class GitHubTracker:
         self._sleep = sleep
         self._last_write = 0.0
         self.repo_name = repo
-        self._repo = self._call(lambda: self._gh.get_repo(repo))
-        self._ensure_label()
+        with _setup(repo, base_url):
+            self._repo = self._call(lambda: self._gh.get_repo(repo))
+            self._ensure_label()
 
     def __repr__(self) -> str:  # never show the token
         return f"GitHubTracker(repo={self.repo_name!r}, label={self.label!r})"
@@ -70,7 +72,8 @@ class GitHubTracker:
     def index(self) -> dict[str, Issue]:
         # Pull requests carry no gbft marker, so they fall out of the index by
         # themselves; reading i.pull_request would cost a GET per issue.
-        issues = self._call(lambda: list(self._repo.get_issues(state="all", labels=[self.label])))
+        with _setup(self.repo_name, ""):
+            issues = self._call(lambda: list(self._repo.get_issues(state="all", labels=[self.label])))
         return index_issues([Issue(i.number, i.state, i.body or "", i.html_url, i.state_reason or "")
                              for i in issues])
 
@@ -146,6 +149,26 @@ class GitHubTracker:
                     raise
                 self._sleep(delay)
         raise AssertionError("unreachable")
+
+
+class TrackerSetupError(ValueError):
+    """GitHub cannot be used at all (unreachable, bad credentials, no permission): one line."""
+
+
+@contextlib.contextmanager
+def _setup(repo: str, url: str) -> Iterator[None]:
+    """What can go wrong before any issue is touched, as one line naming the setting to fix."""
+    try:
+        yield
+    except GithubException as e:
+        message = e.data.get("message", "") if isinstance(e.data, dict) else ""
+        hint = {401: "the token was rejected: check the token (--token-env / github-token)",
+                403: f"the token may not write issues or labels in {repo}: the job needs 'issues: write'",
+                404: f"repository {repo} not found, or the token cannot see it"}.get(e.status, "GitHub refused")
+        raise TrackerSetupError(f"{hint} ({e.status} {str(message)[:100]})") from None
+    except (requests.exceptions.RequestException, OSError) as e:
+        raise TrackerSetupError(f"cannot reach the GitHub API at {url or 'the API URL'} "
+                                f"({type(e).__name__}): check --base-url / GITHUB_API_URL") from None
 
 
 @contextlib.contextmanager

@@ -59,14 +59,43 @@ class ReportResult:
         return out
 
 
+class ReportInputError(ValueError):
+    """A fuzz output that cannot be reported: one line naming the file."""
+
+
 def load_run(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    summary = json.loads((out / "summary.json").read_text())
+    """summary.json and the meta.json of each failure's bundle, checked: a file that is missing,
+    truncated or not what it should be is named in a ReportInputError."""
+    summary = _json(out / "summary.json", dict)
+    failures = summary.get("failures")
+    if not isinstance(failures, list) or not all(isinstance(f, dict) and isinstance(f.get("key"), str)
+                                                 for f in failures):
+        raise ReportInputError(f"{out / 'summary.json'}: 'failures' is not a list of failures with keys")
     metas = {}
-    for f in summary.get("failures", []):
-        meta_path = out / "bugs" / f["key"] / "meta.json"
-        if meta_path.exists():
-            metas[f["key"]] = json.loads(meta_path.read_text())
+    for f in failures:
+        bundle = out / "bugs" / f["key"]
+        if not (bundle / "meta.json").exists():
+            continue  # a failure without a bundle (fixed, or not bundled): nothing to file
+        for name in ("graph.json", "minimized.json"):
+            if not (bundle / name).exists():
+                raise ReportInputError(f"{bundle / name}: missing from the bug bundle")
+        meta = _json(bundle / "meta.json", dict)
+        if not isinstance(meta.get("fingerprint"), dict) or not isinstance(meta.get("engine"), dict):
+            raise ReportInputError(f"{bundle / 'meta.json'}: no fingerprint or engine in it")
+        metas[f["key"]] = meta
     return summary, metas
+
+
+def _json(path: Path, kind: type) -> Any:
+    if not path.exists():
+        raise ReportInputError(f"{path}: no such file (run gbft fuzz first?)")
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ReportInputError(f"{path}: not valid JSON (truncated?): {e}") from None
+    if not isinstance(data, kind):
+        raise ReportInputError(f"{path}: expected a JSON {kind.__name__}")
+    return data
 
 
 def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_factory: Any = None) -> ReportResult:
