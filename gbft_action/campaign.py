@@ -41,7 +41,7 @@ from .search.guided import GuidedSource
 from .bugs import triage
 from .bugs.bundle import BugBook
 from .bugs.fingerprint import Fingerprint
-from .bugs.replay import confirm_bug, load_bundle, minimize_bug
+from .bugs.replay import confirm_bug, minimize_bug
 from .engines.builds import EngineBuild
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
@@ -292,24 +292,19 @@ class Campaign:
                 if left < min(need, 1.0) or self._interrupted:
                     return
                 share = min(left, max(need, left / (len(todo) - k)))
-                self.confirmed[fid] = self._confirm_one(lane, verdicts[fid], time.monotonic() + share, need)
+                self.confirmed[fid] = self._confirm_one(lane, verdicts[fid], time.monotonic() + share)
 
     def _round_estimate(self) -> float:
         """Seconds one confirmation round takes (fresh workers of both builds, one model)."""
         recent = self._rounds[-20:]
         return sum(recent) / len(recent) if recent else 1.0
 
-    def _confirm_one(self, lane: Lane, bv: triage.BugVerdict, until: float,
-                     need: float) -> tuple[triage.Verdict, str]:
-        if bv.verdict is triage.Verdict.FIXED:  # no bundle (not a failure of this build): the case's model
-            model = Graph.from_json((self.cfg.out / bv.case_dir / "graph.json").read_text())
-        else:
-            spare = until - time.monotonic() - need
-            if bv.key not in self.minimized and spare > 2.0:  # a smaller model replays faster, reads better
-                self.minimized[bv.key] = minimize_bug(lane, self.bugs, bv.key, min(self.cfg.minimize_limit, spare),
-                                                      check_flaky=False)
-            _, g, small = load_bundle(self.bugs.bundle_dir(bv.key))
-            model = small or g
+    def _confirm_one(self, lane: Lane, bv: triage.BugVerdict, until: float) -> tuple[triage.Verdict, str]:
+        """Replays of the model of a case that earned the verdict (a new one: a case where the
+        base build passed), as it ran: a minimised model may have drifted to one where the base
+        build fails too, and would then confirm nothing about the case."""
+        case = bv.case_dirs.get(bv.verdict.value) or bv.case_dir
+        model = Graph.from_json((self.cfg.out / case / "graph.json").read_text())
         return confirm_bug(lane, model, Fingerprint.from_json(bv.fingerprint), bv.verdict, until,
                            triage.rounds_needed(bv, self.cfg.confirm_rounds), self._rounds)
 

@@ -208,3 +208,10 @@ def test_the_campaigns_own_cases_count_as_rounds_but_some_are_always_fresh():
     bv.count = 40
     assert triage.rounds_needed(bv) == triage.MIN_FRESH == 3
     assert triage.rounds_needed(bv, rounds=10**6) > 10**5  # the deadline test's setting still never finishes
+
+
+def test_a_new_failure_whose_base_build_fails_otherwise_in_replay_is_changed():
+    def play(left):
+        return Round(True, False, {}, base_other=True)
+    got, why = confirm(play, Verdict.NEW, time.monotonic() + 60)
+    assert got is Verdict.CHANGED and "failed otherwise" in why

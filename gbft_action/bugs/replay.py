@@ -132,7 +132,9 @@ def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict,
             return Round(None)
         pr, base = res.fingerprint == target, res.base.fingerprint == target
         outs = {"pr": res.arrays.get("actual", {}), "base": res.base.arrays.get("actual", {})}
-        return Round(base, pr, outs) if fixed else Round(pr, base, outs)
+        if fixed:
+            return Round(base, pr, outs, res.fingerprint is not None and not pr)
+        return Round(pr, base, outs, res.base.fingerprint is not None and not base)
 
     def same_outputs(a: dict[str, Any], b: dict[str, Any]) -> bool:
         if target.status not in ("DCF", "XBF"):  # a crash or an error: its outputs are not the bug

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,10 +85,19 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
         platforms=[doc(p, 40) for p in meta.get("platforms") or ["?"]], tool_version=doc(meta["tool_version"], 40),
         seed=_int(meta.get("seed")), case_index=_int(meta.get("case_index")), seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=tol,
+        signal=_signal(meta["fingerprint"]),
         engine_pip=ENGINE_PIP.get(engine, engine), helpers=HELPERS, model=(lines := model_lines(graph)),
         weights=any("rng(" in line for line in lines),
         inputs=sorted(graph.inputs.items()), engine_stage=engine_stage, embedded=data is not None,
         model_b64=base64.b64encode(data.model_pb).decode() if data else "", data_b64=data.npz_b64() if data else "")
+
+
+def _signal(fp: dict[str, Any]) -> int:
+    """The signal a crash bug kills the engine with (0: not a crash)."""
+    name = str(fp.get("code", "")).split(" ")[0]
+    if fp.get("kind") != "signal" or name not in signal.Signals.__members__:
+        return 0
+    return int(signal.Signals[name])
 
 
 def _int(v: Any) -> int | str:

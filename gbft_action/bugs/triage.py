@@ -88,6 +88,7 @@ class BugVerdict:
     count: int = 0  # cases of this fingerprint (on the build it was seen on)
     cases: dict[str, int] = field(default_factory=dict)  # case verdict -> cases
     case_dir: str = ""  # a case showing it (fixed: the base build's failure)
+    case_dirs: dict[str, str] = field(default_factory=dict)  # case verdict -> its first case (what to replay)
     confirmation: str = ""  # how the replays went, for a new, changed or fixed one
     fingerprint: dict[str, Any] = field(default_factory=dict)
 
@@ -116,6 +117,7 @@ def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, BugVerdict]:
             bv = out.setdefault(r["key"], _entry(r, r.get("case_dir", "")))
             bv.count += 1
             bv.cases[r.get("verdict", "")] = bv.cases.get(r.get("verdict", ""), 0) + 1
+            bv.case_dirs.setdefault(r.get("verdict", ""), r.get("case_dir", ""))
         b = r["base"]
         # Fixed only where the PR build passed: a base failure the PR build fails otherwise
         # on is the PR's changed fingerprint, listed once, under that.
@@ -123,6 +125,7 @@ def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, BugVerdict]:
             bv = out.setdefault(b["key"], _entry(b, r.get("case_dir", ""), Verdict.FIXED))
             bv.count += 1
             bv.cases["fixed"] = bv.cases.get("fixed", 0) + 1
+            bv.case_dirs.setdefault("fixed", r.get("case_dir", ""))
     for key, bv in out.items():
         if bv.verdict is not Verdict.FIXED:
             bv.verdict = (Verdict.PRE_EXISTING if key in base_seen or bv.cases.get("pre-existing") else
@@ -156,6 +159,7 @@ class Round:
     pr_shows: bool | None  # None: the deadline cut the replay short
     base_shows: bool = False
     outputs: dict[str, Any] = field(default_factory=dict)  # both builds' outputs, to catch nondeterminism
+    base_other: bool = False  # the other build failed, but not with this fingerprint
 
 
 def confirm(replay_round: Callable[[float], Round], verdict: Verdict, until: float, rounds: int = ROUNDS,
@@ -178,6 +182,8 @@ def confirm(replay_round: Callable[[float], Round], verdict: Verdict, until: flo
             return Verdict.UNCHECKED, f"time ran out in replay {k} of {rounds}"
         if r.base_shows:
             return Verdict.PRE_EXISTING, f"the base build showed it in replay {k}"
+        if verdict is Verdict.NEW and r.base_other:  # new means the base build passes
+            return Verdict.CHANGED, f"the base build failed otherwise in replay {k}"
         flaky = Verdict.FLAKY_FIXED if verdict is Verdict.FIXED else Verdict.FLAKY_NEW
         if not r.pr_shows:
             return flaky, f"the {'base' if verdict is Verdict.FIXED else 'PR'} build did not show it in replay {k}"

@@ -21,7 +21,6 @@ from ..graph.ir import Graph, Node
 HELPERS = '''def rng(node):  # the fuzzer's weights: one generator per node, seeded by the graph seed and the node id
     return np.random.default_rng([SEED & 0xFFFFFFFF, zlib.crc32(node.encode())])
 
-
 def U(r, shape, lo=-1.0, hi=1.0):
     return r.uniform(lo, hi, size=shape).astype(np.float32)'''
 
