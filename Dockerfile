@@ -8,8 +8,6 @@ RUN apt-get update \
 WORKDIR /opt/gbft
 COPY pyproject.toml README.md ./
 COPY gbft_action ./gbft_action
-COPY templates ./templates
-COPY corpora ./corpora
 
 # A CA bundle may be given as a BuildKit secret (behind a TLS-inspecting proxy);
 # without it pip uses the image's certificates, as on a GitHub runner.
@@ -18,7 +16,7 @@ RUN --mount=type=secret,id=ca,required=false \
  && if [ -s /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi \
  && /opt/venv/bin/pip install --no-cache-dir --upgrade pip \
  && /opt/venv/bin/pip install --no-cache-dir -e ".[all]" \
- && /opt/venv/bin/gbft corpus check corpora/tensorflow-mnn.yaml > /dev/null
+ && /opt/venv/bin/gbft corpus check gbft_action/corpora/tensorflow-mnn.yaml > /dev/null
 
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \

@@ -14,7 +14,7 @@ from gbft_action.ops.domains import Choice, IntRange
 from gbft_action.ops.specs import ADAPTERS, SPECS
 
 REPO = Path(__file__).resolve().parents[1]
-SHIPPED = REPO / "corpora" / "tensorflow-mnn.yaml"
+SHIPPED = REPO / "gbft_action" / "corpora" / "tensorflow-mnn.yaml"
 
 # The 50 TensorFlow operators of the GBFT paper (ICSE-SEIP'21, section IV-B),
 # as the corpus names them.

@@ -13,6 +13,7 @@ import os
 import shutil
 import time
 from dataclasses import asdict
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from ..oracle import Tolerance
 from .repro import ReproData, render_repro
 
 KNOWN_FILE = "known_bugs.json"
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+# Package data: found the same way in a source checkout, an editable install and a wheel.
+TEMPLATES = Path(str(files("gbft_action") / "templates"))
 CASE_FILES = ("graph.json", "model.pb", "model.tflite", "inputs.npz", "expected.npz", "actual.npz", "engine.log",
               "result.json", "actual-base.npz", "engine-base.log")  # -base: the base build's, if it ran
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from ..ops.domains import Domain, parse_domain
 from ..ops.specs import SPECS
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "tensorflow-mnn.yaml"
+DEFAULT_CORPUS = Path(str(files("gbft_action") / "corpora" / "tensorflow-mnn.yaml"))  # package data
 
 
 class CorpusError(ValueError):
