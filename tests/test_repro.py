@@ -65,3 +65,36 @@ def test_the_repro_in_the_issue_runs_as_pasted(tmp_path, name):
     assert fake.returncode == 0, f"{name} on an engine that agrees:\n{fake.stdout[-2000:]}{fake.stderr[-2000:]}"
     ops = len(Graph.from_json((d / "minimized.json").read_text()).nodes)
     assert lines <= 61 + max(0, ops - 3), f"{name}: {lines} lines for {ops} operators"  # the model: a line each
+
+
+@pytest.mark.parametrize("name", ["dcf-lrn", "mcf-resize-area"])
+def test_the_engine_only_repro_needs_no_tensorflow(tmp_path, name):
+    """repro_engine.py carries the frozen model and TensorFlow's results: it runs where only the
+    engine is installed (here: TensorFlow made unimportable) and says the same as repro.py."""
+    import jinja2
+
+    from gbft_action.bugs.bundle import TEMPLATES
+    from gbft_action.bugs.repro import ReproData, render_repro
+
+    d, meta = bundle(tmp_path, name)
+    g = Graph.from_json((d / "minimized.json").read_text())
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
+    tf_repro = tmp_path / "tf_repro.py"
+    tf_repro.write_text(render_repro(env, g, meta))
+    # TensorFlow's part of repro.py, run once here, gives the model and data to embed.
+    make = ("import importlib.util, sys, numpy as np; s = importlib.util.spec_from_file_location('r', sys.argv[1]); "
+            "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); i, e = m.reference(sys.argv[2]); "
+            "np.savez(sys.argv[2] + '/inputs.npz', **i); np.savez(sys.argv[2] + '/expected.npz', **e)")
+    subprocess.run([sys.executable, "-c", make, str(tf_repro), str(d)], check=True, timeout=300, capture_output=True)
+    data = ReproData.from_files(d / "model.pb", d / "inputs.npz", d / "expected.npz")
+    assert data is not None and data.small()
+    script = tmp_path / "repro_engine.py"
+    script.write_text(render_repro(env, g, meta, data))
+    blocker = tmp_path / "no_tf"
+    (blocker / "tensorflow").mkdir(parents=True)
+    (blocker / "tensorflow" / "__init__.py").write_text("raise ImportError('no TensorFlow here')\n")
+    env_vars = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**env_vars, "PYTHONPATH": str(blocker)})
+    assert real.returncode == 1, real.stdout[-2000:] + real.stderr[-2000:]
+    assert "import tensorflow" not in script.read_text()
