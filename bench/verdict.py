@@ -51,8 +51,11 @@ def run(pr: Path, base: Path, budget: int, seed: int) -> dict:
         headline = next((ln for ln in md[1:] if ln.strip()), "")
         return {"exit": p.returncode, "wall": wall, "models": s["models"], "failures": s["unique_failures"],
                 "counts": (s.get("triage") or {}).get("counts", {}), "outputs": out, "headline": headline,
-                "blamed": [(f["key"], f["verdict"], f.get("title", "")) for f in s["failures"]
-                           if f.get("verdict") in ("new", "changed")][:10],
+                "blamed": [(f["key"], f["verdict"], f.get("title", "")) for f in s["failures"] if f.get("verdict") == "new"]
+                + [(f["key"], "fixed", f.get("title", "")) for f in (s.get("triage") or {}).get("fixed", [])
+                   if f.get("verdict") == "fixed"]
+                + [(f["key"], f["verdict"], f.get("title", "")) for f in s["failures"]
+                   if f.get("verdict") == "changed"][:5],
                 "stderr": p.stderr[-1500:] if p.returncode not in (0, 1) else ""}
 
 
