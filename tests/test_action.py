@@ -226,3 +226,25 @@ def _mnn_version() -> str:
     from importlib.metadata import version
 
     return version("MNN")
+
+
+def test_a_report_that_cannot_reach_github_still_writes_the_outputs(monkeypatch, tmp_path, capsys):
+    import socket
+
+    import gbft_action.action.main as am
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = action_env(tmp_path, **{"budget-seconds": "12", "seed": "3", "fail-on": "never", "report": "issues",
+                                  "github-token": "ghp_" + "x" * 36})
+    env["GITHUB_API_URL"] = f"http://127.0.0.1:{port}"
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    code = am.main(env)
+    printed = capsys.readouterr().out
+    s = json.loads((tmp_path / "gbft-out" / "summary.json").read_text())
+    assert code == am.EXIT_ERROR and outputs(tmp_path)["models"] == str(s["models"]) and s["models"] > 0
+    errors = [line for line in printed.splitlines() if line.startswith("::error title=gbft-action: reporting")]
+    assert len(errors) == 1 and "cannot reach the GitHub API" in errors[0], printed[-2000:]
+    assert "x" * 36 not in printed

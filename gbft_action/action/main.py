@@ -35,13 +35,14 @@ MAX_ANNOTATIONS = 10
 REPORT_RESERVE_S = 20.0  # of the budget, kept for reporting
 
 
-def exit_code(fail_on: str, failures: int, new_failures: int) -> int:
-    """The one place the result becomes the step's exit code."""
+def exit_code(fail_on: str, failures: int, new_failures: int, report_failed: bool = False) -> int:
+    """The one place the result becomes the step's exit code (a failed report is an error even
+    on a green verdict: the issues the workflow asked for were not filed)."""
     if fail_on == "any" and failures:
         return EXIT_FAILED
     if fail_on == "new" and new_failures:
         return EXIT_FAILED
-    return EXIT_OK
+    return EXIT_ERROR if report_failed else EXIT_OK
 
 
 def main(env: dict[str, str] | None = None) -> int:
@@ -64,11 +65,11 @@ def _run(cfg: ActionConfig, t0: float) -> int:
     out.mkdir(parents=True, exist_ok=True)
     cancel = _Cancel()
     summary: dict[str, Any] = {"models": 0, "unique_failures": 0, "stop_reason": "cancelled (SIGTERM) during set-up"}
-    filed = 0
+    filed, report_failed = 0, False
     try:
         summary = cancel.during(_campaign(cfg, out, t0))
         if not cancel.yes:
-            filed = _report(cfg, out)
+            filed, report_failed = _report(cfg, out)
         cancel.disarm()  # last in the try: from here a signal cannot cut the outputs short
     except Cancelled:
         cancel.disarm()  # whatever was judged and written stays; outputs and summary below
@@ -78,7 +79,7 @@ def _run(cfg: ActionConfig, t0: float) -> int:
         _write_outputs(cfg, out, summary, filed)
     finally:
         cancel.restore()
-    return exit_code(cfg.fail_on, summary["unique_failures"], len(failing(summary)))
+    return exit_code(cfg.fail_on, summary["unique_failures"], len(failing(summary)), report_failed)
 
 
 def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
@@ -144,16 +145,24 @@ class _Cancel:
             signal.signal(s, old)
 
 
-def _report(cfg: ActionConfig, out: Path) -> int:
+def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
+    """(issues filed, whether reporting failed as a whole).  A failure here never costs the
+    outputs or the verdict: it is one error line, and the step's outputs are still written."""
     from ..report.render import RunContext
     from ..report.reporter import ReportConfig, report
     from ..report.trackers import make_tracker
 
     kind = {"issues": "github", "summary": "none", "none": "none"}[cfg.report]
     api = os.environ.get("GITHUB_API_URL", "https://api.github.com")
-    tracker = make_tracker(kind, out=out, repo=cfg.repository, token=cfg.github_token, base_url=api)
-    res = report(ReportConfig(out, max_new_issues=int(cfg.max_new_issues)), tracker, RunContext.from_env())
-    return len(res.filed) if kind == "github" else 0
+    try:
+        tracker = make_tracker(kind, out=out, repo=cfg.repository, token=cfg.github_token, base_url=api)
+        res = report(ReportConfig(out, max_new_issues=int(cfg.max_new_issues)), tracker, RunContext.from_env())
+    except (ValueError, OSError) as e:  # GitHub unusable, or the output cannot be read
+        print(f"::error title=gbft-action: reporting failed::{inline(str(e), 500)}")
+        return 0, True
+    for x in res.failed[:MAX_ANNOTATIONS]:
+        print(f"::warning title=gbft-action: GitHub refused a write::{inline(x['title'], 100)}: {inline(x['reason'], 200)}")
+    return (len(res.filed) if kind == "github" else 0), False
 
 
 # --------------------------------------------------------------------------- outputs
