@@ -219,15 +219,13 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 def _builds(args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
     """The build under test and the base build (None) from --engine-build/--base-build."""
-    from .engines.builds import Commands, prepare_build
+    from .engines.builds import Commands, prepare_builds
 
     for opt, p in (("--engine-build", args.engine_build), ("--base-build", args.base_build)):
         if p is not None and not p.exists():
             raise ValueError(f"{opt} {p}: no such file or folder")
-    commands = Commands(args.converter_command, args.runner_command)
-    pr = prepare_build(args.engine, args.engine_build, out / ".engine-pr", commands)
-    base = prepare_build(args.engine, args.base_build, out / ".engine-base", commands) if args.base_build else None
-    return pr, base
+    return prepare_builds(args.engine, args.engine_build, args.base_build, out,
+                          Commands(args.converter_command, args.runner_command))
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:

@@ -64,7 +64,7 @@ def test_the_repro_in_the_issue_runs_as_pasted(tmp_path, name):
                           env={**env, "PYTHONPATH": str(TESTS / "data" / "fake_mnn")})
     assert fake.returncode == 0, f"{name} on an engine that agrees:\n{fake.stdout[-2000:]}{fake.stderr[-2000:]}"
     ops = len(Graph.from_json((d / "minimized.json").read_text()).nodes)
-    assert lines <= 61 + max(0, ops - 3), f"{name}: {lines} lines for {ops} operators"  # the model: a line each
+    assert lines <= 65 + max(0, ops - 3), f"{name}: {lines} lines for {ops} operators"  # the model: a line each
 
 
 @pytest.mark.parametrize("name", ["dcf-lrn", "mcf-resize-area"])

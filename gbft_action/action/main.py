@@ -85,14 +85,12 @@ def _run(cfg: ActionConfig, t0: float) -> int:
 def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
     """Engine builds set up (part of the step's budget), then the campaign for what is left."""
     from ..campaign import Campaign, FuzzConfig
-    from ..engines.builds import Commands, prepare_build
+    from ..engines.builds import Commands, prepare_builds
 
     deadline = t0 + cfg.budget
-    commands = Commands(cfg.converter_command, cfg.runner_command)
-    pr = prepare_build(cfg.engine, cfg.path(cfg.engine_build) if cfg.engine_build else None, out / ".engine-pr",
-                       commands)
-    base = prepare_build(cfg.engine, cfg.path(cfg.base_build), out / ".engine-base", commands) \
-        if cfg.base_build else None
+    pr, base = prepare_builds(cfg.engine, cfg.path(cfg.engine_build) if cfg.engine_build else None,
+                              cfg.path(cfg.base_build) if cfg.base_build else None, out,
+                              Commands(cfg.converter_command, cfg.runner_command))
     reserve = 3.0
     if cfg.report == "issues":
         reserve += min(REPORT_RESERVE_S, 0.15 * cfg.budget)

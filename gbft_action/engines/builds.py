@@ -65,6 +65,19 @@ def build_of_bundle(engine: dict[str, str | dict[str, str]]) -> EngineBuild:
     return EngineBuild(name)
 
 
+def prepare_builds(engine: str, pr: Path | None, base: Path | None, out: Path,
+                   commands: Commands = Commands()) -> tuple[EngineBuild, EngineBuild | None]:
+    """The build under test and the base build (None without one), their venvs under ``out``.
+
+    The two venv folders have names of one length: the interpreter's path reaches the
+    engine's process (argv, environment), MNN's heap-damage bugs react to the length of
+    such strings, and a difference there once turned a same-release run's sometimes-bug
+    into a confirmed "changed".  Only the build may differ between the two.
+    """
+    this = prepare_build(engine, pr, out / ".engine-this", commands)
+    return this, prepare_build(engine, base, out / ".engine-base", commands) if base is not None else None
+
+
 def _mnn(path: Path | None, venv_dir: Path, commands: Commands) -> EngineBuild:
     if path is None:
         return EngineBuild("mnn")
