@@ -7,8 +7,9 @@ campaign and ``--resume`` continues at the next index.  New cases stop when the
 budget is near; anything still running at budget + grace is abandoned.
 
 With a base build every model also runs on it, and the campaign ends with the
-pull request's verdict (``bugs.triage``): its new and changed fingerprints are
-minimised and confirmed first, within the reserve, before anything else.
+pull request's verdict (``bugs.triage``): within the reserve, its new fingerprints
+are confirmed first (then the fixed and the changed ones), before anything is
+minimised.
 
 May import: pipeline, store, search, graph, corpus, bugs, engines.builds, platforms;
 never report or action.
@@ -400,7 +401,6 @@ class Campaign:
         self._write_campaign()
         return summary
 
-
     def _add_triage(self, summary: dict[str, Any]) -> None:
         """Each failure's verdict against the base build; new_failures = the confirmed new ones."""
         verdicts = triage.aggregate(self.records)
@@ -414,7 +414,7 @@ class Campaign:
             f["verdict"] = verdicts[f["key"]].verdict.value if f["key"] in verdicts else triage.Verdict.UNCHECKED.value
         summary["new_failures"] = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
         summary["triage"] = {
-            "base": {"source": self.cfg.base.source if self.cfg.base else "", **self.base_info},
+            "base": {"source": self.cfg.base.source if self.cfg.base is not None else "", **self.base_info},
             "counts": triage.counts(verdicts), "blamed": triage.blamed(verdicts),
             # Seen on the base build only: fixed, flaky-fixed, or unchecked.
             "fixed": [bv.to_json() for k, bv in sorted(verdicts.items()) if k not in seen],

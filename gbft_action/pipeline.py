@@ -372,7 +372,7 @@ class Lane:
         """Intermediate tensors from the engine on res's platform (None if it cannot say)."""
         slow = self.platforms[res.platform].slowdown
         r = self._worker(res).call({"op": "probe", "inputs": pack(res.arrays["inputs"]), "outputs": names},
-                                         min(self.cfg.timeouts.infer * slow, max(left, 0.1)))
+                                   min(self.cfg.timeouts.infer * slow, max(left, 0.1)))
         return unpack(r.reply["outputs"]) if r.kind == "ok" else None
 
     def _localise_between(self, first: CaseResult, other: CaseResult, left: float) -> OutputDiff | None:

@@ -170,7 +170,8 @@ def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed:
     cov = summary.get("coverage") or {}
     counts = (summary.get("triage") or {}).get("counts", {})
     outputs = {"models": summary["models"], "failures": summary["unique_failures"],
-               "new-failures": len(summary.get("new_failures", [])) if counts == {} else counts.get("new", 0),
+               # With a base build, new_failures holds exactly the confirmed new ones.
+               "new-failures": len(summary.get("new_failures", [])),
                "changed": counts.get("changed", 0), "fixed": counts.get("fixed", 0),
                "pre-existing": counts.get("pre-existing", 0), "issues-filed": filed,
                "coverage-olc": f"{cov.get('OLC', 0.0):.4f}", "report-dir": str(out)}

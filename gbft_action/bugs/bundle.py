@@ -95,12 +95,15 @@ class BugBook:
 
     def flaky(self, fid: str) -> bool:
         """Its own replays disagreed (minimize_bug's check): never blamed on a pull request."""
-        path = self.bundle_dir(fid) / "meta.json"
-        return path.exists() and json.loads(path.read_text()).get("flaky") is True
+        return self._meta(fid).get("flaky") is True
 
     def _minimized(self, fid: str) -> bool:
+        return bool(self._meta(fid).get("minimized"))
+
+    def _meta(self, fid: str) -> dict[str, Any]:
+        """A bundle's meta.json ({} before the bundle exists)."""
         path = self.bundle_dir(fid) / "meta.json"
-        return path.exists() and bool(json.loads(path.read_text()).get("minimized"))
+        return json.loads(path.read_text()) if path.exists() else {}
 
     def save(self) -> None:
         # Occurrences go into each bundle once, here, not on every failing case.

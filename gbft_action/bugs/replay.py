@@ -6,11 +6,11 @@ import itertools
 import json
 import shutil
 import time
-
-import numpy as np
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..graph.ir import Graph
 from ..oracle import judge_outputs

@@ -31,9 +31,6 @@ class EngineBuild:
     env: dict[str, str] = field(default_factory=dict)  # for the adapter (the command engine's commands)
     source: str = ""  # where it came from (a wheel, a folder), as reports show it
 
-    def __hash__(self) -> int:
-        return hash((self.engine, self.python, tuple(sorted(self.env.items())), self.source))
-
 
 class BuildError(ValueError):
     """A build path that holds no usable build: one line naming it."""

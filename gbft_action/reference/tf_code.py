@@ -200,7 +200,6 @@ CODE.update({
     "Reshape": _simple("tf.reshape", "shape"), "Slice": _simple("tf.slice", "begin", "size"),
     "Pad": _simple("tf.pad", "pads"), "Expanddims": _simple("tf.expand_dims", "axis"),
     "Transpose": _simple("tf.transpose", "perm"), "Tile": _simple("tf.tile", "multiples"),
-    "Lrn": _lrn,
 })
 
 

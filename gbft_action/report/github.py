@@ -60,7 +60,7 @@ class GitHubTracker:
         self.max_retries = max_retries
         self._sleep = sleep
         self._last_write = 0.0
-        self.repo_name = repo
+        self.repo_name, self.base_url = repo, base_url
         with _setup(repo, base_url):
             self._repo = self._call(lambda: self._gh.get_repo(repo))
             self._ensure_label()
@@ -72,7 +72,7 @@ class GitHubTracker:
     def index(self) -> dict[str, Issue]:
         # Pull requests carry no gbft marker, so they fall out of the index by
         # themselves; reading i.pull_request would cost a GET per issue.
-        with _setup(self.repo_name, ""):
+        with _setup(self.repo_name, self.base_url):
             issues = self._call(lambda: list(self._repo.get_issues(state="all", labels=[self.label])))
         return index_issues([Issue(i.number, i.state, i.body or "", i.html_url, i.state_reason or "")
                              for i in issues])
@@ -161,13 +161,13 @@ def _setup(repo: str, url: str) -> Iterator[None]:
     try:
         yield
     except GithubException as e:
-        message = e.data.get("message", "") if isinstance(e.data, dict) else ""
+        message = _message(e)
         hint = {401: "the token was rejected: check the token (--token-env / github-token)",
                 403: f"the token may not write issues or labels in {repo}: the job needs 'issues: write'",
                 404: f"repository {repo} not found, or the token cannot see it"}.get(e.status, "GitHub refused")
         raise TrackerSetupError(f"{hint} ({e.status} {str(message)[:100]})") from None
     except (requests.exceptions.RequestException, OSError) as e:
-        raise TrackerSetupError(f"cannot reach the GitHub API at {url or 'the API URL'} "
+        raise TrackerSetupError(f"cannot reach the GitHub API at {url} "
                                 f"({type(e).__name__}): check --base-url / GITHUB_API_URL") from None
 
 
@@ -177,8 +177,12 @@ def _refused(number: int | None) -> Iterator[None]:
     try:
         yield
     except GithubException as e:
-        message = e.data.get("message", "") if isinstance(e.data, dict) else ""
-        raise TrackerError(number, e.status, str(message or "error")[:200]) from None
+        raise TrackerError(number, e.status, (_message(e) or "error")[:200]) from None
+
+
+def _message(e: GithubException) -> str:
+    """GitHub's own words for an error answer ("" when it gave none)."""
+    return str(e.data.get("message", "")) if isinstance(e.data, dict) else ""
 
 
 def rate_limit_delay(e: GithubException) -> float | None:

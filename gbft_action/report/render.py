@@ -14,15 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-
-from ..bugs.bundle import TEMPLATES
-from ..bugs.repro import ENGINE_PIP
 from markupsafe import Markup
 
-from ..bugs.bundle import mermaid
-from ..bugs.repro import render_repro
+from ..bugs.bundle import TEMPLATES, mermaid
+from ..bugs.repro import ENGINE_PIP, render_repro
 from ..graph.ir import Graph
-from .sanitize import cell, code_block, finalize, inline, prose, title, truncate_body
+from .sanitize import cell, code_block, finalize, prose, title, truncate_body
 
 STATUS_TEXT = {"MCF": "model conversion failure", "IF": "inference failure", "DCF": "data comparison failure",
                "TIMEOUT": "timeout", "XPF": "cross-platform failure",
