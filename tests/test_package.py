@@ -4,6 +4,7 @@ fresh virtual environment files an issue, templates and the corpus coming from i
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,13 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_built_wheel_in_a_fresh_venv_renders_an_issue(tmp_path):
-    dist, venv = tmp_path / "dist", tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist),
-                    str(ROOT)], check=True, timeout=300)
+    dist, venv, src = tmp_path / "dist", tmp_path / "venv", tmp_path / "src"
+    # From a clean copy of the source: a build/ folder left by an earlier build would bring
+    # files the package data declaration no longer does.
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info",
+                                                             "__pycache__", "gbft-out", ".pytest_cache"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(src)],
+                   check=True, timeout=300)
     (wheel,) = dist.glob("gbft_action-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
