@@ -625,3 +625,38 @@ def test_generated_models_run_in_tensorflow():
         else:
             ran += 1
     assert ran >= 0.99 * n_models, f"{ran}/{n_models} ran with the inferred shapes:\n" + "\n".join(failures[:20])
+
+
+@pytest.mark.slow
+def test_repro_code_builds_the_graphdef_the_fuzzer_ran():
+    """reference/tf_code (the repro's model, a line per operator) and reference/tf_emit (what the
+    fuzzer runs) give the same GraphDef, byte for byte, on random graphs of every operator."""
+    if any(m == "MNN" or m.startswith(("MNN.", "_mnncengine")) for m in sys.modules):
+        pytest.skip("MNN is loaded in this process; TensorFlow and MNN abort together")
+    import os
+    import zlib
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    np = pytest.importorskip("numpy")
+    tf = pytest.importorskip("tensorflow")
+    from gbft_action.reference.tf_code import CODE, HELPERS, model_lines
+    from gbft_action.reference.tf_emit import EMITTERS, build
+
+    assert set(CODE) == set(EMITTERS)
+    src, ops, compared = RandomSource(CORPUS, GenOptions(blocks=(1, 30)), 0), set(), 0
+    for i in range(300):
+        g = src.next_graph(i)
+        try:
+            emitted, _ = build(g)
+        except (ValueError, TypeError):
+            continue  # a model TensorFlow rejects (GEN): nothing to compare
+        ns = {"np": np, "zlib": zlib, "tf": tf, "tf1": tf.compat.v1, "SEED": g.seed}
+        exec(HELPERS, ns)
+        written = tf.Graph()
+        with written.as_default():
+            exec("\n".join(model_lines(g)), ns)
+        a, b = (x.as_graph_def().SerializeToString(deterministic=True) for x in (emitted, written))
+        assert a == b, f"case {i}: {sorted({n.op for n in g.nodes})}"
+        ops |= {n.op for n in g.nodes}
+        compared += 1
+    assert compared >= 290 and len(ops) >= 45, (compared, len(ops))
