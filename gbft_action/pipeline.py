@@ -26,11 +26,13 @@ from typing import Any, Callable
 import numpy as np
 
 from .bugs.fingerprint import Fingerprint, fingerprint, op_named_in
+from .bugs.rootcause import classify
 from .bugs.triage import case_verdict
 from .engines.adapter import resolve
 from .engines.builds import EngineBuild
 from .graph.ir import Graph
-from .oracle import ENGINE_FAILURES, OutputDiff, Status, Tolerance, compare, judge_outputs
+from .oracle import (ENGINE_FAILURES, VIEWS, OutputDiff, Status, Tolerance, judge_node, judge_outputs,
+                     precision_only)
 from .workers.arrays import pack, unpack
 from .platforms import Platform, host_machine
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
@@ -68,6 +70,11 @@ class CaseResult:
     build: str = ""  # "" the build under test, "base" the base build
     base: CaseResult | None = None  # the same model on the base build (first platform)
     verdict: str = ""  # against the base build (bugs.triage.Verdict), "" when there is none
+    symptom: str = ""  # bugs.rootcause.Symptom of a failure
+    direction: str = ""  # nan-inf: which special value went where, e.g. "NaN->finite"
+    nondeterministic: bool = False  # a second run (heap perturbed) gave other outputs
+    # Reference values of every node from localisation (not kept on disk): isolation reads them.
+    intermediates: dict[str, np.ndarray] = field(default_factory=dict)
 
     def per_platform(self) -> list[CaseResult]:
         """The build under test's results, one per platform."""
@@ -170,10 +177,11 @@ class Lane:
 
     # -- one case -----------------------------------------------------------------
     def run(self, index: int, g: Graph, budget_left: float, platforms: list[str] | None = None,
-            base: bool = True) -> CaseResult:
+            base: bool = True, inputs: dict[str, np.ndarray] | None = None) -> CaseResult:
         """Judge one model on each platform (all of the lane's, or those named); the first
         platform's result comes back, the others in its ``others``, the base build's (if the
-        lane has one and ``base``) in its ``base``, with the case's verdict."""
+        lane has one and ``base``) in its ``base``, with the case's verdict.  ``inputs``
+        replaces the drawn input data (isolation feeds a node the reference's own values)."""
         d = self.cfg.workdir / "tmp" / f"{index:06d}"
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
@@ -185,7 +193,7 @@ class Lane:
             return budget_left - (time.monotonic() - t0)
 
         try:
-            if self._reference(res, left()):
+            if self._reference(res, left(), inputs):
                 res.others = [CaseResult(index, g, Status.DCP, workdir=d, platform=n, arrays=dict(res.arrays))
                               for n in names[1:]]
                 if base and self.base is not None and names[0] == self.primary:
@@ -198,6 +206,7 @@ class Lane:
             for r in res.every_result():
                 r.fingerprint = fingerprint(str(r.status), r.stage, r.message, r.log, g, r.op, r.node, r.signal,
                                             r.mismatch)
+                self._symptom(r, res, left)
             if res.base is not None:
                 v = case_verdict(res.fingerprint, res.base.fingerprint)
                 res.verdict = v.value if v is not None else ""
@@ -228,9 +237,11 @@ class Lane:
             self._engine_failure(res, r, stage, Status.MCF if stage == "convert" else Status.IF)
         return None
 
-    def _reference(self, res: CaseResult, left: float) -> bool:
-        """TensorFlow builds the model, draws inputs, computes the expected outputs."""
-        msg = {"op": "build", "graph": res.graph.to_json(), "dir": str(res.workdir)}
+    def _reference(self, res: CaseResult, left: float, inputs: dict[str, np.ndarray] | None = None) -> bool:
+        """TensorFlow builds the model, draws inputs (or takes ``inputs``), computes the expected outputs."""
+        msg: dict[str, Any] = {"op": "build", "graph": res.graph.to_json(), "dir": str(res.workdir)}
+        if inputs is not None:
+            msg["inputs"] = pack(inputs)
         r = self._stage(res, "reference", self.ref, msg, self.cfg.timeouts.reference, left)
         if r is None:
             return False
@@ -298,8 +309,9 @@ class Lane:
         """The first node where r's outputs differ from first's, where TensorFlow cannot tell."""
         if "actual" not in first.arrays or "actual" not in r.arrays:
             return None
-        untrusted = any(v.dtype.kind == "f" and not np.isfinite(v).all() for v in first.arrays["expected"].values())
-        if not (untrusted or first.status == r.status == Status.DCP):
+        # TensorFlow judges every element, NaN ones by IEEE rules: a platform (or build) that
+        # deviates has its own DCF.  Only where both pass can they still differ unjudged.
+        if not first.status == r.status == Status.DCP:
             return None
         names = list(r.graph.outputs)
         bad = [x for x in judge_outputs(first.arrays["actual"], r.arrays["actual"], names, self.cfg.tolerance)
@@ -308,10 +320,8 @@ class Lane:
 
     @staticmethod
     def _mark(r: CaseResult, d: OutputDiff, status: Status, what: str) -> None:
-        if r.status == Status.DCF:
-            r.notes.append(f"against TensorFlow: {r.message}")
         r.status, r.stage, r.node = status, "compare", d.name
-        r.op, r.mismatch = r.graph.node(d.name).op, mismatch_kind(d)
+        r.op, r.mismatch, r.direction = r.graph.node(d.name).op, mismatch_kind(d), special_direction(d)
         r.message = f"{r.node} ({r.op}) {what}: {d.reason}"
 
     def _maybe_tflite(self, res: CaseResult, left: float) -> None:
@@ -362,10 +372,18 @@ class Lane:
             res.status = Status.DCP
             return
         res.status = Status.DCF
-        first = self._localise(res, left) or bad[0]
+        # The sign of a zero matters where an infinity is at stake (1/-0 = -Inf), and only there.
+        found, first = self._localise(res, left, signed_zero=any(mismatch_kind(x) in ("nan", "inf") for x in bad))
+        if found and first is None:
+            # Every node agrees under the node rules: the differences are ties (Argmax) or
+            # undefined behaviour (casts of NaN/Inf), not bugs.
+            res.status = Status.DCP
+            res.notes.append("outputs differ only by ties or undefined behaviour: " + bad[0].reason)
+            return
+        first = first or bad[0]
         res.node = first.name
         res.op = g.node(first.name).op
-        res.mismatch = mismatch_kind(first)
+        res.mismatch, res.direction = mismatch_kind(first), special_direction(first)
         res.message = f"{first.name} ({res.op}) diverges first: {first.reason}"
 
     def _probe(self, res: CaseResult, names: list[str], left: float) -> dict[str, np.ndarray] | None:
@@ -380,28 +398,91 @@ class Lane:
         names = [n.id for n in first.graph.nodes]
         a = self._probe(first, names, left)
         b = self._probe(other, names, left) if a is not None else None
-        return _first_difference(names, a, b, self.cfg.tolerance) if b is not None else None
+        if a is None or b is None:
+            return None
+        return _first_difference(first.graph, {**first.arrays["inputs"], **a}, b, self.cfg.tolerance)
 
-    def _localise(self, res: CaseResult, left: float) -> OutputDiff | None:
-        """The first node, in topological order, whose output differs (intermediates exposed)."""
+    def _localise(self, res: CaseResult, left: float, signed_zero: bool = False) -> tuple[bool, OutputDiff | None]:
+        """(localised, the first node in topological order whose output differs), with
+        intermediates exposed; (False, None) when the engine or TensorFlow cannot say."""
         g = res.graph
-        names = [n.id for n in g.nodes]
-        r = self.ref.call({"op": "build", "graph": g.to_json(), "dir": str(res.workdir / "probe"),
-                           "extra_outputs": names}, min(self.cfg.timeouts.reference, max(left, 0.1)))
+        expected = self.reference_values(res, left)
+        if expected is None:
+            return False, None
+        actual = self._probe(res, [n.id for n in g.nodes], left)
+        if actual is None:
+            return False, None
+        return True, _first_difference(g, expected, actual, self.cfg.tolerance, signed_zero)
+
+    def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray] | None:
+        """TensorFlow's value of every node (and graph input) of res's model on res's inputs."""
+        if res.intermediates:
+            return res.intermediates
+        g = res.graph
+        msg = {"op": "build", "graph": g.to_json(), "dir": str(res.workdir / "probe"),
+               "extra_outputs": [n.id for n in g.nodes], "inputs": pack(res.arrays["inputs"])}
+        r = self.ref.call(msg, min(self.cfg.timeouts.reference, max(left, 0.1)))
         if r.kind != "ok":
             return None
-        expected = unpack(r.reply["expected"])
-        actual = self._probe(res, names, left)
-        return None if actual is None else _first_difference(names, expected, actual, self.cfg.tolerance)
+        res.intermediates = {**res.arrays["inputs"], **unpack(r.reply["expected"])}
+        return res.intermediates
+
+    # -- symptoms -------------------------------------------------------------------
+    def _symptom(self, r: CaseResult, case: CaseResult, left: Callable[[], float]) -> None:
+        """The symptom class of r (bugs.rootcause); a failing comparison is run once more with
+        the heap perturbed: outputs that change read uninitialised memory."""
+        if r.status in (Status.DCF, Status.XPF, Status.XBF):
+            r.nondeterministic = self._changes_on_rerun(r, left())
+        against = _compared_with(r, case)
+        loose = against is not None and "actual" in r.arrays and all(
+            precision_only(against[k], r.arrays["actual"][k]) for k in r.graph.outputs
+            if k in against and k in r.arrays["actual"])
+        fp = r.fingerprint
+        r.symptom = classify(str(r.status), r.stage, signal=r.signal, message=r.message, log=r.log,
+                             kind=fp.kind if fp else "", mismatch=r.mismatch, loose_ok=loose,
+                             nondeterministic=r.nondeterministic)
+
+    def _changes_on_rerun(self, r: CaseResult, left: float) -> bool:
+        if "actual" not in r.arrays or left <= 1:
+            return False
+        slow = self.platforms[r.platform].slowdown
+        # glibc fills fresh allocations with a pattern (mallopt M_PERTURB) for this call only.
+        msg = {"op": "infer", "inputs": pack(r.arrays["inputs"]), "outputs": list(r.graph.outputs), "perturb": 0x5A}
+        again = self._worker(r).call(msg, min(self.cfg.timeouts.infer * slow, left))
+        if again.kind != "ok":
+            return False
+        b = unpack(again.reply["outputs"])
+        a = r.arrays["actual"]
+        return a.keys() == b.keys() and not all(
+            np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f") for k in a)
 
 
-def _first_difference(names: list[str], a: dict[str, np.ndarray], b: dict[str, np.ndarray],
-                      tol: Tolerance) -> OutputDiff | None:
-    for name in names:
-        if name in a and name in b:
-            d = compare(a[name], b[name], name, tol)
-            if not d.ok:
-                return d
+def _compared_with(r: CaseResult, case: CaseResult) -> dict[str, np.ndarray] | None:
+    """What r's outputs were judged against: TensorFlow's, or for an XPF the first platform's and
+    for an XBF the base build's outputs."""
+    if r.status == Status.XPF:
+        return case.arrays.get("actual")
+    if r.status == Status.XBF and case.base is not None:
+        return case.base.arrays.get("actual")
+    return r.arrays.get("expected")
+
+
+def _first_difference(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarray],
+                      tol: Tolerance, signed_zero: bool = False) -> OutputDiff | None:
+    """The first node whose value in b differs from a (a holds the graph inputs too): judged
+    with the node's own inputs from a (ties, undefined behaviour) and, with ``signed_zero``,
+    the sign of zero.  A view whose shape differs
+    inside the graph is not a difference: an engine may skip it for a tensor no one reads."""
+    outputs = set(g.outputs)
+    for n in g.nodes:
+        if n.id not in a or n.id not in b:
+            continue
+        x, y = np.asarray(a[n.id]), np.asarray(b[n.id])
+        if n.op in VIEWS and n.id not in outputs and x.shape != y.shape and x.size == y.size:
+            continue
+        d = judge_node(n.op, n.params, [a[i] for i in n.inputs if i in a], x, y, n.id, tol, signed_zero)
+        if not d.ok:
+            return d
     return None
 
 
@@ -420,6 +501,8 @@ def _judged_like(res: CaseResult, twin: CaseResult) -> None:
     as much as the model itself, and would find the same node."""
     res.stage, res.status, res.node, res.op = twin.stage, twin.status, twin.node, twin.op
     res.mismatch, res.message, res.diffs = twin.mismatch, twin.message, list(twin.diffs)
+    res.direction = twin.direction
+    res.intermediates = twin.intermediates
 
 
 def _quietly(fn: Callable[[], Any]) -> Callable[[], None]:
@@ -454,3 +537,16 @@ def mismatch_kind(d: OutputDiff) -> str:
     if specials & {"inf", "-inf"}:
         return "inf"
     return "values"
+
+
+def special_direction(d: OutputDiff) -> str:
+    """For a NaN/Inf mismatch, which special value went where at the worst element
+    ("NaN->finite", "finite->Inf", ...); "" otherwise."""
+    if mismatch_kind(d) not in ("nan", "inf"):
+        return ""
+    w = d.worst[0]
+    return f"{_special(w.get('expected'))}->{_special(w.get('actual'))}"
+
+
+def _special(v: Any) -> str:
+    return {"nan": "NaN", "inf": "Inf", "-inf": "-Inf"}.get(str(v), "finite")

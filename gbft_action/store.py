@@ -86,6 +86,10 @@ class ResultStore:
         }
         if res.notes:
             rec["notes"] = list(res.notes)
+        if res.symptom:
+            rec["symptom"] = res.symptom
+            if res.direction:
+                rec["direction"] = res.direction
         if res.signal is not None or res.exit_code is not None:
             rec["signal"], rec["exit_code"] = res.signal, res.exit_code
         if res.fingerprint is not None:

@@ -8,9 +8,11 @@ adapter directly (the tests use this for engines that crash on purpose).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import time
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -76,7 +78,8 @@ class EngineHandler:
         if op == "infer":
             if self.artifact is None:
                 raise RuntimeError("infer before a successful convert")
-            outs = self.adapter.infer(self.artifact, unpack(msg["inputs"]), list(msg["outputs"]))
+            with _perturbed_heap(int(msg.get("perturb", 0))):
+                outs = self.adapter.infer(self.artifact, unpack(msg["inputs"]), list(msg["outputs"]))
             return {"ok": True, "outputs": pack(outs), "t": time.perf_counter() - t0}
         if op == "probe":
             return {"ok": True, "outputs": pack(self._probe(unpack(msg["inputs"]), list(msg["outputs"])))}
@@ -100,3 +103,25 @@ class EngineHandler:
             except Exception:  # noqa: BLE001
                 continue
         return found
+
+
+@contextlib.contextmanager
+def _perturbed_heap(byte: int) -> Iterator[None]:
+    """glibc's M_PERTURB for one call: fresh allocations hold ~byte, freed ones byte, so an
+    output that reads uninitialised memory changes (engine-neutral: any adapter, any glibc)."""
+    mallopt = None
+    if byte:
+        try:
+            mallopt = ctypes.CDLL(None).mallopt
+        except (OSError, AttributeError):  # not glibc: the check is skipped
+            mallopt = None
+    if mallopt is not None:
+        mallopt(M_PERTURB, byte)
+    try:
+        yield
+    finally:
+        if mallopt is not None:
+            mallopt(M_PERTURB, 0)
+
+
+M_PERTURB = -6  # glibc malloc.h

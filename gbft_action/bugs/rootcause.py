@@ -1,0 +1,206 @@
+"""Root causes: what a maintainer calls one defect, and the symptom class it shows.
+
+A fingerprint describes one failing *case* (where it diverged, what the log said);
+many fingerprints are variants of one defect.  A root cause is keyed by what is
+left after minimisation and isolation:
+  - the symptom class (``Symptom``: a wrong result, a NaN/Inf semantics difference,
+    precision, a crash, ...), each with its own policy (``bugs.policy``);
+  - the operator(s) blamed: the one that is wrong when re-run alone on the
+    reference's own inputs, or, when every operator is right alone, the operators of
+    the minimised model (a pattern, e.g. a fused view chain);
+  - a detail: the NaN/Inf direction, the signal and native frames of a crash, the
+    normalised check of a converter error, the salient parameters the minimiser
+    could not simplify.
+Structure (in-degree, ranks) is information in the bundle, never part of the key.
+
+May import: bugs.fingerprint, graph, ops; nothing that runs an engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass
+from enum import Enum
+from typing import Any
+
+from ..graph.ir import Graph
+from ..ops.domains import Choice
+from ..ops.specs import SPECS
+
+
+class Symptom(str, Enum):
+    WRONG = "wrong-result"  # wrong on finite inputs with a finite reference
+    NAN_INF = "nan-inf"  # NaN or Inf on one side only
+    PRECISION = "precision"  # beyond the strict tolerance, within the loose one
+    CRASH = "crash"  # a signal that reproduces in a fresh worker
+    UNSUPPORTED = "unsupported"  # the converter says it does not support an operator
+    CONVERSION = "conversion-error"  # the converter failed or built a wrong model (outputs missing)
+    API = "api-error"  # the engine's binding raised
+    TIMEOUT = "timeout"  # a stage hung
+    NONDETERMINISTIC = "nondeterministic"  # outputs change between runs: uninitialised memory
+    HEAP_DAMAGE = "heap-damage"  # a crash that does not reproduce fresh: damage left by earlier models
+    TIE = "tie"  # differences explained by ties or undefined behaviour: not a bug
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_MISSING_OUTPUT = re.compile(r"Can't find output|returned \d+ of \d+ outputs|output missing")
+_HEAP = re.compile(r"free\(\)|double free|corrupted|malloc\(\)|malloc_consolidate|heap", re.I)
+
+
+def classify(status: str, stage: str, *, signal: int | None = None, message: str = "", log: str = "",
+             kind: str = "", mismatch: str = "", loose_ok: bool = False, nondeterministic: bool = False) -> str:
+    """The symptom class of one judged result ("" for a pass or a reference problem).
+
+    ``kind`` is the fingerprint's kind (unsupported, check, signal, missing-output, ...);
+    ``loose_ok``: every differing output is within the loose bound (oracle.precision_only)."""
+    if status in ("DCF", "XPF", "XBF"):
+        if nondeterministic:
+            return Symptom.NONDETERMINISTIC.value
+        if mismatch in ("nan", "inf"):
+            return Symptom.NAN_INF.value
+        return (Symptom.PRECISION if loose_ok and mismatch == "values" else Symptom.WRONG).value
+    if status == "TIMEOUT" and stage in ("convert", "infer"):
+        return Symptom.TIMEOUT.value
+    if status not in ("MCF", "IF"):
+        return ""
+    if signal:
+        return Symptom.CRASH.value
+    if kind == "unsupported":
+        return Symptom.UNSUPPORTED.value
+    if kind == "missing-output" or _MISSING_OUTPUT.search(message) or status == "MCF":
+        # "0 of 1 outputs": the converter dropped or folded an output: a conversion defect.
+        return Symptom.CONVERSION.value
+    return Symptom.API.value
+
+
+def heap_damage(log: str, message: str = "") -> bool:
+    """glibc's words for a corrupted heap: the operator running then only noticed the damage."""
+    return bool(_HEAP.search(log) or _HEAP.search(message))
+
+
+_DIRECTION = {
+    "NaN->finite": "maps NaN to a finite number", "Inf->finite": "gives a finite number where the result is +Inf",
+    "-Inf->finite": "gives a finite number where the result is -Inf", "finite->NaN": "gives NaN for a finite result",
+    "finite->Inf": "overflows to +Inf", "finite->-Inf": "overflows to -Inf", "NaN->Inf": "gives +Inf for NaN",
+    "NaN->-Inf": "gives -Inf for NaN", "Inf->NaN": "gives NaN where the result is +Inf",
+    "-Inf->NaN": "gives NaN where the result is -Inf", "Inf->-Inf": "gives -Inf for +Inf",
+    "-Inf->Inf": "gives +Inf for -Inf",
+}
+
+
+@dataclass(frozen=True)
+class RootKey:
+    symptom: str
+    ops: tuple[str, ...]  # the blamed operator, or the minimised model's operators (a pattern)
+    detail: str = ""  # nan-inf direction, crash signal/frames, error code, salient parameters
+    isolated: bool = False  # the blame was confirmed by re-running the operator alone
+
+    @property
+    def id(self) -> str:
+        raw = json.dumps([self.symptom, list(self.ops), self.detail], separators=(",", ":"))
+        return "rc-" + hashlib.sha256(raw.encode()).hexdigest()[:12]
+
+    @property
+    def subject(self) -> str:
+        if not self.ops:
+            return "an unidentified operator"
+        return self.ops[0] if len(self.ops) == 1 else "the pattern " + " -> ".join(self.ops)
+
+    @property
+    def title(self) -> str:
+        s, subj, d = self.symptom, self.subject, self.detail
+        if s == Symptom.WRONG.value:
+            return f"{subj}: wrong results" + (f" ({d})" if d else "")
+        if s == Symptom.NAN_INF.value:
+            return f"{subj} {_DIRECTION.get(d, d)}"
+        if s == Symptom.PRECISION.value:
+            return f"{subj}: precision beyond 0.1%"
+        if s == Symptom.NONDETERMINISTIC.value:
+            return f"{subj}: output depends on uninitialised memory"
+        if s == Symptom.CRASH.value:
+            return f"{d or 'crash'} with {subj}"
+        if s == Symptom.HEAP_DAMAGE.value:
+            return f"{d or 'crash'}: heap damage left by an earlier model"
+        if s == Symptom.UNSUPPORTED.value:
+            return f"converter does not support {subj}"
+        if s == Symptom.CONVERSION.value:
+            return f"conversion error with {subj}" + (f": {d}" if d else "")
+        if s == Symptom.TIMEOUT.value:
+            return f"{d or 'a stage'} hangs with {subj}"
+        return f"engine error with {subj}" + (f": {d}" if d else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "ops": list(self.ops), "key": self.id, "title": self.title}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> RootKey:
+        return RootKey(d["symptom"], tuple(d.get("ops", ())), d.get("detail", ""), bool(d.get("isolated")))
+
+
+def local_key(symptom: str, fp: dict[str, Any], direction: str = "") -> tuple[str, str, str]:
+    """What a single case says of its root cause before minimisation: the symptom, the operator
+    it names, and the NaN/Inf direction or error code.  The minimiser keeps it fixed (no
+    slippage to another defect) and the campaign groups fingerprints by it."""
+    if symptom == Symptom.NAN_INF.value:
+        return symptom, fp.get("op", ""), direction
+    if symptom in (Symptom.CRASH.value, Symptom.HEAP_DAMAGE.value):
+        return symptom, "" if symptom == Symptom.HEAP_DAMAGE.value else fp.get("op", ""), fp.get("code", "")
+    if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
+        return symptom, fp.get("op", ""), ""
+    return symptom, fp.get("op", ""), fp.get("kind", "") + ":" + fp.get("code", "")
+
+
+def pattern_ops(g: Graph) -> tuple[str, ...]:
+    """The block operators of a (minimised) model, in topological order, each once."""
+    return tuple(dict.fromkeys(n.op for n in g.block_nodes()))
+
+
+def salient_params(g: Graph, node: str) -> str:
+    """Choice parameters of the blamed node that the minimiser left at a value other than the
+    simplest: the ones it could not change without losing the bug (a mode, a padding...)."""
+    try:
+        n = g.node(node)
+    except KeyError:
+        return ""
+    spec = SPECS.get(n.op)
+    if spec is None:
+        return ""
+    out = [f"{k}={n.params[k]}" for k, dom in sorted(spec.domains.items())
+           if isinstance(dom, Choice) and k in n.params and n.params[k] != dom.values[0]]
+    return ", ".join(out)
+
+
+def root_key(symptom: str, fp: dict[str, Any], small: Graph, blamed: str = "", isolated: bool = False,
+             direction: str = "", minimized: bool = True) -> RootKey:
+    """The key of a (minimised) failure.  ``blamed``: the node found wrong in isolation ("" when
+    every operator was right alone: the key names the minimised model's operators); for an
+    unminimised failure the case's own operator stands in."""
+    if symptom in (Symptom.HEAP_DAMAGE.value,):
+        return RootKey(symptom, (), _signal_only(fp.get("code", "")))
+    ops: tuple[str, ...]
+    if blamed:
+        ops = (small.node(blamed).op,)
+    elif minimized:
+        ops = pattern_ops(small)
+    else:
+        ops = (fp["op"],) if fp.get("op") else ()
+    if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
+        return RootKey(symptom, ops, salient_params(small, blamed) if blamed and minimized else "", isolated)
+    if symptom == Symptom.NAN_INF.value:
+        return RootKey(symptom, ops, direction, isolated)
+    if symptom == Symptom.CRASH.value:
+        return RootKey(symptom, ops, fp.get("code", ""), isolated)
+    if symptom == Symptom.TIMEOUT.value:
+        return RootKey(symptom, ops, fp.get("stage", ""), isolated)
+    if symptom == Symptom.UNSUPPORTED.value:
+        return RootKey(symptom, (fp["op"],) if fp.get("op") else ops, "", isolated)
+    code = "a model output is missing" if fp.get("kind") == "missing-output" else fp.get("code", "")
+    return RootKey(symptom, ops, code[:120], isolated)
+
+
+def _signal_only(code: str) -> str:
+    return code.split(" in ", 1)[0]
