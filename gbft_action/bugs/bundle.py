@@ -95,15 +95,22 @@ class BugBook:
 
     def flaky(self, fid: str) -> bool:
         """Its own replays disagreed (minimize_bug's check): never blamed on a pull request."""
-        return self._meta(fid).get("flaky") is True
+        return self.meta(fid).get("flaky") is True
 
     def _minimized(self, fid: str) -> bool:
-        return bool(self._meta(fid).get("minimized"))
+        return bool(self.meta(fid).get("minimized"))
 
-    def _meta(self, fid: str) -> dict[str, Any]:
+    def meta(self, fid: str) -> dict[str, Any]:
         """A bundle's meta.json ({} before the bundle exists)."""
         path = self.bundle_dir(fid) / "meta.json"
         return json.loads(path.read_text()) if path.exists() else {}
+
+    def set_root_cause(self, fid: str, root_cause: dict[str, Any]) -> None:
+        """Record the root cause a bundle shows (bugs.rootcause.RootKey.to_json) in its meta.json."""
+        meta = self.meta(fid)
+        if meta and meta.get("root_cause") != root_cause:
+            meta["root_cause"] = root_cause
+            _write_json(self.bundle_dir(fid) / "meta.json", meta)
 
     def save(self) -> None:
         # Occurrences go into each bundle once, here, not on every failing case.
@@ -137,6 +144,7 @@ class BugBook:
         meta = {
             "id": fp["id"], "fingerprint": fp, "title": fp["title"], "status": rec["status"], "stage": rec["stage"],
             "op": rec["op"], "node": rec["node"], "message": rec["message"], "seed": ctx.get("seed"),
+            "symptom": rec.get("symptom", ""), "direction": rec.get("direction", ""),
             "case_index": rec["index"], "case_seed": graph.seed, "graph_hash": rec["hash"],
             "tool_version": __version__, "engine": engine_meta(engine),
             "platforms": [platform_of(engine)], "occurrences": 1,

@@ -18,6 +18,7 @@ from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .minimize import minimize
+from .rootcause import local_key
 from .triage import Round, Verdict, confirm
 
 SAME, DIFFERENT, PASSES = "same", "different", "passes"
@@ -32,14 +33,16 @@ class Replay:
 
 
 def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False,
-              platforms: list[str] | None = None, base: bool = False, keep: Path | None = None) -> CaseResult:
+              platforms: list[str] | None = None, base: bool = False, keep: Path | None = None,
+              inputs: dict[str, np.ndarray] | None = None) -> CaseResult:
     """Run one model (on the base build too with ``base``); ``fresh`` restarts the engine
     workers first, so that heap damage left by earlier models (MNN has heap-corruption
     bugs) cannot change the verdict.  ``keep`` (a bundle) keeps the frozen model and
-    TensorFlow's inputs and outputs as minimized.pb and minimized-*.npz."""
+    TensorFlow's inputs and outputs as minimized.pb and minimized-*.npz.  ``inputs`` replaces
+    the drawn input data."""
     if fresh:
         lane.restart_engines()
-    res = lane.run(next(_scratch), g, budget, platforms, base=base)
+    res = lane.run(next(_scratch), g, budget, platforms, base=base, inputs=inputs)
     if res.workdir is not None:
         if keep is not None and (res.workdir / "model.pb").exists() and "expected" in res.arrays:
             shutil.copy2(res.workdir / "model.pb", keep / "minimized.pb")
@@ -52,6 +55,18 @@ def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False,
 def matching(res: CaseResult, target: Fingerprint) -> CaseResult | None:
     """The platform result showing ``target``, if any does."""
     return next((r for r in res.per_platform() if r.fingerprint == target), None)
+
+
+def local_key_of(r: CaseResult) -> tuple[str, str, str] | None:
+    """bugs.rootcause.local_key of one judged result (None for a pass)."""
+    if r.fingerprint is None or not r.symptom:
+        return None
+    return local_key(r.symptom, r.fingerprint.to_json(), r.direction)
+
+
+def showing(res: CaseResult, key: tuple[str, str, str]) -> CaseResult | None:
+    """The platform result with local key ``key`` (same symptom, operator, direction), if any."""
+    return next((r for r in res.per_platform() if local_key_of(r) == key), None)
 
 
 def bug_platforms(lane: Lane, meta: dict[str, Any]) -> list[str] | None:
@@ -96,12 +111,16 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
     meta, g, _ = load_bundle(bundle)  # always from the original: minimised is its own start
     target = Fingerprint.from_json(meta["fingerprint"])
     where = bug_platforms(lane, meta)
+    # No slippage: a candidate counts only with the same symptom, operator and direction (the
+    # local key), not merely "some failure"; older bundles without a symptom keep the fingerprint.
+    key = local_key(meta["symptom"], meta["fingerprint"], meta.get("direction", "")) if meta.get("symptom") else None
 
     def same_bug(h: Graph) -> str | None:
-        hit = matching(run_graph(lane, h, time_limit + 30, platforms=where, base=needs_base(target)), target)
+        res = run_graph(lane, h, time_limit + 30, platforms=where, base=needs_base(target))
+        hit = showing(res, key) if key is not None else matching(res, target)
         return None if hit is None else (hit.node or "-")
 
-    small, node, stats = minimize(g, same_bug, time_limit=time_limit)
+    small, node, stats = minimize(g, same_bug, time_limit=time_limit, focus=meta.get("node", ""))
     for name in ("minimized.pb", "minimized-inputs.npz", "minimized-expected.npz"):
         (bundle / name).unlink(missing_ok=True)
     run_graph(lane, small, time_limit + 30, platforms=where, keep=bundle)  # its model and data, for the repro

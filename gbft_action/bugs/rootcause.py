@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Callable
 
 from ..graph.ir import Graph
 from ..ops.domains import Choice
@@ -48,7 +48,6 @@ class Symptom(str, Enum):
 
 
 _MISSING_OUTPUT = re.compile(r"Can't find output|returned \d+ of \d+ outputs|output missing")
-_HEAP = re.compile(r"free\(\)|double free|corrupted|malloc\(\)|malloc_consolidate|heap", re.I)
 
 
 def classify(status: str, stage: str, *, signal: int | None = None, message: str = "", log: str = "",
@@ -77,12 +76,9 @@ def classify(status: str, stage: str, *, signal: int | None = None, message: str
     return Symptom.API.value
 
 
-def heap_damage(log: str, message: str = "") -> bool:
-    """glibc's words for a corrupted heap: the operator running then only noticed the damage."""
-    return bool(_HEAP.search(log) or _HEAP.search(message))
-
-
+SPECIAL_INPUT = "special-input"  # wrong only for NaN/Inf inputs: no special value in either output
 _DIRECTION = {
+    SPECIAL_INPUT: "differs from TensorFlow on NaN/Inf inputs",
     "NaN->finite": "maps NaN to a finite number", "Inf->finite": "gives a finite number where the result is +Inf",
     "-Inf->finite": "gives a finite number where the result is -Inf", "finite->NaN": "gives NaN for a finite result",
     "finite->Inf": "overflows to +Inf", "finite->-Inf": "overflows to -Inf", "NaN->Inf": "gives +Inf for NaN",
@@ -141,6 +137,9 @@ class RootKey:
         return RootKey(d["symptom"], tuple(d.get("ops", ())), d.get("detail", ""), bool(d.get("isolated")))
 
 
+MAX_PATTERN = 4  # a minimised model with more operators than this names no pattern
+
+
 def local_key(symptom: str, fp: dict[str, Any], direction: str = "") -> tuple[str, str, str]:
     """What a single case says of its root cause before minimisation: the symptom, the operator
     it names, and the NaN/Inf direction or error code.  The minimiser keeps it fixed (no
@@ -174,7 +173,7 @@ def salient_params(g: Graph, node: str) -> str:
     return ", ".join(out)
 
 
-def root_key(symptom: str, fp: dict[str, Any], small: Graph, blamed: str = "", isolated: bool = False,
+def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str = "", isolated: bool = False,
              direction: str = "", minimized: bool = True) -> RootKey:
     """The key of a (minimised) failure.  ``blamed``: the node found wrong in isolation ("" when
     every operator was right alone: the key names the minimised model's operators); for an
@@ -182,14 +181,15 @@ def root_key(symptom: str, fp: dict[str, Any], small: Graph, blamed: str = "", i
     if symptom in (Symptom.HEAP_DAMAGE.value,):
         return RootKey(symptom, (), _signal_only(fp.get("code", "")))
     ops: tuple[str, ...]
-    if blamed:
+    if blamed and small is not None:
         ops = (small.node(blamed).op,)
-    elif minimized:
+    elif minimized and small is not None and len(pattern_ops(small)) <= MAX_PATTERN:
         ops = pattern_ops(small)
-    else:
+    else:  # not minimised far enough to name a pattern: the case's own operator stands in
         ops = (fp["op"],) if fp.get("op") else ()
     if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
-        return RootKey(symptom, ops, salient_params(small, blamed) if blamed and minimized else "", isolated)
+        salient = salient_params(small, blamed) if blamed and minimized and small is not None else ""
+        return RootKey(symptom, ops, salient, isolated)
     if symptom == Symptom.NAN_INF.value:
         return RootKey(symptom, ops, direction, isolated)
     if symptom == Symptom.CRASH.value:
@@ -204,3 +204,66 @@ def root_key(symptom: str, fp: dict[str, Any], small: Graph, blamed: str = "", i
 
 def _signal_only(code: str) -> str:
     return code.split(" in ", 1)[0]
+
+
+# --------------------------------------------------------------------------- merging
+
+# The verdict of a root cause from its fingerprints': a defect the base build shows is
+# pre-existing even if one of its variants was only seen on the PR build.
+VERDICT_ORDER = ("pre-existing", "new", "changed", "fixed", "flaky-new", "flaky-fixed", "unchecked")
+
+
+@dataclass
+class RootCause:
+    key: RootKey
+    policy: str
+    fingerprints: list[str]
+    canonical: str  # the fingerprint whose bundle shows the root cause (the smallest model)
+    count: int = 0
+    platforms: list[str] = field(default_factory=list)
+    verdict: str = ""
+    minimized: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key.id, "symptom": self.key.symptom, "policy": self.policy, "title": self.key.title,
+                "ops": list(self.key.ops), "detail": self.key.detail, "fingerprints": list(self.fingerprints),
+                "canonical": self.canonical, "count": self.count, "platforms": list(self.platforms),
+                "verdict": self.verdict, "minimized": self.minimized, "isolated": self.key.isolated}
+
+
+@dataclass(frozen=True)
+class Diagnosed:
+    """A fingerprint's key from its minimised model, and that model's size."""
+
+    key: RootKey
+    size: int
+
+
+def assemble(failures: list[dict[str, Any]], diagnosed: dict[str, Diagnosed], policy: Callable[[str], str]) -> list[RootCause]:
+    """Merge the summary's failures (key, count, platforms, symptom, local, fingerprint, verdict)
+    into root causes.  A fingerprint not diagnosed in time joins a diagnosed one with the
+    same local key (symptom, operator, direction); failing that, its own operator keys it."""
+    by_local: dict[tuple[str, ...], RootKey] = {}
+    for f in sorted(failures, key=lambda f: diagnosed[f["key"]].size if f["key"] in diagnosed else 1 << 30):
+        if f["key"] in diagnosed:
+            by_local.setdefault(tuple(f["local"]), diagnosed[f["key"]].key)
+    causes: dict[str, RootCause] = {}
+    for f in failures:
+        d = diagnosed.get(f["key"])
+        key = d.key if d else by_local.get(tuple(f["local"])) or root_key(
+            f["symptom"], f["fingerprint"], None, minimized=False, direction=f["local"][2])
+        rc = causes.setdefault(key.id, RootCause(key, policy(key.symptom), [], f["key"]))
+        rc.fingerprints.append(f["key"])
+        rc.count += int(f.get("count", 1))
+        rc.platforms = sorted(set(rc.platforms) | set(f.get("platforms") or []))
+        rc.verdict = _worse(rc.verdict, f.get("verdict", ""))
+        if d and (not rc.minimized or d.size < diagnosed[rc.canonical].size):
+            rc.canonical, rc.minimized = f["key"], True
+    return sorted(causes.values(), key=lambda rc: (-rc.count, rc.key.id))
+
+
+def _worse(a: str, b: str) -> str:
+    rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
+    if not a or not b:
+        return a or b
+    return a if rank.get(a, 99) <= rank.get(b, 99) else b

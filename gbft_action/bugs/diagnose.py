@@ -1,0 +1,158 @@
+"""From a fingerprint to its root cause, on a live lane: minimise, replay, blame in isolation.
+
+``diagnose`` minimises a bundle (keeping its symptom, operator and direction: no
+slippage), runs the minimised model again to get TensorFlow's value of every node,
+and then re-runs the failing operator alone, in the reference and the engine, on
+those values (``blame``).  Wrong alone: the operator is blamed.  Right alone: its
+nearest producers are tried the same way; if every one is right alone the defect
+lives in a pattern and the key names the minimised model's operators.  A crash is
+replayed on fresh workers first: one that does not come back was heap damage left by
+earlier models, not a defect of this model.
+
+May import: bugs (bundle, minimize, replay, rootcause), graph, oracle, pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..graph.ir import Graph, Node
+from ..oracle import DISCONTINUOUS, Status
+from ..pipeline import CaseResult, Lane
+from .bundle import BugBook
+from .fingerprint import Fingerprint
+from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
+from .rootcause import SPECIAL_INPUT, RootKey, Symptom, local_key, root_key
+
+MAX_CANDIDATES = 4  # the failing node and its nearest producers, tried alone
+DCF_LIKE = (Status.DCF, Status.XPF, Status.XBF)
+
+
+@dataclass
+class Blame:
+    node: str = ""  # wrong alone; "" when every candidate was right alone
+    symptom: str = ""  # the symptom of the operator alone (more precise than in the model)
+    direction: str = ""
+    special_inputs: bool = False  # the blamed node's inputs hold NaN or Inf
+    tried: list[str] = field(default_factory=list)
+
+
+def single_node(g: Graph, node_id: str) -> tuple[Graph, dict[str, str]]:
+    """Node ``node_id`` alone: each distinct input tensor becomes a graph input (in0, in1, ...).
+    Same id, parameters and seed: its constants (weights) are drawn exactly as in the model.
+    Returns the graph and, per new input, the tensor of g it stands for."""
+    n = g.node(node_id)
+    sources = list(dict.fromkeys(n.inputs))
+    names = {src: f"in{i}" for i, src in enumerate(sources)}
+    alone = Node(n.id, n.op, [names[x] for x in n.inputs], dict(n.params), n.out, n.block or n.op, "block", n.gnode)
+    g1 = Graph({names[x]: g.tensor_type(x) for x in sources}, [alone], [n.id], g.seed,
+               {"isolated": node_id, "blocks": [n.op]})
+    return g1, {names[x]: x for x in sources}
+
+
+def candidates(g: Graph, node: str, limit: int = MAX_CANDIDATES) -> list[str]:
+    """The failing node, then its producers nearest first (breadth-first over inputs)."""
+    out, queue = [], [node]
+    while queue and len(out) < limit:
+        x = queue.pop(0)
+        if x in out or x in g.inputs:
+            continue
+        out.append(x)
+        queue.extend(g.node(x).inputs)
+    return out
+
+
+def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until: float) -> Blame:
+    """Re-run ``node`` (then its producers) alone on TensorFlow's values of its inputs."""
+    b = Blame()
+    values = lane.reference_values(res, until - time.monotonic())
+    if values is None:
+        return b
+    for c in candidates(res.graph, node):
+        if time.monotonic() > until:
+            break
+        g1, feeds = single_node(res.graph, c)
+        if any(src not in values for src in feeds.values()):
+            continue
+        b.tried.append(c)
+        iso = run_graph(lane, g1, max(1.0, until - time.monotonic()), platforms=where,
+                        inputs={k: values[src] for k, src in feeds.items()})
+        hit = next((r for r in iso.per_platform() if r.status in DCF_LIKE), None)
+        if hit is not None:
+            b.node, b.symptom, b.direction = c, hit.symptom, hit.direction
+            b.special_inputs = any(_special(values[src]) for src in feeds.values())
+            return b
+    return b
+
+
+def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float) -> dict[str, Any]:
+    """Minimise bundle ``fid``, then key it (bugs.rootcause); the key goes into its meta.json as
+    "root_cause".  Returns the minimiser's stats with the key."""
+    until = time.monotonic() + time_limit
+    meta0, _, _ = load_bundle(book.bundle_dir(fid))
+    stats = minimize_bug(lane, book, fid, max(1.0, 0.7 * time_limit), check_flaky=False)
+    meta, _, small = load_bundle(book.bundle_dir(fid))
+    assert small is not None
+    key = _key(lane, meta, small, until)
+    meta["root_cause"] = key.to_json()
+    path = book.bundle_dir(fid) / "meta.json"
+    path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return {**stats, "root_cause": key.id, "symptom_was": meta0.get("symptom", "")}
+
+
+def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKey:
+    symptom, fp, direction = meta.get("symptom", ""), meta["fingerprint"], meta.get("direction", "")
+    where = bug_platforms(lane, meta)
+    if symptom == Symptom.CRASH.value:
+        # A crash is attributed only if it comes back on fresh workers (every platform it was seen on).
+        # Then the key names the minimised model's operators, not the one running when glibc
+        # noticed the damage; one that does not come back was left by earlier models.
+        again = run_graph(lane, small, max(1.0, until - time.monotonic()), fresh=True, platforms=where)
+        if again.workdir is not None:
+            shutil.rmtree(again.workdir, ignore_errors=True)
+        back = showing(again, local_key(symptom, fp)) is not None
+        return root_key(symptom if back else Symptom.HEAP_DAMAGE.value, fp, small)
+    if symptom not in (Symptom.WRONG.value, Symptom.NAN_INF.value, Symptom.PRECISION.value,
+                       Symptom.NONDETERMINISTIC.value):
+        return root_key(symptom, fp, small)
+    res = run_graph(lane, small, max(1.0, until - time.monotonic()), platforms=where,
+                    base=needs_base(Fingerprint.from_json(fp)))
+    try:
+        hit = showing(res, local_key(symptom, fp, direction))
+        node = hit.node if hit is not None else meta.get("node", "")
+        if not node or node not in {n.id for n in small.nodes}:
+            return root_key(symptom, fp, small, direction=direction)
+        b = blame(lane, hit or res, node, where, until)
+    finally:
+        if res.workdir is not None:
+            shutil.rmtree(res.workdir, ignore_errors=True)
+    return _from_blame(symptom, fp, small, node, b, direction)
+
+
+def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Blame, direction: str) -> RootKey:
+    if b.node:
+        # The operator alone tells the class: a NaN made upstream and dropped here is nan-inf,
+        # and so is a different answer for NaN/Inf inputs (a comparison's bool output).
+        s, d = b.symptom or symptom, b.direction or direction
+        if s in (Symptom.WRONG.value, Symptom.PRECISION.value) and b.special_inputs:
+            s, d = Symptom.NAN_INF.value, SPECIAL_INPUT
+        return root_key(s, fp, small, blamed=b.node, isolated=True, direction=d)
+    if not b.tried:  # isolation could not run: the case's own operator stands in
+        return root_key(symptom, fp, small, blamed=node, direction=direction)
+    if small.node(node).op in DISCONTINUOUS:
+        # Right alone on TensorFlow's own inputs: the engine's slightly different (in-tolerance)
+        # input crossed a boundary (a comparison, a ceiling, an argmax): a tie, not a bug.
+        return RootKey(Symptom.TIE.value, (small.node(node).op,), "", True)
+    return root_key(symptom, fp, small, isolated=True, direction=direction)
+
+
+
+def _special(v: np.ndarray) -> bool:
+    a = np.asarray(v)
+    return a.dtype.kind == "f" and not bool(np.isfinite(a).all())
