@@ -76,6 +76,7 @@ class FuzzConfig:
     state: str = ""  # a directory holding a previous run's state.json (coverage, MCTS)
     minimize_share: float = 0.35  # share of the budget kept for minimising new bugs
     minimize_limit: float = 30.0  # seconds at most per bug
+    symptom_policy: dict[str, str] = field(default_factory=dict)  # overrides of bugs.policy.DEFAULT_POLICY
     engine_python: str = ""  # the engine worker's interpreter (a private venv holding a PR's wheel)
     engine_env: dict[str, str] = field(default_factory=dict)  # for the adapter (the command engine's commands)
     base: EngineBuild | None = None  # the base build every model also runs on (the PR verdict)

@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start from the coverage and MCTS state of a previous run's output directory")
     f.add_argument("--minimize-share", type=float, default=0.35,
                    help="share of the budget for minimising new bugs (0 turns minimisation off)")
+    f.add_argument("--symptom-policy", type=_symptom_policy, default={}, metavar="CLASS=POLICY,...",
+                   help="report, summary or ignore per symptom class, e.g. precision=report,nan-inf=summary "
+                        "(default: gbft_action.bugs.policy.DEFAULT_POLICY)")
     _platform_args(f)
     f.add_argument("--platform", dest="platforms", type=_platform_list, help="one engine platform (see --platforms)")
     f.add_argument("--quiet", action="store_true")
@@ -113,6 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
     ck = csub.add_parser("check", help="validate a corpus file")
     ck.add_argument("file")
     return ap
+
+
+def _symptom_policy(text: str) -> dict[str, str]:
+    from .bugs.policy import parse_policy
+
+    try:
+        return parse_policy(text)
+    except ValueError as e:  # argparse shows an ArgumentTypeError's own words
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _platform_list(text: str) -> tuple[str, ...]:
@@ -194,7 +206,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
                      chooser=args.chooser, mutations=args.mutations == "on", state=args.state,
                      minimize_share=args.minimize_share, platforms=args.platforms, arm_root=args.arm_root,
-                     engine_python=pr.python, engine_env=dict(pr.env), base=base)
+                     engine_python=pr.python, engine_env=dict(pr.env), base=base,
+                     symptom_policy=args.symptom_policy)
     if not 0.0 <= args.minimize_share < 1.0:
         print(f"error: --minimize-share must be in [0, 1), got {args.minimize_share}", file=sys.stderr)
         return EXIT_USAGE

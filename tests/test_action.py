@@ -50,11 +50,34 @@ def test_action_yml_inputs_are_exactly_what_the_entrypoint_reads():
     ("report", "email", ["report", "issues, summary, none"]),
     ("blocks", "5-2", ["blocks", "MIN-MAX"]),
     ("engine", "tvm", ["engine", "mnn, command"]),
+    ("symptom-policy", "precision=loud", ["symptom-policy", "'loud'", "report, summary, ignore"]),
+    ("symptom-policy", "rounding=report", ["symptom-policy", "'rounding'", "wrong-result, nan-inf"]),
+    ("symptom-policy", "precision", ["symptom-policy", "CLASS=POLICY"]),
 ])
 def test_bad_input_is_one_line_naming_it(name, value, words):
     with pytest.raises(ConfigError) as e:
         ActionConfig.from_env({f"INPUT_{name.upper()}": value}).validate()
     assert "\n" not in str(e.value) and all(w in str(e.value) for w in words)
+
+
+def test_symptom_policy_is_parsed_once_for_the_action_and_the_cli():
+    from gbft_action.bugs.policy import DEFAULT_POLICY, POLICIES, SYMPTOMS, parse_policy, policy_for
+    from gbft_action.cli import build_parser
+
+    assert set(DEFAULT_POLICY) == set(SYMPTOMS) and set(DEFAULT_POLICY.values()) <= set(POLICIES)
+    assert parse_policy("") == {} and parse_policy(" precision=report, nan-inf=summary,") == {
+        "precision": "report", "nan-inf": "summary"}
+    cfg = ActionConfig.from_env({"INPUT_SYMPTOM-POLICY": "precision=report"}).validate()
+    assert cfg.policy_overrides == {"precision": "report"}
+    assert ActionConfig.from_env({}).validate().policy_overrides == {}
+    assert policy_for("precision", cfg.policy_overrides) == "report" and policy_for("precision", {}) == "summary"
+    assert policy_for("tie") == "ignore" and policy_for("a-class-from-a-newer-campaign") == "report"
+    args = build_parser().parse_args(["fuzz", "--symptom-policy", "tie=report"])
+    assert args.symptom_policy == {"tie": "report"}
+    for bad in ("tie=maybe", "=report", "tie", "tie=report,rounding=ignore"):
+        with pytest.raises(ValueError) as e:
+            parse_policy(bad)
+        assert "\n" not in str(e.value) and len(str(e.value)) < 200
 
 
 def test_bad_input_fails_the_step(tmp_path):

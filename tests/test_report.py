@@ -17,7 +17,8 @@ from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.report.github import GitHubTracker
 from gbft_action.report.render import RunContext
-from gbft_action.report.reporter import ReportConfig, report
+from gbft_action.bugs.policy import DEFAULT_POLICY
+from gbft_action.report.reporter import PRECISION_TRACKING, ReportConfig, ReportInputError, load_run, report
 from gbft_action.report.sanitize import BODY_LIMIT, ZWSP, code_block, neutralise, truncate_body
 from gbft_action.report.trackers import FilesTracker, make_tracker, marker_ids
 
@@ -309,11 +310,17 @@ def test_report_cli_on_a_real_fuzz_output(tmp_path):
     assert r.returncode == 0, r.stderr
     s = json.loads((out / "summary.json").read_text())
     issues = sorted((out / "issues").glob("[0-9][0-9][0-9][0-9].md"))
-    assert len(issues) == s["unique_failures"] > 0
+    rcs = {rc["key"]: rc for rc in s.get("root_causes", [])}  # none in an output from before root causes
+    tracking = any(rc["symptom"] == "precision" and rc["policy"] == "summary" for rc in rcs.values())
+    filed = sum(rc["policy"] == "report" for rc in rcs.values()) + tracking if rcs else s["unique_failures"]
+    assert len(issues) == filed > 0
     for p in issues:
         text = p.read_text()
+        ids = marker_ids(text)
+        if ids == [PRECISION_TRACKING]:
+            continue
         assert "```mermaid\nflowchart TD" in text and "<details><summary>repro.py" in text
-        assert len(marker_ids(text)) == 1
+        assert set(ids[1:]) == set(rcs[ids[0]]["fingerprints"]) if rcs else len(ids) == 1
     r2 = subprocess.run([*gbft_cmd(), "report", "--from", str(out), "--tracker", "files"], cwd=ROOT,
                         capture_output=True, text=True)
     assert "filed " not in r2.stdout and len(sorted((out / "issues").glob("[0-9][0-9][0-9][0-9].md"))) == len(issues)
@@ -450,3 +457,218 @@ def test_unreachable_api_and_bad_credentials_are_one_line(tmp_path, fake, capsys
     code, err = _report_cli(out, fake.base_url, "ghp_wrong" + "x" * 30, capsys, monkeypatch)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "401" in err and "token" in err, err
     assert TOKEN not in err
+
+
+# --------------------------------------------------------------------------- root causes
+
+def variant(op: str, n: int) -> Fingerprint:
+    """Another fingerprint of the same operator (another structure around it)."""
+    return Fingerprint("compare", "DCF", "mismatch", "values", op, f"in-degree {n}, input ranks [4]")
+
+
+def cause(key: str, symptom: str, fps: list[Fingerprint], count: int = 0, canonical: Fingerprint | None = None,
+          **kw) -> dict:
+    op = fps[0].op
+    return {"key": key, "symptom": symptom, "policy": kw.pop("policy", DEFAULT_POLICY[symptom]),
+            "title": kw.pop("title", f"{op}: wrong results"), "ops": [op], "detail": "depth_radius",
+            "fingerprints": [f.id for f in fps], "canonical": (canonical or fps[0]).id, "count": count or len(fps),
+            "platforms": ["x86_64", "arm64-qemu"], "verdict": "", "minimized": True, "isolated": True, **kw}
+
+
+def make_rc_out(tmp: Path, causes: list[dict], fps: list[Fingerprint]) -> Path:
+    """A fuzz output whose summary.json merges the fingerprints' failures into ``causes``."""
+    out = make_out(tmp, [(f, 2, "wrong values", relu_graph(f.op)) for f in fps])
+    s = json.loads((out / "summary.json").read_text())
+    of = {fid: c for c in causes for fid in c["fingerprints"]}
+    for f in s["failures"]:
+        f["root_cause"], f["symptom"] = of[f["key"]]["key"], of[f["key"]]["symptom"]
+    s["root_causes"], s["symptom_policy"] = causes, dict(DEFAULT_POLICY)
+    (out / "summary.json").write_text(json.dumps(s))
+    return out
+
+
+RC1, RC2, RC3 = "rc-0123456789ab", "rc-bbbbbbbbbbbb", "rc-cccccccccccc"
+
+
+def test_two_fingerprints_of_one_root_cause_file_one_issue_carrying_both(tmp_path, fake):
+    a, b = fp("Lrn"), variant("Lrn", 2)
+    out = make_rc_out(tmp_path, [cause(RC1, "wrong-result", [a, b], count=5)], [a, b])
+    res = run(out, fake)
+    (issue,) = bot_issues(fake)
+    assert [x["root_cause"] for x in res.filed] == [RC1]
+    assert issue["title"] == "[wrong result] Lrn: wrong results"
+    body = issue["body"]
+    assert marker_ids(body) == [RC1, a.id, b.id]
+    assert "| Symptom | wrong result |" in body and "| Occurrences | 5 (" in body
+    assert "<details><summary>Fingerprints merged into this root cause (2)</summary>" in body
+    assert f"| `{a.id}` (shown) |" in body and f"| `{b.id}` |" in body
+    assert "| Platforms | x86_64, arm64-qemu |" in body and "<details><summary>repro.py" in body
+    md = (out / "summary.md").read_text()
+    assert "| root cause | symptom | operators | fingerprints | cases | minimised size | issue |" in md
+    assert f"| Lrn: wrong results | wrong result | Lrn | 2 | 5 | 1 | [#{issue['number']}](" in md
+    assert f"| `{RC1}` | new | {a.id}, {b.id} | x86_64, arm64-qemu | `bugs/{a.id}/` |" in md
+
+
+def test_a_later_run_with_another_canonical_fingerprint_updates_the_same_issue(tmp_path, fake):
+    a, b, c = fp("Lrn"), variant("Lrn", 2), variant("Lrn", 3)
+    run(make_rc_out(tmp_path, [cause(RC1, "wrong-result", [a, b], count=5)], [a, b]), fake)
+    out2 = make_rc_out(tmp_path / "b", [cause(RC1, "wrong-result", [c, b], count=3, canonical=c)], [b, c])
+    res = run(out2, fake)
+    (issue,) = bot_issues(fake)
+    assert not res.filed and [x["root_cause"] for x in res.commented] == [RC1]
+    assert marker_ids(issue["body"])[0] == RC1 and {a.id, b.id, c.id} <= set(marker_ids(issue["body"]))
+    assert "| Occurrences | 8 (" in issue["body"] and f"| `{c.id}` (shown) |" in issue["body"]
+    assert len(fake.comments(REPO, issue["number"])) == 1
+    before = stored(fake)
+    run(out2, fake)  # the same output again: nothing changes
+    assert stored(fake) == before
+
+
+def test_an_issue_filed_under_a_fingerprint_is_found_and_becomes_the_root_causes(tmp_path, fake):
+    a, b = fp("Lrn"), variant("Lrn", 2)
+    number = existing_issue(fake, b)  # filed by an older run, one issue per fingerprint
+    out = make_rc_out(tmp_path, [cause(RC1, "wrong-result", [a, b])], [a, b])
+    res = run(out, fake)
+    (issue,) = bot_issues(fake)
+    assert issue["number"] == number and not res.filed and len(res.commented) == 1
+    assert marker_ids(issue["body"]) == [RC1, a.id, b.id]
+    assert len(fake.comments(REPO, number)) == 1
+    run(make_rc_out(tmp_path / "b", [cause(RC1, "wrong-result", [a])], [a]), fake)  # now found by its key
+    assert len(bot_issues(fake)) == 1 and len(fake.comments(REPO, number)) == 2
+
+
+def test_another_live_root_causes_issue_is_not_taken_over_through_a_shared_fingerprint(tmp_path, fake):
+    a, b, c = fp("Lrn"), variant("Lrn", 2), fp("Exp")
+    run(make_rc_out(tmp_path, [cause(RC1, "wrong-result", [a, b])], [a, b]), fake)
+    # b moved to a new root cause; RC1 is still alive: RC2 gets its own issue.
+    out = make_rc_out(tmp_path / "b", [cause(RC1, "wrong-result", [a]), cause(RC2, "crash", [b, c])], [a, b, c])
+    res = run(out, fake)
+    assert [x["root_cause"] for x in res.filed] == [RC2] and [x["root_cause"] for x in res.commented] == [RC1]
+    assert len(bot_issues(fake)) == 2
+
+
+def test_precision_root_causes_share_one_tracking_issue_updated_each_run(tmp_path, fake):
+    a, b, c = fp("Lrn"), fp("Exp"), fp("Tanh")
+    causes = [cause(RC1, "precision", [a], count=3, title="Lrn: precision"),
+              cause(RC2, "precision", [b], count=1, title="Exp: precision"), cause(RC3, "wrong-result", [c])]
+    out = make_rc_out(tmp_path, causes, [a, b, c])
+    res = run(out, fake, max_new=1)  # the tracking issue is not a root cause: outside the quota
+    issues = bot_issues(fake)
+    assert len(issues) == 2 and len(res.filed) == 2 and not res.skipped
+    (track,) = [i for i in issues if i["title"] == "Precision differences found by gbft (tracking)"]
+    assert marker_ids(track["body"]) == [PRECISION_TRACKING]
+    assert "| Lrn: precision | Lrn | arm64-qemu, x86_64 | 3 |" in track["body"]
+    assert "| Exp: precision | Exp |" in track["body"]
+    md = (out / "summary.md").read_text()
+    assert f"| Lrn: precision | precision | Lrn | 1 | 3 | 1 | [#{track['number']}](" in md
+    # The next run: one of them again; the other stays listed, the counts add up.
+    out2 = make_rc_out(tmp_path / "b", [cause(RC1, "precision", [a], count=4, title="Lrn: precision")], [a])
+    res2 = run(out2, fake)
+    issues = bot_issues(fake)
+    track = next(i for i in issues if i["number"] == track["number"])
+    assert len(issues) == 2 and not res2.filed and [x["root_cause"] for x in res2.commented] == [PRECISION_TRACKING]
+    assert "| Lrn: precision | Lrn | arm64-qemu, x86_64 | 7 |" in track["body"]
+    assert "| Exp: precision | Exp |" in track["body"]  # not seen in this run: kept
+    (comment,) = fake.comments(REPO, track["number"])
+    assert "1 precision root cause" in comment["body"] and "Lrn: precision" in comment["body"]
+    before = stored(fake)
+    run(out2, fake)
+    assert stored(fake) == before
+
+
+def test_ignored_and_summary_only_root_causes_are_never_filed(tmp_path, fake):
+    a, b, c = fp("Lrn"), fp("Sigmoid"), fp("Exp")
+    causes = [cause(RC1, "wrong-result", [a]), cause(RC2, "tie", [b], title="Sigmoid: ties"),
+              cause(RC3, "heap-damage", [c], title="heap damage after Exp")]
+    out = make_rc_out(tmp_path, causes, [a, b, c])
+    res = run(out, fake)
+    (issue,) = bot_issues(fake)
+    assert marker_ids(issue["body"])[0] == RC1 and [x["root_cause"] for x in res.filed] == [RC1]
+    md = (out / "summary.md").read_text()
+    assert "1 ignored: tie" in md and "Sigmoid: ties" not in md and RC2 not in md
+    assert "| heap damage after Exp | heap damage | Exp | 1 | 1 | 1 | summary only |" in md
+
+
+def test_the_quota_counts_root_causes(tmp_path, fake):
+    ops = ("Lrn", "Exp", "Tanh")
+    fps = [f for op in ops for f in (fp(op), variant(op, 2))]
+    causes = [cause(k, "wrong-result", fps[2 * i: 2 * i + 2]) for i, k in enumerate((RC1, RC2, RC3))]
+    out = make_rc_out(tmp_path, causes, fps)
+    res = run(out, fake, max_new=2)
+    assert len(bot_issues(fake)) == 2 and [x["root_cause"] for x in res.filed] == [RC1, RC2]
+    assert [(x["root_cause"], x["reason"]) for x in res.skipped] == [(RC3, "not filed: quota")]
+    assert f"Not filed (quota): {RC3}" in (out / "summary.md").read_text()
+
+
+def test_a_hostile_root_cause_lands_inert(tmp_path, fake):
+    a = fp("Lrn")
+    out = make_rc_out(tmp_path, [cause(RC1, "wrong-result", [a], title="@octocat fixes #1 <script>x</script>",
+                                       ops=["<img src=x>"], detail="@team")], [a])
+    run(out, fake)
+    (issue,) = bot_issues(fake)
+    outside = outside_code(issue["body"])
+    for bad in ("@octocat", "@team", "<script", "<img", "fixes #1"):
+        assert bad not in outside, bad
+    assert issue["title"].startswith("[wrong result] @" + ZWSP + "octocat")
+    assert "<script" not in (out / "summary.md").read_text()
+
+
+def test_an_output_without_root_causes_still_files_one_issue_per_fingerprint(tmp_path, fake):
+    a, b = fp("Lrn"), variant("Lrn", 2)
+    out = make_out(tmp_path, [(a, 1, "x", relu_graph("Lrn")), (b, 1, "x", relu_graph("Lrn"))])
+    res = run(out, fake)
+    assert sorted(marker_ids(i["body"])[0] for i in bot_issues(fake)) == sorted([a.id, b.id]) and len(res.filed) == 2
+    md = (out / "summary.md").read_text()
+    assert "| bug | operator | cases | minimised size | issue |" in md and "Fingerprints and bundles (2)" in md
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda s: s.update(root_causes={"a": 1}), "'root_causes' is not a list"),
+    (lambda s: s["root_causes"][0].update(key="rc-../../x"), "root_causes[0]: 'key' must be rc-"),
+    (lambda s: s["root_causes"][0].update(fingerprints=["../../etc"]), "'fingerprints' must be a non-empty list"),
+    (lambda s: s["root_causes"][0].update(canonical="abcdefabcdef"), "'canonical' must be one of its fingerprints"),
+    (lambda s: s["root_causes"][0].update(policy="loud"), "'policy' must be one of report, summary, ignore"),
+    (lambda s: s["root_causes"][0].update(count=-1), "'count' must be a number of cases"),
+    (lambda s: s["root_causes"][0].update(ops="Lrn"), "'ops' must be a list of strings"),
+    (lambda s: s["root_causes"].append(dict(s["root_causes"][0])), f"root_causes[1]: {RC1} appears twice"),
+])
+def test_malformed_root_causes_are_one_line_naming_the_file(tmp_path, fake, capsys, monkeypatch, damage, words):
+    a = fp("Lrn")
+    out = make_rc_out(tmp_path, [cause(RC1, "wrong-result", [a])], [a])
+    s = json.loads((out / "summary.json").read_text())
+    damage(s)
+    (out / "summary.json").write_text(json.dumps(s))
+    with pytest.raises(ReportInputError) as e:
+        load_run(out)
+    assert words in str(e.value) and str(out / "summary.json") in str(e.value) and "\n" not in str(e.value)
+    code, err = _report_cli(out, fake.base_url, TOKEN, capsys, monkeypatch)
+    assert code == 2 and err.strip() == f"error: {e.value}" and not fake.writes()
+
+
+def test_check_fixes_replays_a_root_causes_canonical_bundle(tmp_path, fake, monkeypatch):
+    """The replay itself is faked (the real one is test_check_fixes_closes_fixed_and_keeps_failing):
+    this checks which bundle a root cause's issue replays, and that the tracking issue is left alone."""
+    import gbft_action.bugs.replay as replay_mod
+
+    a, b, c = fp("Lrn"), variant("Lrn", 2), fp("Exp")
+    corpus = make_rc_out(tmp_path, [cause(RC1, "wrong-result", [a, b], canonical=b),
+                                    cause(RC2, "precision", [c])], [a, b, c])
+    run(corpus, fake)
+    replayed = []
+
+    class Lane:
+        eng = type("Eng", (), {"hello": {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}})
+
+        def stop(self) -> None:
+            pass
+
+    def fake_replay(lane, graph, target, **kw):
+        replayed.append(target.id)
+        return type("V", (), {"outcome": "passes"})()
+
+    monkeypatch.setattr(replay_mod, "replay", fake_replay)
+    res = report(ReportConfig(make_out(tmp_path / "now", []), check_fixes=True, corpus=corpus / "bugs"),
+                 tracker(fake), CTX, lane_factory=lambda meta: Lane())
+    assert replayed == [b.id] and [(x["root_cause"], x["fingerprint"]) for x in res.closed] == [(RC1, b.id)]
+    states = {marker_ids(i["body"])[0]: i["state"] for i in bot_issues(fake)}
+    assert states == {RC1: "closed", PRECISION_TRACKING: "open"}

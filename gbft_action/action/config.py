@@ -13,6 +13,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from ..bugs.policy import parse_policy
+
 ENGINES = ("mnn", "command")
 REPORTS = ("issues", "summary", "none")
 FAIL_ON = ("new", "any", "never")
@@ -33,6 +35,7 @@ INPUTS: dict[str, tuple[str, str]] = {
     "github-token": ("github_token", ""),
     "repository": ("repository", ""),
     "max-new-issues": ("max_new_issues", "5"),
+    "symptom-policy": ("symptom_policy", ""),
     "fail-on": ("fail_on", "new"),
     "platform-label": ("platform_label", ""),
     "output-dir": ("output_dir", "gbft-out"),
@@ -59,6 +62,7 @@ class ActionConfig:
     github_token: str = ""
     repository: str = ""
     max_new_issues: str = "5"
+    symptom_policy: str = ""  # CLASS=POLICY,... on top of bugs.policy.DEFAULT_POLICY
     fail_on: str = "new"
     platform_label: str = ""
     output_dir: str = "gbft-out"
@@ -87,6 +91,10 @@ class ActionConfig:
         lo, _, hi = self.blocks.partition("-")
         return int(lo), int(hi or lo)
 
+    @property
+    def policy_overrides(self) -> dict[str, str]:
+        return parse_policy(self.symptom_policy)
+
     def path(self, p: str) -> Path:
         q = Path(p)
         return q if q.is_absolute() else Path(self.workspace) / q
@@ -98,6 +106,10 @@ class ActionConfig:
         _number("budget-seconds", self.budget_seconds, float, 10, 6 * 3600, "a number of seconds from 10 to 21600")
         _number("seed", self.seed, int, 0, 2**31 - 1, "an integer from 0 to 2147483647")
         _number("max-new-issues", self.max_new_issues, int, 0, 100, "an integer from 0 to 100")
+        try:
+            parse_policy(self.symptom_policy)
+        except ValueError as e:
+            raise ConfigError(f"input 'symptom-policy': {e}") from None
         try:
             lo, hi = self.block_range
             ok = 1 <= lo <= hi <= 100

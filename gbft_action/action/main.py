@@ -99,6 +99,7 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
                       corpus=str(cfg.path(cfg.corpus)) if cfg.corpus else str(DEFAULT_CORPUS),
                       state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
                       engine_python=pr.python, engine_env=dict(pr.env), base=base,
+                      symptom_policy=cfg.policy_overrides,
                       platform_label=cfg.platform_label)
     return Campaign(fuzz)
 

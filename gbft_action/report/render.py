@@ -29,6 +29,14 @@ WHAT = {"MCF": "fails to convert a valid TensorFlow model", "IF": "fails while r
         "XPF": "computes different results on different platforms",
         "XBF": "computes different results from the base build"}
 TOOL_REPO = "gbft-action/gbft-action"
+TRACKING_TITLE = "Precision differences found by gbft (tracking)"
+SYMPTOM_TEXT = {"wrong-result": "wrong result", "nan-inf": "NaN/Inf", "conversion-error": "conversion error",
+                "api-error": "API error", "heap-damage": "heap damage"}
+
+
+def symptom_text(symptom: str) -> str:
+    """A symptom class as a reader says it ("wrong-result" -> "wrong result")."""
+    return SYMPTOM_TEXT.get(symptom, symptom.replace("-", " ")) or "unclassified"
 
 
 @dataclass
@@ -55,6 +63,12 @@ class RunContext:
         )
 
 
+def _rc_view(rc: dict[str, Any]) -> dict[str, Any]:
+    """What the issue template shows of a root cause (raw values: the template sanitises each)."""
+    return {"key": rc["key"], "symptom": symptom_text(rc["symptom"]), "title": rc.get("title", ""),
+            "ops": list(rc.get("ops", [])), "detail": rc.get("detail", ""), "fingerprints": len(rc["fingerprints"])}
+
+
 def _node(meta: dict[str, Any]) -> str:
     node = str(meta.get("node") or "")
     return node if node.isidentifier() else ""
@@ -71,9 +85,11 @@ class Renderer:
         self.code_env = jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False)
 
     def issue(self, bundle: Path, meta: dict[str, Any], ctx: RunContext, aliases: list[str] = (),
-              run_key: str = "") -> tuple[str, str]:
-        """(title, body) of the issue for one bug bundle.  The bundle is data (a pull request's
-        artifact): its repro and diagram are generated here from its graph, never pasted."""
+              run_key: str = "", rc: dict[str, Any] | None = None,
+              merged: list[dict[str, Any]] = ()) -> tuple[str, str]:
+        """(title, body) of the issue for one bug bundle: a fingerprint's, or the one shown for a
+        root cause ``rc`` (``merged``: its fingerprints as rows).  The bundle is data (a pull
+        request's artifact): its repro and diagram are generated here from its graph, never pasted."""
         fp = meta["fingerprint"]
         repro, graph = self._repro(bundle, meta)
         log = (bundle / "engine.log").read_text(errors="replace") if (bundle / "engine.log").exists() else ""
@@ -91,7 +107,10 @@ class Renderer:
             flaky=meta.get("flaky"), engine_pip=ENGINE_PIP.get(meta["engine"].get("engine", ""), "the engine"),
             repro_lines=repro.count("\n"), repro_block=code_block(repro, "python"),
             engine_only=(bundle / "repro_engine.py").exists(),
-            log_block=code_block("\n".join(log.splitlines()[-60:])) if log.strip() else "")
+            log_block=code_block("\n".join(log.splitlines()[-60:])) if log.strip() else "",
+            rc=_rc_view(rc) if rc else None, merged=list(merged))
+        if rc:
+            return title(f"[{symptom_text(rc['symptom'])}] {rc.get('title') or fp['title']}"), truncate_body(body)
         return title(fp["title"]), truncate_body(body)
 
     def _repro(self, bundle: Path, meta: dict[str, Any]) -> tuple[str, Graph | None]:
@@ -124,6 +143,20 @@ class Renderer:
             platforms=meta.get("platforms") or ["?"], run_occurrences=run_occurrences,
             occurrences=meta.get("occurrences", run_occurrences)))
 
+    def tracking(self, key: str, rows: list[dict[str, Any]], ctx: RunContext, run_key: str,
+                 data: str) -> tuple[str, str]:
+        """(title, body) of the precision tracking issue ``key``; ``data`` is its rows, encoded, kept
+        hidden in the body so that the next run adds to them."""
+        body = self.env.get_template("tracking.md.j2").render(
+            key=key, rows=rows, run_key=run_key, data=Markup(data), commit=ctx.commit, run_link=Markup(ctx.run_link),
+            pr_link=Markup(ctx.pr_link), tool_repo=TOOL_REPO)
+        return TRACKING_TITLE, truncate_body(body)
+
+    def tracking_comment(self, rows: list[dict[str, Any]], ctx: RunContext, regressed: bool) -> str:
+        return truncate_body(self.env.get_template("tracking_comment.md.j2").render(
+            rows=rows, regressed=regressed, pr_link=Markup(ctx.pr_link), commit=ctx.commit,
+            run_link=Markup(ctx.run_link)))
+
     def fixed(self, engine: dict[str, Any], ctx: RunContext, platforms: list[str], closing: bool) -> str:
         return self.env.get_template("fixed.md.j2").render(
             engine={"name": engine.get("engine", ""), "version": engine.get("version", "")}, commit=ctx.commit,
@@ -131,7 +164,7 @@ class Renderer:
 
     def summary(self, summary: dict[str, Any], headline: str, sections: list[dict[str, Any]],
                 ids: list[dict[str, Any]], not_filed: list[str], refused: list[dict[str, Any]] = (),
-                declined: list[dict[str, Any]] = ()) -> str:
+                declined: list[dict[str, Any]] = (), by_root_cause: bool = False, ignored: str = "") -> str:
         eng = summary.get("engine", {})
         counts = summary.get("platforms") or {}  # in the order given on the command line
         plats = {p: counts[p] for p in summary.get("platform_order", counts) if p in counts}
@@ -144,4 +177,4 @@ class Renderer:
             platforms=list(plats) or [eng.get("machine", "?")], per_platform=plats if len(plats) > 1 else {},
             stop_reason=summary.get("stop_reason", ""),
             by_status=summary["by_status"], coverage=summary.get("coverage"), not_filed=not_filed,
-            refused=list(refused), declined=list(declined))
+            refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored)

@@ -1,5 +1,9 @@
-"""The reporter: one issue per fingerprint, kept current, within a quota.
+"""The reporter: one issue per root cause (or per fingerprint), kept current, within a quota.
 
+An output whose summary.json has ``root_causes`` gets one issue per root cause
+whose symptom policy is ``report`` (showing its canonical fingerprint's bundle),
+one tracking issue for the ``precision`` ones under ``summary``, and nothing filed
+for the rest; an older output (no ``root_causes``) gets one issue per fingerprint.
 Reads a fuzz output directory as data (summary.json, bugs/*/meta.json, the
 rendered repro scripts) and never executes anything from it, so it can run in
 a job that holds a write token.  ``check_fixes`` is the exception: it replays
@@ -9,16 +13,26 @@ bug models on this build, so run it only where the engine build is trusted
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 
-from .render import Renderer, RunContext
-from .trackers import Issue, IssueTracker, TrackerError, marker_ids
+from ..bugs.policy import POLICIES, policy_for
+from .render import TRACKING_TITLE, Renderer, RunContext, symptom_text
+from .trackers import FINGERPRINT_ID, ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
+
+PRECISION_TRACKING = "gbft-precision-tracking"  # the tracker key of the one precision tracking issue
+# Failures of the base build only: the build under test passes, so there is nothing to file.
+FIXED_VERDICTS = ("fixed", "flaky-fixed")
+MERGED_ROWS = 100  # fingerprints listed in a root cause's issue (all of them are in its markers)
+TRACKED_ROWS = 200  # root causes kept in the tracking issue's table, most recently seen first
 
 
 @dataclass
@@ -55,7 +69,7 @@ class ReportResult:
             for x in getattr(self, kind):
                 where = f" #{x['issue']}" if x.get("issue") else ""
                 why = f" ({x['reason']})" if x.get("reason") else ""
-                out.append(f"{kind:13s} {x['fingerprint']}{where}{why}  {x.get('title', '')}")
+                out.append(f"{kind:13s} {x.get('root_cause') or x['fingerprint']}{where}{why}  {x.get('title', '')}")
         return out
 
 
@@ -73,17 +87,80 @@ def load_run(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         raise ReportInputError(f"{out / 'summary.json'}: 'failures' is not a list of failures with keys")
     metas = {}
     for f in failures:
-        bundle = out / "bugs" / f["key"]
-        if not (bundle / "meta.json").exists():
-            continue  # a failure without a bundle (fixed, or not bundled): nothing to file
-        for name in ("graph.json", "minimized.json"):
-            if not (bundle / name).exists():
-                raise ReportInputError(f"{bundle / name}: missing from the bug bundle")
-        meta = _json(bundle / "meta.json", dict)
-        if not isinstance(meta.get("fingerprint"), dict) or not isinstance(meta.get("engine"), dict):
-            raise ReportInputError(f"{bundle / 'meta.json'}: no fingerprint or engine in it")
-        metas[f["key"]] = meta
+        meta = _bundle_meta(out / "bugs" / f["key"])
+        if meta is not None:  # a failure without a bundle (fixed, or not bundled): nothing to file
+            metas[f["key"]] = meta
+    for rc in root_causes(summary, out / "summary.json") or []:
+        if rc["canonical"] not in metas:  # its bundle holds the root cause's model, failing here or not
+            meta = _bundle_meta(out / "bugs" / rc["canonical"])
+            if meta is not None:
+                metas[rc["canonical"]] = meta
     return summary, metas
+
+
+def _bundle_meta(bundle: Path) -> dict[str, Any] | None:
+    """A bundle's meta.json, checked (None: no bundle there)."""
+    if not (bundle / "meta.json").exists():
+        return None
+    for name in ("graph.json", "minimized.json"):
+        if not (bundle / name).exists():
+            raise ReportInputError(f"{bundle / name}: missing from the bug bundle")
+    meta = _json(bundle / "meta.json", dict)
+    if not isinstance(meta.get("fingerprint"), dict) or not isinstance(meta.get("engine"), dict):
+        raise ReportInputError(f"{bundle / 'meta.json'}: no fingerprint or engine in it")
+    return meta
+
+
+def root_causes(summary: dict[str, Any], path: Path = Path("summary.json")) -> list[dict[str, Any]] | None:
+    """summary["root_causes"], checked, each with its policy; None for an output from before
+    root causes (reported one issue per fingerprint).  The keys and ids become issue markers and
+    bundle paths, so they must have their exact form; the text fields are sanitised where shown."""
+    rcs = summary.get("root_causes")
+    if rcs is None:
+        return None
+    overrides = summary.get("symptom_policy") or {}
+    if not isinstance(overrides, dict) or any(v not in POLICIES for v in overrides.values()):
+        raise ReportInputError(f"{path}: 'symptom_policy' must map symptom classes to {', '.join(POLICIES)}")
+    if not isinstance(rcs, list):
+        raise ReportInputError(f"{path}: 'root_causes' is not a list")
+    keys: set[str] = set()
+    for i, rc in enumerate(rcs):
+        problem = _root_cause_problem(rc, keys)
+        if problem:
+            raise ReportInputError(f"{path}: root_causes[{i}]: {problem}")
+    return [{**rc, "policy": rc.get("policy") or policy_for(rc["symptom"], overrides)} for rc in rcs]
+
+
+def _root_cause_problem(rc: Any, keys: set[str]) -> str:
+    """What is wrong with one root_causes entry ("" if nothing)."""
+    if not isinstance(rc, dict):
+        return "not an object"
+    key = rc.get("key")
+    if not isinstance(key, str) or not re.fullmatch(ROOT_CAUSE_KEY, key):
+        return f"'key' must be rc- and 4 to 61 lower-case letters, digits or '-', got {str(key)[:40]!r}"
+    if key in keys:
+        return f"{key} appears twice"
+    keys.add(key)
+    fps = rc.get("fingerprints")
+    if not isinstance(fps, list) or not fps or not all(isinstance(x, str) and re.fullmatch(FINGERPRINT_ID, x)
+                                                       for x in fps):
+        return f"{key}: 'fingerprints' must be a non-empty list of fingerprint ids"
+    if rc.get("canonical") not in fps:
+        return f"{key}: 'canonical' must be one of its fingerprints"
+    # "" is a failure the campaign could not classify (an old record): reported as such.
+    if not isinstance(rc.get("symptom"), str) or not re.fullmatch(r"[a-z-]{0,40}", rc["symptom"]):
+        return f"{key}: 'symptom' must be a symptom class such as wrong-result"
+    if rc.get("policy", "") not in ("", *POLICIES):
+        return f"{key}: 'policy' must be one of {', '.join(POLICIES)}"
+    if not isinstance(rc.get("count"), int) or isinstance(rc["count"], bool) or rc["count"] < 0:
+        return f"{key}: 'count' must be a number of cases"
+    for name in ("title", "detail", "verdict"):
+        if not isinstance(rc.get(name, ""), str):
+            return f"{key}: '{name}' must be a string"
+    for name in ("ops", "platforms"):
+        if not isinstance(rc.get(name, []), list) or not all(isinstance(x, str) for x in rc.get(name, [])):
+            return f"{key}: '{name}' must be a list of strings"
+    return ""
 
 
 def _json(path: Path, kind: type) -> Any:
@@ -103,63 +180,149 @@ def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_facto
     (a locked or deleted issue, a 5xx after retries) is recorded with its reason in
     report.json and the run goes on.  report.json and summary.md are always written."""
     summary, metas = load_run(cfg.out)
+    rcs = root_causes(summary, cfg.out / "summary.json")
     render = Renderer(cfg.template_dir)
     res = ReportResult()
     index: dict[str, Issue] = {}
     try:
         index = tracker.index()
-        run = _Run(cfg, tracker, ctx, render, index, res, summary)
-        for fid, meta in metas.items():
-            entry = {"fingerprint": fid, "title": meta["fingerprint"]["title"]}
+        run = _Run(cfg, tracker, ctx, render, index, res, {rc["key"] for rc in rcs or []})
+        bugs = _fingerprint_bugs(cfg.out, summary, metas) if rcs is None else _root_cause_bugs(cfg.out, summary,
+                                                                                               metas, rcs)
+        for bug in bugs:
             try:
-                run.one(fid, meta, entry)
+                run.one(bug)
             except TrackerError as e:
-                res.failed.append({**entry, "issue": e.number, "reason": str(e)})
+                res.failed.append({**bug.entry, "issue": e.number, "reason": str(e)})
         if cfg.check_fixes:
-            _check_fixes(cfg, tracker, ctx, render, index, set(metas), res, lane_factory)
+            failing_now = set(metas) | {i for rc in rcs or [] if rc.get("verdict", "") not in FIXED_VERDICTS
+                                        for i in (rc["key"], *rc["fingerprints"])}
+            _check_fixes(cfg, tracker, ctx, render, index, failing_now, res, lane_factory)
     finally:
         (cfg.out / "report.json").write_text(json.dumps(res.to_json(), indent=2, sort_keys=True) + "\n")
         (cfg.out / "summary.md").write_text(job_summary(render, summary, metas, index, res))
     return res
 
 
+@dataclass
+class _Bug:
+    """What one issue is about: a fingerprint (an older output), a root cause, or the tracking
+    issue (``tracked`` set: its rows for this run, no bundle)."""
+
+    key: str  # the tracker key
+    lookup: list[str]  # ids an existing issue may answer to, the key first
+    entry: dict[str, Any]  # for report.json
+    meta: dict[str, Any] = field(default_factory=dict)  # of the bundle shown, with the bug's occurrences
+    bundle: Path = Path()
+    run_count: int = 1  # cases in this run
+    rc: dict[str, Any] | None = None
+    merged: list[dict[str, Any]] = field(default_factory=list)  # a root cause's fingerprints, for its issue
+    tracked: list[dict[str, Any]] | None = None
+
+
+def _fingerprint_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[str, Any]]) -> list[_Bug]:
+    """An output without root causes: one issue per fingerprint, as before them."""
+    counts = {f["key"]: f["count"] for f in summary.get("failures", [])}
+    return [_Bug(fid, [fid], {"fingerprint": fid, "title": meta["fingerprint"]["title"]}, meta, out / "bugs" / fid,
+                 counts.get(fid, 1)) for fid, meta in metas.items()]
+
+
+def _root_cause_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[str, Any]],
+                     rcs: list[dict[str, Any]]) -> list[_Bug]:
+    """One issue per root cause to report, then the precision tracking issue (if any precision
+    root cause is to be summarised)."""
+    failures = {f["key"]: f for f in summary.get("failures", [])}
+    bugs, tracked = [], []
+    for rc in rcs:
+        if rc.get("verdict", "") in FIXED_VERDICTS:
+            continue
+        if rc["policy"] == "summary" and rc["symptom"] == "precision":
+            tracked.append(_tracked_row(rc))
+        fid = _shown(rc, metas)
+        if rc["policy"] != "report" or fid is None:
+            continue  # no bundle: nothing to show (a root cause seen only on the base build)
+        # The issue counts the root cause's cases, on all its platforms, not the shown bundle's.
+        meta = {**metas[fid], "occurrences": rc["count"],
+                "platforms": rc.get("platforms") or metas[fid].get("platforms")}
+        entry = {"root_cause": rc["key"], "fingerprint": fid, "title": rc.get("title") or meta["fingerprint"]["title"]}
+        bugs.append(_Bug(rc["key"], [rc["key"], *_ids(rc)], entry, meta, out / "bugs" / fid, rc["count"], rc,
+                         [_merged_row(x, failures.get(x) or {}, metas.get(x) or {}) for x in _ids(rc)[:MERGED_ROWS]]))
+    if tracked:
+        bugs.append(_Bug(PRECISION_TRACKING, [PRECISION_TRACKING],
+                         {"root_cause": PRECISION_TRACKING, "fingerprint": "", "title": TRACKING_TITLE},
+                         tracked=tracked))
+    return bugs
+
+
+def _merged_row(fid: str, failure: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """One fingerprint of a root cause, for its issue's collapsed list (raw: the template sanitises)."""
+    return {"id": fid, "title": str(failure.get("title") or meta.get("title", "")), "count": failure.get("count", ""),
+            "platforms": list(failure.get("platforms") or meta.get("platforms") or [])}
+
+
+def _ids(rc: dict[str, Any]) -> list[str]:
+    """A root cause's fingerprints, the canonical one first."""
+    return [rc["canonical"], *(x for x in dict.fromkeys(rc["fingerprints"]) if x != rc["canonical"])]
+
+
+def _shown(rc: dict[str, Any], metas: dict[str, dict[str, Any]]) -> str | None:
+    """The fingerprint whose bundle shows the root cause: the canonical one, else any with a bundle."""
+    return next((x for x in _ids(rc) if x in metas), None)
+
+
 class _Run:
     """One reporting run: the quota, the issues touched, the run's marker."""
 
     def __init__(self, cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, render: Renderer,
-                 index: dict[str, Issue], res: ReportResult, summary: dict[str, Any]) -> None:
+                 index: dict[str, Issue], res: ReportResult, live: set[str]) -> None:
         self.cfg, self.tracker, self.ctx, self.render, self.index, self.res = cfg, tracker, ctx, render, index, res
-        self.counts = {f["key"]: f["count"] for f in summary.get("failures", [])}
         self.run_key = run_key_of(cfg.out)
         self.new_filed = 0
         self.touched: set[int] = set()  # at most one comment per issue per run, even through aliases
+        # An issue whose own key is another root cause of this run is that one's, whatever it merges.
+        self.live = live
 
-    def one(self, fid: str, meta: dict[str, Any], entry: dict[str, Any]) -> None:
-        existing = self.index.get(fid)
-        bundle = self.cfg.out / "bugs" / fid
+    def one(self, bug: _Bug) -> None:
+        existing = self._existing(bug)
+        if existing is not None:
+            self.index.setdefault(bug.key, existing)  # found by an alias: the summary links it by key
         if existing is None:
-            self._file(fid, meta, entry, bundle)
+            self._file(bug)
         elif existing.state == "closed" and existing.state_reason == "not_planned":
-            self.res.skipped.append({**entry, "issue": existing.number, "reason": "closed by maintainers (not planned)"})
-        elif f"gbft-last-run: {self.run_key} " in existing.body:  # this output was reported already
-            self.res.skipped.append({**entry, "issue": existing.number, "reason": "already reported from this run"})
+            self.res.skipped.append({**bug.entry, "issue": existing.number,
+                                     "reason": "closed by maintainers (not planned)"})
         elif existing.number in self.touched:
-            self.res.skipped.append({**entry, "issue": existing.number, "reason": "already updated in this run"})
+            self.res.skipped.append({**bug.entry, "issue": existing.number, "reason": "already updated in this run"})
+        elif f"gbft-last-run: {self.run_key} " in existing.body:  # this output was reported already
+            self.res.skipped.append({**bug.entry, "issue": existing.number, "reason": "already reported from this run"})
         else:
             self.touched.add(existing.number)
-            self._update(fid, meta, entry, bundle, existing)
+            self._update(bug, existing)
 
-    def _file(self, fid: str, meta: dict[str, Any], entry: dict[str, Any], bundle: Path) -> None:
-        if self.new_filed >= self.cfg.max_new_issues:
-            self.res.skipped.append({**entry, "reason": "not filed: quota"})
+    def _existing(self, bug: _Bug) -> Issue | None:
+        """The issue filed for this bug under its key, else under any of its fingerprints (an issue
+        filed before root causes, or under another root cause key that is gone)."""
+        for i, x in enumerate(bug.lookup):
+            issue = self.index.get(x)
+            own = marker_ids(issue.body)[:1] if issue else []
+            if issue and (i == 0 or not own or own[0] == bug.key or own[0] not in self.live):
+                return issue
+        return None
+
+    def _file(self, bug: _Bug) -> None:
+        # The quota counts bugs (root causes); the one tracking issue is not one.
+        if bug.tracked is None and self.new_filed >= self.cfg.max_new_issues:
+            self.res.skipped.append({**bug.entry, "reason": "not filed: quota"})
             return
-        t, body = self.render.issue(bundle, meta, self.ctx, run_key=self.run_key)
-        issue = self.tracker.create(fid, t, body)
-        self.index[fid] = issue
-        self.new_filed += 1
-        self.res.filed.append({**entry, "issue": issue.number, "url": issue.url})
+        t, body = self._body(bug, None)
+        issue = self.tracker.create(bug.key, t, body)
+        for x in bug.lookup:
+            self.index.setdefault(x, issue)
+        self.index[bug.key] = issue
+        self.new_filed += bug.tracked is None
+        self.res.filed.append({**bug.entry, "issue": issue.number, "url": issue.url})
 
-    def _update(self, fid: str, meta: dict[str, Any], entry: dict[str, Any], bundle: Path, existing: Issue) -> None:
+    def _update(self, bug: _Bug, existing: Issue) -> None:
         """Reopen if it regressed, comment once (the comment carries the run's marker, so a rerun
         after a lost answer does not post it again), then the body (which carries it too)."""
         n = existing.number
@@ -168,13 +331,22 @@ class _Run:
             self.tracker.reopen(n)
         marker = f"<!-- gbft-run: {self.run_key} -->"
         if not self.tracker.has_comment(n, marker):
-            text = self.render.comment(meta, self.ctx, self.counts.get(fid, 1), regressed)
+            text = (self.render.tracking_comment(bug.tracked, self.ctx, regressed) if bug.tracked is not None else
+                    self.render.comment(bug.meta, self.ctx, bug.run_count, regressed))
             self.tracker.comment(n, f"{text.rstrip()}\n{marker}\n")
-        _, body = self.render.issue(bundle, _merged(meta, existing), self.ctx, aliases=_aliases(existing, fid),
-                                    run_key=self.run_key)
+        _, body = self._body(bug, existing)
         self.tracker.update_body(n, body)
-        existing.state = "open"
-        (self.res.reopened if regressed else self.res.commented).append({**entry, "issue": n})
+        existing.state, existing.body = "open", body  # whose issue it is now, for the rest of the run
+        (self.res.reopened if regressed else self.res.commented).append({**bug.entry, "issue": n})
+
+    def _body(self, bug: _Bug, existing: Issue | None) -> tuple[str, str]:
+        """(title, body) of the bug's issue, merged with what the existing issue says."""
+        if bug.tracked is not None:
+            rows = _tracked_rows(existing.body if existing else "", bug.tracked)
+            return self.render.tracking(bug.key, rows, self.ctx, self.run_key, _encode_rows(rows))
+        meta = _merged(bug.meta, existing) if existing else bug.meta
+        return self.render.issue(bug.bundle, meta, self.ctx, aliases=_aliases(existing, bug), run_key=self.run_key,
+                                 rc=bug.rc, merged=bug.merged)
 
 
 # The job summary's sections, in the order a maintainer reads them: what fails the PR first.
@@ -198,27 +370,75 @@ def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict
     from ..bugs.triage import headline
 
     rows: dict[str, list[dict[str, Any]]] = {}
-    ids = []
+    ids: list[dict[str, Any]] = []
+    rcs = root_causes(summary)
+    ignored: Counter[str] = Counter()
+    covered: set[str] = set()  # fingerprints shown through their root cause
+    for rc in rcs or []:
+        covered.update(rc["fingerprints"])
+        if rc["policy"] == "ignore":
+            ignored[rc["symptom"]] += 1
+        else:
+            _root_cause_row(rc, summary, metas, index, rows, ids)
     fixed = (summary.get("triage") or {}).get("fixed", [])
     for f in [*summary.get("failures", []), *fixed]:
-        meta = metas.get(f["key"], {})
-        issue = index.get(f["key"])
-        link = (f"[#{issue.number}]({issue.url})" if issue.url.startswith("http") else f"#{issue.number}") \
-            if issue and issue.number else ""
-        verdict = f.get("verdict", "")
-        # Raw values: the template makes each a sanitised cell (sanitize.finalize).
-        rows.setdefault(verdict, []).append({
-            "title": str(f.get("title") or f.get("message", ""))[:120], "op": str(f.get("op") or "")[:40],
-            "count": f["count"], "size": meta.get("minimized_size", ""), "issue": Markup(link)})
-        bundle = f"bugs/{f['key']}/" if meta else f.get("case_dir", "")
-        ids.append({"key": str(f["key"])[:20], "verdict": verdict or ("new" if f["key"] in
-                                                                      summary.get("new_failures", []) else "known"),
-                    "platforms": ", ".join(map(str, f.get("platforms") or meta.get("platforms") or []))[:80],
-                    "bundle": str(bundle)[:120]})
+        if f["key"] not in covered:  # every fingerprint of an older output; any a root cause misses
+            _fingerprint_row(f, summary, metas, index, rows, ids)
     sections = [{"title": title, "why": why, "rows": rows[v]} for v, title, why in SECTIONS if rows.get(v)]
-    not_filed = [x["fingerprint"] for x in res.skipped if x.get("reason") == "not filed: quota"]
+    not_filed = [x.get("root_cause") or x["fingerprint"] for x in res.skipped if x.get("reason") == "not filed: quota"]
     declined = [x for x in res.skipped if str(x.get("reason", "")).startswith("closed by maintainers")]
-    return render.summary(summary, headline(summary), sections, ids, not_filed, res.failed, declined)
+    return render.summary(summary, headline(summary), sections, ids, not_filed, res.failed, declined,
+                          by_root_cause=rcs is not None, ignored=_ignored_line(ignored))
+
+
+def _link(issue: Issue | None) -> Markup:
+    if not issue or not issue.number:
+        return Markup("")
+    return Markup(f"[#{issue.number}]({issue.url})" if issue.url.startswith("http") else f"#{issue.number}")
+
+
+def _fingerprint_row(f: dict[str, Any], summary: dict[str, Any], metas: dict[str, dict[str, Any]],
+                     index: dict[str, Issue], rows: dict[str, list[dict[str, Any]]], ids: list[dict[str, Any]]) -> None:
+    meta = metas.get(f["key"], {})
+    verdict = f.get("verdict", "")
+    # Raw values: the template makes each a sanitised cell (sanitize.finalize).
+    rows.setdefault(verdict, []).append({
+        "title": str(f.get("title") or f.get("message", ""))[:120], "op": str(f.get("op") or "")[:40],
+        "symptom": str(f.get("symptom") or "")[:40], "fingerprints": 1,
+        "count": f["count"], "size": meta.get("minimized_size", ""), "issue": _link(index.get(f["key"]))})
+    bundle = f"bugs/{f['key']}/" if meta else f.get("case_dir", "")
+    ids.append({"key": str(f["key"])[:20], "fingerprints": str(f["key"])[:20],
+                "verdict": verdict or ("new" if f["key"] in summary.get("new_failures", []) else "known"),
+                "platforms": ", ".join(map(str, f.get("platforms") or meta.get("platforms") or []))[:80],
+                "bundle": str(bundle)[:120]})
+
+
+def _root_cause_row(rc: dict[str, Any], summary: dict[str, Any], metas: dict[str, dict[str, Any]],
+                    index: dict[str, Issue], rows: dict[str, list[dict[str, Any]]], ids: list[dict[str, Any]]) -> None:
+    fid = _shown(rc, metas)
+    meta = metas.get(fid, {}) if fid else {}
+    tracked = rc["symptom"] == "precision" and rc["policy"] == "summary"
+    issue = _link(index.get(PRECISION_TRACKING if tracked else rc["key"]))
+    if rc["policy"] == "summary" and not issue:
+        issue = Markup("summary only")  # by the symptom policy: never filed one by one
+    verdict = rc.get("verdict", "")
+    rows.setdefault(verdict, []).append({
+        "title": str(rc.get("title") or meta.get("title") or rc["key"])[:120], "op": ", ".join(rc.get("ops", []))[:40],
+        "symptom": symptom_text(rc["symptom"]), "fingerprints": len(rc["fingerprints"]), "count": rc["count"],
+        "size": meta.get("minimized_size", ""), "issue": issue})
+    new = set(summary.get("new_failures", []))
+    ids.append({"key": rc["key"][:64], "fingerprints": ", ".join(_ids(rc))[:400],
+                "verdict": verdict or ("new" if new & set(rc["fingerprints"]) else "known"),
+                "platforms": ", ".join(rc.get("platforms") or meta.get("platforms") or [])[:80],
+                "bundle": f"bugs/{fid}/" if fid else ""})
+
+
+def _ignored_line(ignored: Counter[str]) -> str:
+    """"3 ignored: tie", or "4 ignored: tie (3), nondeterministic (1)"."""
+    if not ignored:
+        return ""
+    parts = [k if len(ignored) == 1 else f"{k} ({n})" for k, n in ignored.most_common()]
+    return f"{sum(ignored.values())} ignored: {', '.join(parts)}"
 
 
 def run_key_of(out: Path) -> str:
@@ -230,8 +450,60 @@ def run_key_of(out: Path) -> str:
     return str(run_id)[:32] if run_id else hashlib.sha256(raw).hexdigest()[:16]
 
 
-def _aliases(issue: Issue, fid: str) -> list[str]:
-    return [x for x in marker_ids(issue.body) if x != fid]
+def _aliases(issue: Issue | None, bug: _Bug) -> list[str]:
+    """Every id the issue answers to besides its key: the bug's fingerprints (canonical first),
+    then whatever the existing issue carried before (an older fingerprint or root-cause key)."""
+    ids = dict.fromkeys([*bug.lookup[1:], *marker_ids(issue.body if issue else "")])
+    return [x for x in ids if x != bug.key and not re.fullmatch(TRACKING_KEY, x)]
+
+
+def _tracked_row(rc: dict[str, Any]) -> dict[str, Any]:
+    """One precision root cause, as the tracking issue keeps it (short: its data lives in the body)."""
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    return {"key": rc["key"], "title": str(rc.get("title") or "")[:100], "count": rc["count"],
+            "ops": [str(x)[:40] for x in rc.get("ops", [])[:5]],
+            "platforms": sorted(str(x)[:40] for x in rc.get("platforms", [])[:8]),
+            "first_seen": today, "last_seen": today}
+
+
+_ROWS = re.compile(r"<!-- gbft-tracking-rows: ([A-Za-z0-9+/=]*) -->")
+
+
+def _encode_rows(rows: list[dict[str, Any]]) -> str:
+    return base64.b64encode(json.dumps(rows, separators=(",", ":")).encode()).decode()
+
+
+def _tracked_rows(body: str, now: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tracking issue's rows: what its body held, with this run's added (counts summed,
+    platforms joined), most recently seen first.  A body that does not hold valid rows (edited
+    by hand) starts over from this run's."""
+    prev = {r["key"]: r for r in _decode_rows(body)}
+    for r in now:
+        old = prev.get(r["key"])
+        if old is not None:
+            r = {**r, "count": old["count"] + r["count"], "first_seen": old["first_seen"],
+                 "platforms": sorted(set(old["platforms"]) | set(r["platforms"]))[:8]}
+        prev[r["key"]] = r
+    rows = sorted(prev.values(), key=lambda r: (r["last_seen"], r["count"], r["key"]), reverse=True)
+    return rows[:TRACKED_ROWS]
+
+
+def _decode_rows(body: str) -> list[dict[str, Any]]:
+    m = _ROWS.search(body or "")
+    try:
+        rows = json.loads(base64.b64decode(m.group(1), validate=True)) if m else []
+    except ValueError:  # not base64, not UTF-8, not JSON
+        return []
+    return [r for r in rows if _valid_row(r)] if isinstance(rows, list) else []
+
+
+def _valid_row(r: Any) -> bool:
+    """A row read back from an issue body (data a maintainer may have edited): exact types only."""
+    return (isinstance(r, dict) and isinstance(r.get("key"), str) and bool(re.fullmatch(ROOT_CAUSE_KEY, r["key"]))
+            and isinstance(r.get("title"), str) and isinstance(r.get("count"), int) and not isinstance(r["count"], bool)
+            and all(isinstance(r.get(k), list) and all(isinstance(x, str) for x in r[k]) for k in ("ops", "platforms"))
+            and all(isinstance(r.get(k), str) and re.fullmatch(r"\d{4}-\d\d-\d\d", r[k])
+                    for k in ("first_seen", "last_seen")))
 
 
 def _merged(meta: dict[str, Any], issue: Issue) -> dict[str, Any]:
@@ -250,7 +522,9 @@ def _merged(meta: dict[str, Any], issue: Issue) -> dict[str, Any]:
 
 def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, render: Renderer,
                  index: dict[str, Issue], failing_now: set[str], res: ReportResult, lane_factory: Any) -> None:
-    """Replay the bundle of every open bot issue; comment and close the fixed ones."""
+    """Replay the bundle of every open bot issue; comment and close the fixed ones.  A root
+    cause's issue replays the first of its fingerprints with a bundle (the canonical one first);
+    an issue any of whose ids failed in this run is not fixed; the tracking issue is no bug."""
     from ..bugs.fingerprint import Fingerprint
     from ..bugs.replay import load_bundle, replay
 
@@ -259,11 +533,16 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
     lane = None
     try:
         for fid, issue in sorted(index.items()):
-            if issue.state != "open" or issue.number in seen or fid in failing_now:
+            ids = marker_ids(issue.body) or [fid]
+            if issue.state != "open" or issue.number in seen or failing_now.intersection(ids) or \
+                    any(re.fullmatch(TRACKING_KEY, x) for x in ids):
                 continue
             seen.add(issue.number)
+            fid = next((x for x in ids if (corpus / x / "meta.json").exists()), fid)
             bundle = corpus / fid
             entry = {"fingerprint": fid, "issue": issue.number}
+            if re.fullmatch(ROOT_CAUSE_KEY, ids[0]):
+                entry["root_cause"] = ids[0]
             if not (bundle / "meta.json").exists():
                 res.skipped.append({**entry, "reason": "no bundle in the regression corpus"})
                 continue

@@ -5,7 +5,10 @@ writes each issue and comment as Markdown under ``OUT/issues/`` (a dry run that
 still remembers what it filed, so a second run comments instead of refiling),
 ``none`` records nothing.  Existing issues are found by a hidden marker in the
 body, ``<!-- gbft-fingerprint: ID -->`` (plus ``-alias`` markers for renamed
-fingerprints), among the issues carrying the bot's label.
+fingerprints), among the issues carrying the bot's label.  An issue per root
+cause carries ``<!-- gbft-root-cause: KEY -->`` and a ``gbft-fingerprint-alias``
+for each fingerprint it merges (so an issue filed under any of them is found);
+a tracking issue carries ``<!-- gbft-tracking: KEY -->`` and nothing else.
 """
 
 from __future__ import annotations
@@ -16,11 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-MARKER = re.compile(r"<!--\s*gbft-fingerprint(?:-alias)?:\s*([0-9a-f]{6,64})\s*-->")
+FINGERPRINT_ID = r"[0-9a-f]{6,64}"
+ROOT_CAUSE_KEY = r"rc-[0-9a-z][0-9a-z-]{3,60}"
+TRACKING_KEY = r"gbft-[a-z-]{1,40}-tracking"
+MARKER = re.compile(r"<!--\s*gbft-(?:(?:fingerprint|root-cause)(?:-alias)?:\s*"
+                    rf"({FINGERPRINT_ID}|{ROOT_CAUSE_KEY})|tracking:\s*({TRACKING_KEY}))\s*-->")
 
 
 def marker_ids(body: str) -> list[str]:
-    return MARKER.findall(body or "")
+    """The ids an issue body answers to, in order (its own key first)."""
+    return [m.group(1) or m.group(2) for m in MARKER.finditer(body or "")]
 
 
 @dataclass
@@ -166,4 +174,5 @@ def make_tracker(name: str, **kw: Any) -> IssueTracker:
     return TRACKERS[name](**kw)
 
 
-__all__ = ["Issue", "IssueTracker", "MARKER", "TRACKERS", "TrackerError", "make_tracker", "marker_ids"]
+__all__ = ["FINGERPRINT_ID", "Issue", "IssueTracker", "MARKER", "ROOT_CAUSE_KEY", "TRACKERS", "TRACKING_KEY",
+           "TrackerError", "make_tracker", "marker_ids"]

@@ -1,0 +1,51 @@
+"""What happens to each symptom class of root cause: filed, summarised, or ignored.
+
+  report   one issue per root cause (within the run's quota)
+  summary  not filed one by one: listed in the job summary (precision differences
+           also in one tracking issue)
+  ignore   counted in the job summary, not listed
+
+``DEFAULT_POLICY`` is the campaign's default; a user overrides classes with
+``symptom-policy`` (action) or ``--symptom-policy`` (``gbft fuzz``), both parsed
+here by ``parse_policy`` so the two cannot disagree.
+
+May import: the standard library only (the action's config reads it).
+"""
+
+from __future__ import annotations
+
+SYMPTOMS = ("wrong-result", "nan-inf", "crash", "conversion-error", "unsupported", "api-error", "timeout",
+            "nondeterministic", "precision", "heap-damage", "tie")
+POLICIES = ("report", "summary", "ignore")
+DEFAULT_POLICY: dict[str, str] = {
+    "wrong-result": "report", "nan-inf": "report", "crash": "report", "conversion-error": "report",
+    "unsupported": "report", "api-error": "report", "timeout": "report", "nondeterministic": "report",
+    # Many, and rarely worth an issue each: listed (precision in one tracking issue), not filed.
+    "precision": "summary", "heap-damage": "summary",
+    # Not a defect the engine's maintainers can act on: counted only.
+    "tie": "ignore",
+}
+
+
+def parse_policy(text: str) -> dict[str, str]:
+    """``"precision=report,nan-inf=summary"`` -> overrides; "" -> {}.  A ValueError is one line
+    naming the bad part and what it may be."""
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in text.replace("\n", ",").split(",")):
+        if not part:
+            continue
+        cls, eq, pol = (s.strip() for s in part.partition("="))
+        if not eq or not cls or not pol:
+            raise ValueError(f"symptom policy {part[:60]!r} is not CLASS=POLICY (e.g. precision=report)")
+        if cls not in SYMPTOMS:
+            raise ValueError(f"unknown symptom class {cls[:40]!r} (allowed: {', '.join(SYMPTOMS)})")
+        if pol not in POLICIES:
+            raise ValueError(f"unknown policy {pol[:40]!r} for {cls} (allowed: {', '.join(POLICIES)})")
+        out[cls] = pol
+    return out
+
+
+def policy_for(symptom: str, overrides: dict[str, str] | None = None) -> str:
+    """The policy of one symptom class.  A class this version does not know is reported:
+    a new kind of defect should reach a maintainer, not vanish."""
+    return (overrides or {}).get(symptom) or DEFAULT_POLICY.get(symptom, "report")
