@@ -19,6 +19,7 @@ import re
 import shutil
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -73,6 +74,7 @@ class CaseResult:
     symptom: str = ""  # bugs.rootcause.Symptom of a failure
     direction: str = ""  # nan-inf: which special value went where, e.g. "NaN->finite"
     nondeterministic: bool = False  # a second run (heap perturbed) gave other outputs
+    after: list[int] = field(default_factory=list)  # cases these engine workers ran before this one
     # Reference values of every node from localisation (not kept on disk): isolation reads them.
     intermediates: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -129,6 +131,8 @@ class Lane:
             self.base = self._engine_worker(self.platforms[self.primary], cfg.base, logs / f"engine-{lane_id}-base.log")
         self.deadline_hit = threading.Event()
         self.closed = False
+        # The cases the current engine workers ran: heap damage one leaves can crash a later one.
+        self.history: deque[int] = deque(maxlen=8)
 
     def _engine_worker(self, p: Platform, build: EngineBuild, log: Path) -> Worker:
         spec = WorkerSpec("engine", resolve(build.engine), prefix=p.prefix or self.cfg.engine_prefix,
@@ -161,6 +165,7 @@ class Lane:
     def restart_engines(self) -> None:
         """Fresh engine workers (no heap damage carried over), started side by side."""
         self.stop_engines()
+        self.history.clear()
         workers = self._engines()
         threads = [threading.Thread(target=_quietly(w.ensure), daemon=True) for w in workers]
         for t in threads:
@@ -186,7 +191,8 @@ class Lane:
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
         names = platforms or list(self.platforms)
-        res = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0])
+        res = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0], after=list(self.history))
+        self.history.append(index)
         t0 = time.monotonic()
 
         def left() -> float:
@@ -194,11 +200,12 @@ class Lane:
 
         try:
             if self._reference(res, left(), inputs):
-                res.others = [CaseResult(index, g, Status.DCP, workdir=d, platform=n, arrays=dict(res.arrays))
+                res.others = [CaseResult(index, g, Status.DCP, workdir=d, platform=n, arrays=dict(res.arrays),
+                                         after=res.after)
                               for n in names[1:]]
                 if base and self.base is not None and names[0] == self.primary:
                     res.base = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0], build="base",
-                                          arrays=dict(res.arrays))
+                                          arrays=dict(res.arrays), after=res.after)
                 for r in res.every_result():
                     self._on_engine(r, left, twin=res if r.build else None)
                 self._cross_check(res, left)

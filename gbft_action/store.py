@@ -92,6 +92,7 @@ class ResultStore:
                 rec["direction"] = res.direction
         if res.signal is not None or res.exit_code is not None:
             rec["signal"], rec["exit_code"] = res.signal, res.exit_code
+            rec["after"] = list(res.after)  # a crash may be damage an earlier case left
         if res.fingerprint is not None:
             rec["fingerprint"] = res.fingerprint.to_json()
             rec["key"] = res.fingerprint.id

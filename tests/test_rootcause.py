@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from gbft_action.bugs.diagnose import _from_blame, blame, candidates, single_node
+from gbft_action.bugs.diagnose import Blame, _from_blame, blame, candidates, single_node
 from gbft_action.bugs.policy import policy_for
 from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Symptom, assemble, classify, local_key, root_key)
 from gbft_action.graph.ir import Graph, Node, TensorType
@@ -93,7 +93,19 @@ def test_amplification_is_not_blamed_on_the_operator_where_it_shows():
     b = blame(lane, res, "n2", None, until=1e12)
     assert b.node == "" and b.tried == ["n2", "n0", "n1"]  # Sub, then each Exp, right alone
     key = _from_blame(Symptom.WRONG.value, {"op": "Sub"}, AMPLIFY, "n2", b, "")
-    assert key.ops == ("Exp", "Sub") and key.isolated  # the pattern, not "Sub: wrong results"
+    # Not "Sub: wrong results": the pattern, and since Exp approximates (right alone, but beyond
+    # float32 rounding), an amplified approximation: precision.
+    assert key.ops == ("Exp", "Sub") and key.isolated and key.symptom == Symptom.PRECISION.value
+    assert 1e-5 < b.max_error < 1e-3
+
+
+def test_a_pattern_of_exact_operators_is_a_wrong_result():
+    # Each operator exact alone, the model wrong (a fused chain): the pattern is the defect.
+    g = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]))
+    b = Blame(tried=["n1", "n0"], max_error=0.0)
+    key = _from_blame(Symptom.WRONG.value, {"op": "Exp"}, g, "n1", b, "")
+    assert key.symptom == Symptom.WRONG.value and key.ops == ("Relu", "Exp")
+    assert key.title == "the pattern Relu -> Exp: wrong results"
 
 
 def test_a_wrong_operator_is_blamed_when_it_is_wrong_alone():

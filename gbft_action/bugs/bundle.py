@@ -144,7 +144,7 @@ class BugBook:
         meta = {
             "id": fp["id"], "fingerprint": fp, "title": fp["title"], "status": rec["status"], "stage": rec["stage"],
             "op": rec["op"], "node": rec["node"], "message": rec["message"], "seed": ctx.get("seed"),
-            "symptom": rec.get("symptom", ""), "direction": rec.get("direction", ""),
+            "symptom": rec.get("symptom", ""), "direction": rec.get("direction", ""), "after": rec.get("after", []),
             "case_index": rec["index"], "case_seed": graph.seed, "graph_hash": rec["hash"],
             "tool_version": __version__, "engine": engine_meta(engine),
             "platforms": [platform_of(engine)], "occurrences": 1,

@@ -41,6 +41,9 @@ class Blame:
     direction: str = ""
     special_inputs: bool = False  # the blamed node's inputs hold NaN or Inf
     tried: list[str] = field(default_factory=list)
+    # The largest relative error of a candidate that was right alone: above float32 rounding it
+    # is an approximation (a fast exp, a reordered sum) that the model then amplified.
+    max_error: float = 0.0
 
 
 def single_node(g: Graph, node_id: str) -> tuple[Graph, dict[str, str]]:
@@ -88,7 +91,27 @@ def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until
             b.node, b.symptom, b.direction = c, hit.symptom, hit.direction
             b.special_inputs = any(_special(values[src]) for src in feeds.values())
             return b
+        b.max_error = max([b.max_error, *(relative_error(r) for r in iso.per_platform())])
     return b
+
+
+def relative_error(r: CaseResult) -> float:
+    """max |actual - expected| / |expected| over the finite outputs of a passing run."""
+    worst = 0.0
+    for k, e in r.arrays.get("expected", {}).items():
+        a = r.arrays.get("actual", {}).get(k)
+        if a is None or np.asarray(e).dtype.kind != "f" or np.shape(a) != np.shape(e):
+            continue
+        e64, a64 = np.asarray(e, np.float64), np.asarray(a, np.float64)
+        ok = np.isfinite(e64) & np.isfinite(a64) & (e64 != 0)
+        if ok.any():
+            worst = max(worst, float((np.abs(a64[ok] - e64[ok]) / np.abs(e64[ok])).max()))
+    return worst
+
+
+# Relative error float32 arithmetic itself makes in one operator (a few ulps); above it, an
+# operator approximates.
+ROUNDING = 1e-6
 
 
 def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float) -> dict[str, Any]:
@@ -149,6 +172,11 @@ def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Bl
         # Right alone on TensorFlow's own inputs: the engine's slightly different (in-tolerance)
         # input crossed a boundary (a comparison, a ceiling, an argmax): a tie, not a bug.
         return RootKey(Symptom.TIE.value, (small.node(node).op,), "", True)
+    if symptom == Symptom.WRONG.value and b.max_error > ROUNDING:
+        # Every operator is right alone but some approximate beyond float32 rounding: the model
+        # amplified an approximation (cancellation after a fast exp): precision, not a defect of
+        # the operator where it showed.
+        return root_key(Symptom.PRECISION.value, fp, small, isolated=True)
     return root_key(symptom, fp, small, isolated=True, direction=direction)
 
 
