@@ -1,0 +1,415 @@
+"""A catalogue of single-operator models whose MNN behaviour is known, checked on the real engine.
+
+    .venv/bin/python bench/catalogue.py                      # list the entries
+    .venv/bin/python bench/catalogue.py --verify [--only ID,ID] [--repeat N]
+    .venv/bin/python bench/catalogue.py --show ID            # inputs, TensorFlow's and MNN's outputs
+    .venv/bin/python bench/catalogue.py --try Lrn --params '{"depth_radius": 5, ...}' --shape 1,4,7,8
+
+``--verify`` runs every entry of ``bench/catalogue/mnn-3.6.1.yaml`` through a real ``Lane``
+on MNN (x86, natively, a fresh engine worker per entry) and checks that the behaviour
+recorded for it still holds: the status (DCP, DCF, MCF, IF), the kind of mismatch
+(values, shape, nan, inf) or failure (unsupported, signal, missing-output, error) and,
+where recorded, the operator, the signal and words of the message.  It prints one line
+per entry, counts the control entries the oracle flags (false positives) and exits 1
+when any entry disagrees.
+
+Entries with ``values: random`` get the campaign's inputs (U[-1, 1] from the entry's
+seed).  Entries with ``values: special`` need NaN, Inf, zero or denormal inputs: they
+run on their own ``feed`` (each listed value cycled over the input tensor, given to
+``Lane.run`` as its inputs), so they do not depend on where a campaign's special-value
+generator happens to put its NaNs.
+
+``--try`` runs one ad-hoc single-operator model and prints what happened; ``--show``
+prints an entry's arrays (how the behaviours were read by hand).  The catalogue's
+``defects`` section (the matching rules) is read by ``bench/triage.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal as _signal
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from gbft_action.graph.ir import Graph, TensorType
+from gbft_action.graph.solver import Builder, GenError
+from gbft_action.ops.shapes import MAX_ELEMS
+from gbft_action.ops.specs import SPECS
+
+CATALOGUE = Path(__file__).resolve().parent / "catalogue" / "mnn-3.6.1.yaml"
+SYMPTOMS = ("wrong-result", "nan-inf", "precision", "crash", "unsupported", "conversion-error", "api-error",
+            "timeout", "nondeterministic", "heap-damage", "tie")
+VALUES = ("random", "special")
+EXPECT_KEYS = {"status", "mismatch", "kind", "op", "signal", "message", "runs", "some_status"}
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+
+RULE_FIELDS = ("symptom", "ops", "all_ops", "only_ops", "mismatch", "text")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One way a reported key can belong to a defect (``bench/triage.py`` applies it).
+
+    Every field given must hold: ``symptom``, the key's symptom class is one of these;
+    ``ops``, the key names at least one of these operators (``all_ops``: all of them);
+    ``only_ops``, every operator the key names is one of these; ``mismatch``, the key's
+    mismatch kind is one of these (only fingerprints have one); ``text``, one of these
+    words is in the key's title, detail or message (case-insensitive)."""
+
+    symptom: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    all_ops: tuple[str, ...] = ()
+    only_ops: tuple[str, ...] = ()
+    mismatch: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+
+    def matches(self, symptom: str, ops: list[str], text: str, mismatch: str = "") -> bool:
+        have = {o.lower() for o in ops if o}
+        low = text.lower()
+        return ((not self.symptom or symptom in self.symptom)
+                and (not self.ops or any(o.lower() in have for o in self.ops))
+                and all(o.lower() in have for o in self.all_ops)
+                and (not self.only_ops or (bool(have) and have <= {o.lower() for o in self.only_ops}))
+                and (not self.mismatch or mismatch in self.mismatch)
+                and (not self.text or any(t.lower() in low for t in self.text)))
+
+
+@dataclass(frozen=True)
+class Defect:
+    id: str
+    title: str
+    control: bool = False  # not a defect: the operators MNN gets right (a match is suspect)
+    rules: tuple[Rule, ...] = ()
+    notes: str = ""
+
+    def matches(self, symptom: str, ops: list[str], text: str, mismatch: str = "") -> bool:
+        return any(r.matches(symptom, ops, text, mismatch) for r in self.rules)
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    defect: str
+    op: str
+    params: dict[str, Any]
+    inputs: tuple[tuple[int, ...], ...]  # one shape per graph input (in0, in1, ...)
+    expect: dict[str, Any]
+    behaviour: str
+    verified: str
+    seed: int = 1
+    values: str = "random"  # random: U[-1, 1] from the seed; special: ``feed`` (NaN, Inf, 0)
+    feed: dict[str, list[float]] = field(default_factory=dict)  # input name -> values, cycled
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    engine: str
+    version: str
+    platform: str
+    defects: tuple[Defect, ...]
+    entries: tuple[Entry, ...]
+
+    def defect(self, did: str) -> Defect:
+        return next(d for d in self.defects if d.id == did)
+
+
+def _tuple(x: Any) -> tuple[str, ...]:
+    if x is None:
+        return ()
+    return (str(x),) if isinstance(x, str) else tuple(str(v) for v in x)
+
+
+def load(path: Path = CATALOGUE) -> Catalogue:
+    """Read and check a catalogue file (ValueError naming the entry on anything malformed)."""
+    d = yaml.safe_load(Path(path).read_text())
+    defects = []
+    for x in d["defects"]:
+        rules = []
+        for r in x.get("match", []):
+            unknown = set(r) - set(RULE_FIELDS)
+            if unknown:
+                raise ValueError(f"defect {x['id']}: unknown rule fields {sorted(unknown)}")
+            rule = Rule(*(_tuple(r.get(k)) for k in RULE_FIELDS))
+            bad = set(rule.symptom) - set(SYMPTOMS)
+            if bad:
+                raise ValueError(f"defect {x['id']}: unknown symptoms {sorted(bad)}")
+            rules.append(rule)
+        defects.append(Defect(str(x["id"]), str(x["title"]), bool(x.get("control", False)), tuple(rules),
+                              str(x.get("notes", "")).strip()))
+    ids = [x.id for x in defects]
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate defect ids")
+    entries = []
+    for x in d["entries"]:
+        m = x["model"]
+        shapes = m["inputs"] if "inputs" in m else [m["input"]]
+        e = Entry(id=str(x["id"]), defect=str(x["defect"]), op=str(m["op"]), params=dict(m.get("params") or {}),
+                  inputs=tuple(tuple(int(v) for v in s) for s in shapes), expect=dict(x["expect"]),
+                  behaviour=" ".join(str(x["behaviour"]).split()), verified=str(x["verified"]).strip(),
+                  seed=int(m.get("seed", 1)), values=str(x.get("values", "random")),
+                  feed={k: [float(v) for v in vs] for k, vs in (x.get("feed") or {}).items()})
+        if e.defect not in ids:
+            raise ValueError(f"entry {e.id}: unknown defect {e.defect!r}")
+        if e.values not in VALUES:
+            raise ValueError(f"entry {e.id}: values must be one of {VALUES}")
+        if e.values == "special" and not e.feed:
+            raise ValueError(f"entry {e.id}: values: special needs a feed")
+        if set(e.expect) - EXPECT_KEYS or "status" not in e.expect:
+            raise ValueError(f"entry {e.id}: expect needs a status, knows only {sorted(EXPECT_KEYS)}")
+        entries.append(e)
+    eids = [e.id for e in entries]
+    if len(set(eids)) != len(eids):
+        raise ValueError("duplicate entry ids")
+    return Catalogue(str(d["engine"]), str(d["version"]), str(d.get("platform", "x86_64")), tuple(defects),
+                     tuple(entries))
+
+
+# --------------------------------------------------------------------------- the models
+
+
+def build_graph(e: Entry) -> Graph:
+    """The entry's model: its operator on graph inputs of the given shapes, parameters exactly
+    as written (the solver's draws are not used: the spec checks them and infers the output).
+
+    Raises GenError when the spec would not accept the model as it stands (another rank,
+    an input the operator would need an adapter for, an empty or oversized output)."""
+    spec = SPECS.get(e.op)
+    if spec is None:
+        raise GenError(f"{e.id}: unknown operator {e.op}")
+    if len(e.inputs) not in spec.arity:
+        raise GenError(f"{e.id}: {e.op} cannot take {len(e.inputs)} inputs")
+    ins = [TensorType(s) for s in e.inputs]
+    lo, hi = spec.ranks
+    if any(not lo <= t.rank <= hi for t in ins):
+        raise GenError(f"{e.id}: {e.op} takes ranks {lo}-{hi}")
+    missing = set(spec.domains) - set(e.params)
+    if len(ins) == 1 and missing:
+        raise GenError(f"{e.id}: parameters missing: {sorted(missing)}")
+    if spec.align(ins, dict(e.params)) != ins:
+        raise GenError(f"{e.id}: {e.op} would need adapters on these inputs")
+    out = spec.infer(ins, dict(e.params))
+    if out.size > MAX_ELEMS:
+        raise GenError(f"{e.id}: output {out.shape} is larger than {MAX_ELEMS} elements")
+    b = Builder(random.Random(0), e.seed)
+    names = [b.add_input(f"in{i}", t) for i, t in enumerate(ins)]
+    b._emit(e.op, names, dict(e.params), out, block=e.op, gnode=0)
+    g = b.finish({"catalogue": e.id, "blocks": [e.op]})
+    if e.values == "special":
+        if hasattr(g, "values"):  # the graph flag: no range guards, special values on purpose
+            g.values = "special"
+        unknown = set(e.feed) - set(g.inputs)
+        if unknown:
+            raise GenError(f"{e.id}: feed names unknown inputs {sorted(unknown)}")
+    return g
+
+
+def special_inputs(e: Entry, g: Graph) -> dict[str, np.ndarray]:
+    """The inputs of a special-values entry: each fed input is its value list cycled over
+    the tensor; an input without a feed is U[-1, 1] from the entry's seed."""
+    rng = np.random.default_rng(e.seed)
+    out = {}
+    for name, t in sorted(g.inputs.items()):
+        if name in e.feed:
+            out[name] = np.resize(np.array(e.feed[name], np.float32), t.shape).astype(np.float32)
+        else:
+            out[name] = rng.uniform(-1.0, 1.0, size=t.shape).astype(np.float32)
+    return out
+
+
+# --------------------------------------------------------------------------- running them
+
+
+@dataclass
+class Outcome:
+    status: str
+    mismatch: str = ""
+    kind: str = ""  # the fingerprint's kind
+    op: str = ""
+    signal: str = ""
+    message: str = ""
+    worst: list[dict[str, Any]] = field(default_factory=list)
+    log: str = ""  # the engine's log tail (what it printed: heap-damage messages, converter errors)
+    arrays: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)  # inputs/expected/actual
+
+    def brief(self) -> str:
+        what = self.mismatch or self.kind
+        bits = [self.status + (f"/{what}" if what and what != "mismatch" else "")]
+        if self.signal:
+            bits.append(self.signal)
+        if self.op:
+            bits.append(self.op)
+        return " ".join(bits)
+
+
+def from_result(res: Any) -> Outcome:
+    """The outcome of a Lane run (the first platform's result)."""
+    fp = res.fingerprint
+    sig = _signal.Signals(res.signal).name if res.signal in _signal.Signals._value2member_map_ else ""
+    worst = []
+    for d in res.diffs:
+        if not d.get("ok", True):
+            worst = d.get("worst", [])[:3]
+            break
+    return Outcome(str(res.status), res.mismatch, fp.kind if fp else "", res.op or (fp.op if fp else ""), sig,
+                   res.message, worst, res.log[-2000:], dict(res.arrays))
+
+
+def agrees(expect: dict[str, Any], o: Outcome) -> tuple[bool, str]:
+    """Whether an outcome shows the recorded behaviour; the reason when it does not.  The
+    mismatch is checked only for a mismatch, the signal only for a crash, the failure kind
+    only for a conversion or inference failure (an entry may allow several statuses)."""
+    def one_of(key: str, have: str) -> bool:
+        want = expect.get(key)
+        return want is None or have in ([want] if isinstance(want, str) else list(want))
+
+    checks = [("status", o.status), ("op", o.op)]
+    if o.status in ("DCF", "XPF", "XBF"):
+        checks.append(("mismatch", o.mismatch))
+    if o.status in ("MCF", "IF"):
+        checks.append(("kind", o.kind))
+    if o.kind == "signal":
+        checks.append(("signal", o.signal))
+    for key, have in checks:
+        if not one_of(key, have):
+            return False, f"{key} {have or '-'} (recorded {expect[key]})"
+    words = expect.get("message")
+    if words and str(words).lower() not in o.message.lower():
+        return False, f"message lacks {words!r}: {o.message[:80]}"
+    return True, ""
+
+
+def run_entry(lane: Any, e: Entry, budget: float = 120.0) -> Outcome:
+    """One entry through a real Lane, on a fresh engine worker (no heap damage carried over);
+    a special-values entry on its own feed (``Lane.run``'s ``inputs``)."""
+    from gbft_action.bugs.replay import run_graph
+
+    g = build_graph(e)
+    inputs = special_inputs(e, g) if e.values == "special" else None
+    return from_result(run_graph(lane, g, budget, fresh=True, inputs=inputs))
+
+
+def verify(cat: Catalogue, only: set[str] | None = None, repeat: int = 1) -> list[tuple[Entry, list[Outcome]]]:
+    """Every (selected) entry on MNN, ``repeat`` times its ``runs`` (1 unless recorded: entries
+    whose outcome varies from run to run), each run on a fresh engine worker."""
+    from gbft_action.pipeline import Lane, LaneConfig
+
+    chosen = [e for e in cat.entries if not only or e.id in only]
+    results: dict[str, list[Outcome]] = {e.id: [] for e in chosen}
+    with tempfile.TemporaryDirectory(prefix="gbft-catalogue-") as tmp:
+        lane = Lane(LaneConfig("mnn", Path(tmp) / "lane"), 0)
+        lane.start()
+        try:
+            for e in chosen:
+                for _ in range(repeat * int(e.expect.get("runs", 1))):
+                    results[e.id].append(run_entry(lane, e))
+        finally:
+            lane.stop()
+    return [(e, results[e.id]) for e in chosen]
+
+
+def _expect_text(x: dict[str, Any]) -> str:
+    return " ".join(f"{k}={'|'.join(v) if isinstance(v, list) else v}" for k, v in x.items()
+                    if k not in ("runs", "op", "some_status"))
+
+
+def agrees_all(expect: dict[str, Any], outs: list[Outcome]) -> list[str]:
+    """Why the runs of one entry disagree with the catalogue ([] when they agree): every run
+    must agree, and ``some_status`` must be the status of at least one run."""
+    why = [w for ok, w in (agrees(expect, o) for o in outs) if not ok]
+    some = expect.get("some_status")
+    if some and outs and not any(o.status == some for o in outs):
+        why.append(f"no run of {len(outs)} gave {some}")
+    return why
+
+
+def report(cat: Catalogue, rows: list[tuple[Entry, list[Outcome]]]) -> int:
+    """Print the table; the number of entries that disagree with the catalogue."""
+    print(f"catalogue: MNN {cat.version} on {cat.platform}, {len(rows)} entries, "
+          f"{len({e.defect for e, _ in rows})} defects (controls included)")
+    print(f"{'entry':26s} {'defect':27s} {'values':7s} {'recorded':44s} {'seen':34s} ok")
+    bad = 0
+    for e, outs in rows:
+        why = agrees_all(e.expect, outs)
+        ok = not why
+        bad += not ok
+        seen = "; ".join(dict.fromkeys(o.brief() for o in outs))
+        print(f"{e.id:26s} {e.defect:27s} {e.values:7s} {_expect_text(e.expect)[:44]:44s} {seen[:34]:34s} "
+              f"{'yes' if ok else 'NO'}")
+        for w in dict.fromkeys(why):
+            print(f"    disagrees: {w}")
+    controls = [e for e, _ in rows if cat.defect(e.defect).control]
+    flagged = [e.id for e, outs in rows if cat.defect(e.defect).control and any(o.status != "DCP" for o in outs)]
+    print(f"controls: {len(controls)}, flagged by the oracle (false positives): {len(flagged)}"
+          + (f" ({', '.join(flagged)})" if flagged else ""))
+    print(f"entries disagreeing with the catalogue: {bad}")
+    return bad
+
+
+def show(o: Outcome, limit: int = 24) -> None:
+    """An outcome with its arrays (flattened, the first ``limit`` elements of each)."""
+    print(json.dumps({"status": o.status, "mismatch": o.mismatch, "kind": o.kind, "op": o.op, "signal": o.signal,
+                      "message": o.message[:200], "worst": o.worst}))
+    with np.printoptions(precision=4, linewidth=150, suppress=False):
+        for kind in ("inputs", "expected", "actual"):
+            for name, x in sorted(o.arrays.get(kind, {}).items()):
+                print(f"  {kind:8s} {name:4s} {list(x.shape)} {x.reshape(-1)[:limit]}")
+    if o.status in ("MCF", "IF"):
+        print("  engine log: " + o.log[-600:].replace("\n", "\n    "))
+
+
+def adhoc(op: str, params: dict[str, Any], shapes: list[tuple[int, ...]], seed: int,
+          feed: dict[str, list[float]] | None) -> Catalogue:
+    e = Entry("try", "try", op, params, tuple(shapes), {"status": "DCP"}, "", "", seed,
+              "special" if feed else "random", feed or {})
+    return Catalogue("mnn", "?", "x86_64", (Defect("try", "try"),), (e,))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--catalogue", type=Path, default=CATALOGUE)
+    ap.add_argument("--verify", action="store_true", help="run every entry on MNN and check it")
+    ap.add_argument("--only", default="", help="comma-separated entry ids")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per entry (fresh worker each)")
+    ap.add_argument("--try", dest="try_op", default="", help="run one single-operator model")
+    ap.add_argument("--params", default="{}")
+    ap.add_argument("--shape", action="append", default=[], help="input shape, e.g. 1,4,7,8 (repeat per input)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--feed", default="", help='special values, e.g. \'{"in0": ["nan", 0, 1]}\'')
+    ap.add_argument("--show", default="", help="run these entries (comma-separated) and print their arrays")
+    a = ap.parse_args()
+    if a.try_op:
+        shapes = [tuple(int(v) for v in s.split(",")) for s in a.shape] or [(1, 4, 4, 3)]
+        feed = {k: [float(x) for x in v] for k, v in json.loads(a.feed).items()} if a.feed else None
+        for _, outs in verify(adhoc(a.try_op, json.loads(a.params), shapes, a.seed, feed), repeat=a.repeat):
+            for o in outs:
+                show(o)
+        return 0
+    cat = load(a.catalogue)
+    if a.show:
+        for e, outs in verify(cat, set(a.show.split(",")), a.repeat):
+            print(f"{e.id}: {e.op} {json.dumps(e.params)} on {[list(s) for s in e.inputs]} ({e.values})")
+            for o in outs:
+                show(o)
+        return 0
+    if not a.verify:
+        for e in cat.entries:
+            print(f"{e.id:26s} {e.defect:27s} {e.op:22s} {_expect_text(e.expect)}")
+        return 0
+    only = {x for x in a.only.split(",") if x} or None
+    rows = verify(cat, only, a.repeat)
+    return 1 if report(cat, rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

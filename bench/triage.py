@@ -1,0 +1,283 @@
+"""How well a campaign's reported keys map to known MNN defects (issue 13's triage benchmark).
+
+    .venv/bin/python bench/triage.py --out DIR [--json]
+    .venv/bin/python bench/triage.py --budget 60 --seed 0 [--platforms P --arm-root R] --out DIR [--json]
+
+With only ``--out``, analyses an existing ``gbft fuzz`` output; with ``--budget``, runs the
+campaign first (``python -m gbft_action.cli fuzz --engine mnn ... --quiet`` with this
+interpreter, so ``PYTHONPATH`` chooses the code that runs: a worktree of an older commit
+gives the "before" figures).
+
+The reported keys are the summary's root causes with policy ``report`` when it has root
+causes, else every fingerprint (outputs of the code before root causes).  Each key is
+mapped to the first defect of the catalogue (``bench/catalogue/mnn-3.6.1.yaml``) whose
+rules match its symptom class, operators, title/detail words and (fingerprints only) its
+mismatch kind.  A fingerprint's symptom class is read from its status and kind: a value
+mismatch is a wrong result, a NaN/Inf mismatch nan-inf, a signal a crash, "not supported"
+unsupported, a missing output or any other converter failure a conversion error, any
+other inference error an API error.
+
+Printed: fingerprints, reported keys, per known defect the keys and fingerprints that match
+it, the keys matching no defect (with their titles, to inspect by hand), the keys blamed on
+an operator the catalogue shows correct alone (controls), reported keys per matched defect,
+and the share of reported keys that match a real (non-control) defect.  With root causes,
+also the root causes whose fingerprints belong to more than one defect (over-merged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from catalogue import CATALOGUE, Catalogue, Defect, load  # noqa: E402
+
+
+@dataclass
+class Key:
+    """One reported key (a root cause, or a fingerprint) as the rules see it."""
+
+    id: str
+    title: str
+    symptom: str
+    ops: list[str]
+    text: str  # title, detail, message: what ``text`` rules search
+    mismatch: str = ""  # fingerprints only
+    fingerprints: list[str] = field(default_factory=list)
+    count: int = 0  # cases
+    policy: str = "report"
+    defect: str = ""  # the matched defect's id ("" for none)
+
+
+# --------------------------------------------------------------------------- reading an output
+
+
+def fingerprint_details(out: Path) -> dict[str, dict[str, Any]]:
+    """Fingerprint id -> its fields (status, kind, code, op, title), from the bundles' meta.json
+    and, for fingerprints without a bundle, the first case that showed them (cases.jsonl)."""
+    fps: dict[str, dict[str, Any]] = {}
+    bugs = out / "bugs"
+    if bugs.is_dir():
+        for meta in sorted(bugs.glob("*/meta.json")):
+            try:
+                fp = json.loads(meta.read_text()).get("fingerprint") or {}
+            except json.JSONDecodeError:
+                continue
+            if fp.get("id"):
+                fps.setdefault(fp["id"], fp)
+    cases = out / "cases.jsonl"
+    if cases.exists():
+        for line in cases.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            for r in [rec, *rec.get("others", [])]:
+                fp = r.get("fingerprint")
+                if fp and fp.get("id"):
+                    fps.setdefault(fp["id"], fp)
+    return fps
+
+
+def fingerprint_symptom(status: str, kind: str, code: str) -> str:
+    """The symptom class of a fingerprint, from its status and kind alone (the "before" rule)."""
+    if status in ("DCF", "XPF", "XBF"):
+        return "nan-inf" if code in ("nan", "inf") else "wrong-result"
+    if status == "TIMEOUT":
+        return "timeout"
+    if kind == "signal":
+        return "crash"
+    if kind == "unsupported":
+        return "unsupported"
+    if kind == "missing-output" or "outputs" in code or status == "MCF":
+        return "conversion-error"
+    return "api-error"
+
+
+def fingerprint_key(f: dict[str, Any], fp: dict[str, Any]) -> Key:
+    """A summary failure (one fingerprint) as a key."""
+    status = fp.get("status") or f.get("status", "")
+    kind, code = fp.get("kind", ""), fp.get("code", "")
+    op = fp.get("op") or f.get("op", "")
+    title = f.get("title") or fp.get("title", "")
+    mismatch = code if kind == "mismatch" else ""
+    return Key(f["key"], title, fingerprint_symptom(status, kind, code), [op] if op else [],
+               " ".join((title, f.get("message", ""))), mismatch, [f["key"]], int(f.get("count", 0)))
+
+
+def root_cause_key(rc: dict[str, Any]) -> Key:
+    return Key(rc["key"], rc.get("title", ""), rc.get("symptom", ""), list(rc.get("ops", [])),
+               " ".join((rc.get("title", ""), rc.get("detail", ""))), "", list(rc.get("fingerprints", [])),
+               int(rc.get("count", 0)), rc.get("policy", "report"))
+
+
+def match(cat: Catalogue, k: Key) -> Defect | None:
+    """The first defect of the catalogue whose rules match the key."""
+    return next((d for d in cat.defects if d.matches(k.symptom, k.ops, k.text, k.mismatch)), None)
+
+
+# --------------------------------------------------------------------------- the analysis
+
+
+def analyse(summary: dict[str, Any], fps: dict[str, dict[str, Any]], cat: Catalogue) -> dict[str, Any]:
+    """The figures for one campaign output (``summary.json`` and its fingerprints' details)."""
+    failures = summary.get("failures", [])
+    fkeys = {f["key"]: fingerprint_key(f, fps.get(f["key"], {})) for f in failures}
+    for k in fkeys.values():
+        d = match(cat, k)
+        k.defect = d.id if d else ""
+    has_rc = "root_causes" in summary
+    if has_rc:
+        causes = [root_cause_key(rc) for rc in summary["root_causes"]]
+        keys = [k for k in causes if k.policy == "report"]
+        for k in causes:
+            d = match(cat, k)
+            k.defect = d.id if d else ""
+    else:
+        causes = []
+        keys = list(fkeys.values())
+    control = {d.id for d in cat.defects if d.control}
+    real = [d for d in cat.defects if not d.control]
+
+    per_defect = []
+    for d in cat.defects:
+        ks = [k for k in keys if k.defect == d.id]
+        per_defect.append({"defect": d.id, "control": d.control, "keys": len(ks),
+                           "fingerprints": sum(len(k.fingerprints) for k in ks), "cases": sum(k.count for k in ks),
+                           "titles": [k.title for k in ks]})
+    matched_real = [k for k in keys if k.defect and k.defect not in control]
+    defects_found = sorted({k.defect for k in matched_real}, key=[d.id for d in cat.defects].index)
+    unmatched = sorted((k for k in keys if not k.defect), key=lambda k: (-k.count, k.title, k.id))
+    suspects = sorted((k for k in keys if k.defect in control), key=lambda k: (-k.count, k.title, k.id))
+    result: dict[str, Any] = {
+        "format": "root-causes" if has_rc else "fingerprints",
+        "models": summary.get("models", 0),
+        "fingerprints": len(failures),
+        "reported_keys": len(keys),
+        "per_defect": per_defect,
+        "defects_found": len(defects_found),
+        "defects_catalogued": len(real),
+        "matched_keys": len(matched_real),
+        "control_keys": len(suspects),
+        "unmatched_keys": len(unmatched),
+        "keys_per_defect": round(len(keys) / len(defects_found), 2) if defects_found else None,
+        "matched_keys_per_defect": round(len(matched_real) / len(defects_found), 2) if defects_found else None,
+        "real_share": round(len(matched_real) / len(keys), 3) if keys else None,
+        "unmatched": [_brief(k) for k in unmatched],
+        "controls": [_brief(k) for k in suspects],
+    }
+    if has_rc:
+        by_policy: dict[str, int] = {}
+        for k in causes:
+            by_policy[k.policy] = by_policy.get(k.policy, 0) + 1
+        result["root_causes"] = len(causes)
+        result["root_causes_by_policy"] = dict(sorted(by_policy.items()))
+        merged = []
+        for k in keys:
+            ds = sorted({fkeys[f].defect for f in k.fingerprints if f in fkeys and fkeys[f].defect
+                         and fkeys[f].defect not in control})
+            if len(ds) > 1:
+                merged.append({**_brief(k), "defects": ds})
+        result["over_merged"] = merged
+        # What the same output gives when every fingerprint is a key (the "before" view of it).
+        fk = list(fkeys.values())
+        fk_real = [k for k in fk if k.defect and k.defect not in control]
+        fk_found = {k.defect for k in fk_real}
+        result["as_fingerprints"] = {"keys": len(fk), "matched_keys": len(fk_real), "defects_found": len(fk_found),
+                                     "keys_per_defect": round(len(fk) / len(fk_found), 2) if fk_found else None}
+    return result
+
+
+def _brief(k: Key) -> dict[str, Any]:
+    return {"key": k.id, "title": k.title, "symptom": k.symptom, "ops": k.ops, "cases": k.count,
+            "fingerprints": len(k.fingerprints), **({"defect": k.defect} if k.defect else {})}
+
+
+def render(r: dict[str, Any], cat: Catalogue, out: Path) -> str:
+    lines = [f"{out}: {r['models']} models, {r['fingerprints']} fingerprints, format: {r['format']}"]
+    if r["format"] == "root-causes":
+        pol = ", ".join(f"{p} {n}" for p, n in r["root_causes_by_policy"].items())
+        lines.append(f"root causes: {r['root_causes']} ({pol})")
+    lines.append(f"reported keys: {r['reported_keys']}")
+    lines.append("")
+    lines.append(f"{'defect':28s} {'keys':>5s} {'fingerprints':>12s} {'cases':>6s}")
+    for d in r["per_defect"]:
+        name = d["defect"] + (" (control)" if d["control"] else "")
+        lines.append(f"{name:28s} {d['keys']:5d} {d['fingerprints']:12d} {d['cases']:6d}")
+    lines.append("")
+    kpd = r["keys_per_defect"]
+    lines.append(f"catalogued defects found: {r['defects_found']} of {r['defects_catalogued']}")
+    lines.append(f"reported keys per matched defect: {r['reported_keys']} / {r['defects_found']} = "
+                 f"{kpd if kpd is not None else '-'} (keys matching a defect only: {r['matched_keys_per_defect']})")
+    share = r["real_share"]
+    lines.append(f"share of reported keys matching a real defect: {r['matched_keys']} / {r['reported_keys']} = "
+                 + (f"{100 * share:.1f}%" if share is not None else "-"))
+    lines.append(f"keys blamed on a control operator: {r['control_keys']}; keys matching no defect: "
+                 f"{r['unmatched_keys']}")
+    if r["format"] == "root-causes":
+        a = r["as_fingerprints"]
+        lines.append(f"the same output keyed by fingerprint: {a['keys']} keys, {a['matched_keys']} matching a real "
+                     f"defect, {a['defects_found']} defects, {a['keys_per_defect']} keys per defect")
+        lines.append(f"over-merged root causes (fingerprints of several defects): {len(r['over_merged'])}")
+        for m in r["over_merged"]:
+            lines.append(f"  {m['key']}  {m['title'][:70]}  <- {', '.join(m['defects'])}")
+    if r["controls"]:
+        lines.append("")
+        lines.append("keys blamed on a control operator (cases, key, symptom, title):")
+        for k in r["controls"]:
+            lines.append(f"  {k['cases']:5d}  {k['key']}  {k['symptom']:16s} {k['title'][:80]}")
+    if r["unmatched"]:
+        lines.append("")
+        lines.append("keys matching no defect (cases, key, symptom, title):")
+        for k in r["unmatched"]:
+            lines.append(f"  {k['cases']:5d}  {k['key']}  {k['symptom']:16s} {k['title'][:80]}")
+    return "\n".join(lines)
+
+
+def run_campaign(a: argparse.Namespace) -> None:
+    cmd = [sys.executable, "-m", "gbft_action.cli", "fuzz", "--engine", "mnn", "--budget", str(a.budget),
+           "--seed", str(a.seed), "--out", str(a.out.resolve()), "--quiet"]
+    if a.platforms:
+        cmd += ["--platforms", a.platforms]
+    if a.arm_root:
+        cmd += ["--arm-root", str(a.arm_root.resolve())]
+    print("running: " + " ".join(cmd), file=sys.stderr, flush=True)
+    # From a neutral folder: ``python -m`` puts the working folder first on sys.path, ahead of
+    # PYTHONPATH, so a run from a checkout would ignore a PYTHONPATH pointing at another one.
+    with tempfile.TemporaryDirectory(prefix="gbft-triage-") as cwd:
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, cwd=cwd)
+    if p.returncode not in (0, 1):  # 1: failures found
+        raise SystemExit(f"gbft fuzz exited with {p.returncode}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help="a gbft fuzz output folder (written with --budget)")
+    ap.add_argument("--catalogue", type=Path, default=CATALOGUE)
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--budget", type=float, default=0, help="run a campaign of this many seconds first")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--platforms", default="")
+    ap.add_argument("--arm-root", type=Path)
+    a = ap.parse_args()
+    if a.budget:
+        run_campaign(a)
+    summary_path = a.out / "summary.json"
+    if not summary_path.exists():
+        print(f"{summary_path}: not found (run a campaign with --budget, or point --out at one)", file=sys.stderr)
+        return 2
+    cat = load(a.catalogue)
+    r = analyse(json.loads(summary_path.read_text()), fingerprint_details(a.out), cat)
+    print(json.dumps(r, indent=2, sort_keys=True) if a.json else render(r, cat, a.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
