@@ -556,4 +556,6 @@ def special_direction(d: OutputDiff) -> str:
 
 
 def _special(v: Any) -> str:
-    return {"nan": "NaN", "inf": "Inf", "-inf": "-Inf"}.get(str(v), "finite")
+    # The sign of an infinity is not a separate defect: "gives a finite number for +Inf" and
+    # "... for -Inf" are one behaviour of one operator (Inf->Inf is then a sign flip).
+    return {"nan": "NaN", "inf": "Inf", "-inf": "Inf"}.get(str(v), "finite")

@@ -95,7 +95,8 @@ def test_amplification_is_not_blamed_on_the_operator_where_it_shows():
     key = _from_blame(Symptom.WRONG.value, {"op": "Sub"}, AMPLIFY, "n2", b, "")
     # Not "Sub: wrong results": the pattern, and since Exp approximates (right alone, but beyond
     # float32 rounding), an amplified approximation: precision.
-    assert key.ops == ("Exp", "Sub") and key.isolated and key.symptom == Symptom.PRECISION.value
+    assert key.ops == ("Sub",) and key.pattern == ("Exp", "Sub") and key.isolated
+    assert key.symptom == Symptom.PRECISION.value
     assert 1e-5 < b.max_error < 1e-3
 
 
@@ -104,8 +105,12 @@ def test_a_pattern_of_exact_operators_is_a_wrong_result():
     g = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]))
     b = Blame(tried=["n1", "n0"], max_error=0.0)
     key = _from_blame(Symptom.WRONG.value, {"op": "Exp"}, g, "n1", b, "")
-    assert key.symptom == Symptom.WRONG.value and key.ops == ("Relu", "Exp")
-    assert key.title == "the pattern Relu -> Exp: wrong results"
+    assert key.symptom == Symptom.WRONG.value and key.ops == ("Exp",) and key.pattern == ("Relu", "Exp")
+    assert key.title == "Exp: wrong results after Relu (each right alone)"
+    # Another pattern ending in the same operator is the same root cause (the report shows one).
+    other = _from_blame(Symptom.WRONG.value, {"op": "Exp"}, _graph(("n0", "Exp", ["in0"]), ("n1", "Exp", ["n0"])),
+                        "n1", b, "")
+    assert other.id == key.id
 
 
 def test_a_wrong_operator_is_blamed_when_it_is_wrong_alone():

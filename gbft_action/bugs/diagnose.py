@@ -28,7 +28,7 @@ from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
-from .rootcause import SPECIAL_INPUT, RootKey, Symptom, local_key, root_key
+from .rootcause import SPECIAL_INPUT, RootKey, Symptom, in_pattern, local_key, root_key
 
 MAX_CANDIDATES = 4  # the failing node and its nearest producers, tried alone
 DCF_LIKE = (Status.DCF, Status.XPF, Status.XBF)
@@ -148,10 +148,11 @@ def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKe
                     base=needs_base(Fingerprint.from_json(fp)))
     try:
         hit = showing(res, local_key(symptom, fp, direction))
-        node = hit.node if hit is not None else meta.get("node", "")
-        if not node or node not in {n.id for n in small.nodes}:
-            return root_key(symptom, fp, small, direction=direction)
-        b = blame(lane, hit or res, node, where, until)
+        if hit is None or hit.node not in {n.id for n in small.nodes}:
+            # Not shown again (it came and went): nothing to isolate; the case's operator keys it.
+            return root_key(symptom, fp, small, direction=direction, minimized=False)
+        node = hit.node
+        b = blame(lane, hit, node, where, until)
     finally:
         if res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
@@ -176,8 +177,8 @@ def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Bl
         # Every operator is right alone but some approximate beyond float32 rounding: the model
         # amplified an approximation (cancellation after a fast exp): precision, not a defect of
         # the operator where it showed.
-        return root_key(Symptom.PRECISION.value, fp, small, isolated=True)
-    return root_key(symptom, fp, small, isolated=True, direction=direction)
+        return in_pattern(Symptom.PRECISION.value, small, node)
+    return in_pattern(symptom, small, node, direction)
 
 
 

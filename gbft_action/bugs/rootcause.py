@@ -79,12 +79,10 @@ def classify(status: str, stage: str, *, signal: int | None = None, message: str
 SPECIAL_INPUT = "special-input"  # wrong only for NaN/Inf inputs: no special value in either output
 _DIRECTION = {
     SPECIAL_INPUT: "differs from TensorFlow on NaN/Inf inputs",
-    "NaN->finite": "maps NaN to a finite number", "Inf->finite": "gives a finite number where the result is +Inf",
-    "-Inf->finite": "gives a finite number where the result is -Inf", "finite->NaN": "gives NaN for a finite result",
-    "finite->Inf": "overflows to +Inf", "finite->-Inf": "overflows to -Inf", "NaN->Inf": "gives +Inf for NaN",
-    "NaN->-Inf": "gives -Inf for NaN", "Inf->NaN": "gives NaN where the result is +Inf",
-    "-Inf->NaN": "gives NaN where the result is -Inf", "Inf->-Inf": "gives -Inf for +Inf",
-    "-Inf->Inf": "gives +Inf for -Inf",
+    "NaN->finite": "maps NaN to a finite number", "Inf->finite": "gives a finite number where the result is infinite",
+    "finite->NaN": "gives NaN for a finite result", "finite->Inf": "overflows to infinity",
+    "NaN->Inf": "gives an infinity for NaN", "Inf->NaN": "gives NaN where the result is infinite",
+    "Inf->Inf": "gives an infinity of the wrong sign",
 }
 
 
@@ -94,6 +92,9 @@ class RootKey:
     ops: tuple[str, ...]  # the blamed operator, or the minimised model's operators (a pattern)
     detail: str = ""  # nan-inf direction, crash signal/frames, error code, salient parameters
     isolated: bool = False  # the blame was confirmed by re-running the operator alone
+    # Not part of the key: the minimised model's operators when the defect shows only in a
+    # pattern (every operator right alone); the key names the operator where it shows.
+    pattern: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -109,6 +110,8 @@ class RootKey:
     @property
     def title(self) -> str:
         s, subj, d = self.symptom, self.subject, self.detail
+        if s == Symptom.WRONG.value and len(self.pattern) > 1:
+            return f"{subj}: wrong results after " + " -> ".join(self.pattern[:-1]) + " (each right alone)"
         if s == Symptom.WRONG.value:
             return f"{subj}: wrong results" + (f" ({d})" if d else "")
         if s == Symptom.NAN_INF.value:
@@ -130,11 +133,13 @@ class RootKey:
         return f"engine error with {subj}" + (f": {d}" if d else "")
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "ops": list(self.ops), "key": self.id, "title": self.title}
+        return {**asdict(self), "ops": list(self.ops), "pattern": list(self.pattern), "key": self.id,
+                "title": self.title}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> RootKey:
-        return RootKey(d["symptom"], tuple(d.get("ops", ())), d.get("detail", ""), bool(d.get("isolated")))
+        return RootKey(d["symptom"], tuple(d.get("ops", ())), d.get("detail", ""), bool(d.get("isolated")),
+                       tuple(d.get("pattern", ())))
 
 
 MAX_PATTERN = 4  # a minimised model with more operators than this names no pattern
@@ -151,6 +156,16 @@ def local_key(symptom: str, fp: dict[str, Any], direction: str = "") -> tuple[st
     if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
         return symptom, fp.get("op", ""), ""
     return symptom, fp.get("op", ""), fp.get("kind", "") + ":" + fp.get("code", "")
+
+
+def in_pattern(symptom: str, small: Graph, node: str, direction: str = "") -> RootKey:
+    """Every operator of the minimised model right alone: the defect shows at ``node``'s operator
+    only after these producers (a fused chain, a layout one producer leaves): keyed by that
+    operator, the pattern kept for the report."""
+    ops = pattern_ops(small)
+    sink = small.node(node).op
+    return RootKey(symptom, (sink,), direction if symptom == Symptom.NAN_INF.value else "", True,
+                   (*[o for o in ops if o != sink], sink))
 
 
 def pattern_ops(g: Graph) -> tuple[str, ...]:
