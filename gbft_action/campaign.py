@@ -75,6 +75,7 @@ class FuzzConfig:
     mutations: bool = True
     state: str = ""  # a directory holding a previous run's state.json (coverage, MCTS)
     minimize_share: float = 0.35  # share of the budget kept for minimising new bugs
+    special_share: float = 0.1  # share of models that feed special values (NaN, Inf, -0) on purpose
     minimize_limit: float = 30.0  # seconds at most per bug
     symptom_policy: dict[str, str] = field(default_factory=dict)  # overrides of bugs.policy.DEFAULT_POLICY
     engine_python: str = ""  # the engine worker's interpreter (a private venv holding a PR's wheel)
@@ -90,6 +91,7 @@ class FuzzConfig:
         state = Path(self.state) / STATE_FILE if self.state else None
         return {"seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
                 "corpus_sha256": _sha(self.corpus), "chooser": self.chooser, "mutations": self.mutations,
+                "special_share": self.special_share,
                 "state_sha256": _sha(str(state)) if state else "", "platforms": list(self.platforms),
                 "base": self.base.source if self.base else ""}
 
@@ -110,7 +112,7 @@ class Campaign:
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.cfg = cfg
         self.corpus: Corpus = load_corpus(cfg.corpus)
-        opts = GenOptions(blocks=cfg.blocks, graph=cfg.graph)
+        opts = GenOptions(blocks=cfg.blocks, graph=cfg.graph, special_share=cfg.special_share)
         opts.validate()
         self.source = source or self._make_source(opts)
         self.store = ResultStore(cfg.out)

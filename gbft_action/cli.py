@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start from the coverage and MCTS state of a previous run's output directory")
     f.add_argument("--minimize-share", type=float, default=0.35,
                    help="share of the budget for minimising new bugs (0 turns minimisation off)")
+    f.add_argument("--special-share", type=float, default=0.1,
+                   help="share of models that feed special values (NaN, Inf, -0, zero divisors) on purpose")
     f.add_argument("--symptom-policy", type=_symptom_policy, default={}, metavar="CLASS=POLICY,...",
                    help="report, summary or ignore per symptom class, e.g. precision=report,nan-inf=summary "
                         "(default: gbft_action.bugs.policy.DEFAULT_POLICY)")
@@ -205,7 +207,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
                      tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
                      chooser=args.chooser, mutations=args.mutations == "on", state=args.state,
-                     minimize_share=args.minimize_share, platforms=args.platforms, arm_root=args.arm_root,
+                     minimize_share=args.minimize_share, special_share=args.special_share,
+                     platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
                      symptom_policy=args.symptom_policy)
     if not 0.0 <= args.minimize_share < 1.0:
@@ -345,6 +348,7 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     cfg.seed, cfg.blocks, cfg.graph = old["seed"], tuple(old["blocks"]), old["graph"]
     cfg.engine, cfg.corpus = old["engine"], old["corpus"]
     cfg.chooser, cfg.mutations, cfg.state = old["chooser"], old["mutations"], old["state"]
+    cfg.special_share = old.get("special_share", cfg.special_share)
     return cfg
 
 

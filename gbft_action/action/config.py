@@ -29,6 +29,7 @@ INPUTS: dict[str, tuple[str, str]] = {
     "budget-seconds": ("budget_seconds", "300"),
     "seed": ("seed", "0"),
     "blocks": ("blocks", "1-30"),
+    "special-share": ("special_share", "0.1"),
     "corpus": ("corpus", ""),
     "state-dir": ("state_dir", ""),
     "report": ("report", "summary"),
@@ -56,6 +57,7 @@ class ActionConfig:
     budget_seconds: str = "300"
     seed: str = "0"
     blocks: str = "1-30"
+    special_share: str = "0.1"
     corpus: str = ""
     state_dir: str = ""
     report: str = "summary"
@@ -106,6 +108,7 @@ class ActionConfig:
         _number("budget-seconds", self.budget_seconds, float, 10, 6 * 3600, "a number of seconds from 10 to 21600")
         _number("seed", self.seed, int, 0, 2**31 - 1, "an integer from 0 to 2147483647")
         _number("max-new-issues", self.max_new_issues, int, 0, 100, "an integer from 0 to 100")
+        _number("special-share", self.special_share, float, 0, 1, "a number from 0 to 1")
         try:
             parse_policy(self.symptom_policy)
         except ValueError as e:

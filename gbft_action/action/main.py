@@ -95,7 +95,7 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
     if cfg.report == "issues":
         reserve += min(REPORT_RESERVE_S, 0.15 * cfg.budget)
     fuzz = FuzzConfig(out=out, engine=pr.engine, budget=max(5.0, deadline - time.monotonic() - reserve),
-                      seed=int(cfg.seed), blocks=cfg.block_range,
+                      seed=int(cfg.seed), blocks=cfg.block_range, special_share=float(cfg.special_share),
                       corpus=str(cfg.path(cfg.corpus)) if cfg.corpus else str(DEFAULT_CORPUS),
                       state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
                       engine_python=pr.python, engine_env=dict(pr.env), base=base,

@@ -39,6 +39,7 @@ class Program:
     steps: tuple[Step, ...]
     seed: int
     salt: int = 0  # varies the solver's adapter draws (slice offsets, pad splits)
+    values: str = "normal"  # Graph.values: a special model stays special (and unguarded)
 
     def key(self) -> tuple[int, int, int, int]:
         """Smaller is simpler: fewer operators, fewer edges, fewer input elements, shorter params."""
@@ -48,7 +49,7 @@ class Program:
         return (len(self.steps), sum(len(s.inputs) for s in self.steps), n_in, sum(len(s.params) for s in self.steps))
 
     def realise(self) -> Graph:
-        b = Builder(random.Random(f"gbft-min:{self.seed}:{self.salt}"), self.seed)
+        b = Builder(random.Random(f"gbft-min:{self.seed}:{self.salt}"), self.seed, self.values)
         names = {GRAPH_INPUT: b.add_input("in0", TensorType(self.input_shape))}
         for i, s in enumerate(self.steps):
             names[i] = b.add_op(s.op, [names[j] for j in s.inputs], None, block=s.block, gnode=i,
@@ -69,7 +70,7 @@ class Program:
         steps = tuple(Step(n.op, tuple(source(x) for x in n.inputs), json.dumps(n.params, sort_keys=True), n.block)
                       for n in g.block_nodes())
         shape = next(iter(g.inputs.values())).shape
-        return Program(shape, steps, g.seed)
+        return Program(shape, steps, g.seed, values=g.values)
 
 
 # --------------------------------------------------------------------------- the shrinker

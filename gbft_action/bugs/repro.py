@@ -13,7 +13,7 @@ and 2 on anything else, uncaught exceptions included.
 
 The scripts are generated from data (the graph, meta.json), never copied from a
 bundle: a bundle may come from a pull request, so every value that reaches the
-code is checked or quoted here.  May import: graph, oracle, reference.tf_code.
+code is checked or quoted here.  May import: graph, oracle, reference.tf_code, reference.inputs.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 
 from ..graph.ir import Graph
 from ..oracle import Tolerance
+from ..reference.inputs import special_values_source
 from ..reference.tf_code import HELPERS, check_graph, model_lines
 
 ENGINE_PIP = {"mnn": "MNN (pip install MNN)", "command": "the engine build (GBFT_ENGINE_BUILD)"}
@@ -88,6 +89,7 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
         signal=_signal(meta["fingerprint"]),
         engine_pip=ENGINE_PIP.get(engine, engine), helpers=HELPERS, model=(lines := model_lines(graph)),
         weights=any("rng(" in line for line in lines),
+        special=graph.values == "special", special_source=special_values_source(),
         inputs=sorted(graph.inputs.items()), engine_stage=engine_stage, embedded=data is not None,
         model_b64=base64.b64encode(data.model_pb).decode() if data else "", data_b64=data.npz_b64() if data else "")
 

@@ -2,7 +2,9 @@
 
 A random graph (WS or RN) gives the data flows; each node gets a block whose
 allowed in- and out-degrees match the node's; subgraph blocks are expanded into
-their inner operators; the solver makes shapes and parameters valid.
+their inner operators; the solver makes shapes and parameters valid.  A share of
+the cases (``special_share``) feeds special values (NaN, Inf, -0, zero divisors)
+on purpose; the others are guarded so that no such value arises by accident.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class GenOptions:
     height: tuple[int, int] = (1, 16)
     width: tuple[int, int] = (1, 16)
     channels: tuple[int, int] = (1, 8)
+    special_share: float = 0.1  # share of models whose inputs hold special values (Graph.values)
 
     def validate(self) -> None:
         lo, hi = self.blocks
@@ -32,6 +35,8 @@ class GenOptions:
             raise ValueError(f"blocks must be MIN-MAX with 1 <= MIN <= MAX, got {lo}-{hi}")
         if self.graph not in (*GRAPH_MODELS, "both"):
             raise ValueError(f"graph must be one of ws, rn, both; got {self.graph!r}")
+        if not 0.0 <= self.special_share <= 1.0:
+            raise ValueError(f"special share must be within 0..1, got {self.special_share!r}")
 
 
 @dataclass
@@ -48,6 +53,7 @@ class Skeleton:
     # fixed by PM (by "node#inner-op"); the solver repairs them like any draw.
     overrides: dict[int, Block] = field(default_factory=dict)
     fixed_params: dict[str, dict[str, object]] = field(default_factory=dict)
+    values: str = "normal"  # Graph.values: mutations keep it, realise passes it on
 
     def block_of(self, corpus: Corpus, j: int) -> Block:
         return self.overrides.get(j) or corpus.block(self.blocks[j])
@@ -104,9 +110,18 @@ def assign_block(rng: random.Random, corpus: Corpus, chosen: list[Block] | None,
     raise GenError(f"no block in the corpus takes in-degree {d_in} and out-degree {d_out}")
 
 
+def draw_values(seed: int, share: float) -> str:
+    """"special" for ``share`` of the cases, from the case seed alone.
+
+    A stream of its own: every attempt at a case gets the same flag, and no
+    other draw of the generator moves.
+    """
+    return "special" if random.Random(f"gbft-values:{seed}").random() < share else "normal"
+
+
 def realise(rng: random.Random, corpus: Corpus, sk: Skeleton, seed: int) -> Graph:
     """Turn a skeleton into a valid IR graph (shapes and parameters solved)."""
-    b = Builder(rng, seed)
+    b = Builder(rng, seed, sk.values)
     x = b.add_input("in0", TensorType(sk.input_shape))
     out: list[str] = []
     for j in range(sk.n):
@@ -139,4 +154,5 @@ def _place_block(b: Builder, block: Block, inputs: list[str], j: int,
 def generate(rng: random.Random, corpus: Corpus, opts: GenOptions, seed: int,
              chosen: list[Block] | None = None) -> Graph:
     sk = draw_skeleton(rng, corpus, opts, chosen)
+    sk.values = draw_values(seed, opts.special_share)
     return realise(rng, corpus, sk, seed)

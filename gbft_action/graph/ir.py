@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 IR_VERSION = 1
+# What the inputs hold: "normal" U[-1, 1] with guards keeping every tensor finite, or
+# "special" (NaN, +-Inf, +-0, denormals on purpose, no guards; see reference.inputs).
+VALUES = ("normal", "special")
 
 Shape = tuple[int, ...]
 
@@ -95,6 +98,7 @@ class Graph:
     outputs: list[str]
     seed: int = 0  # seeds the weights and the input data of this case
     meta: dict[str, Any] = field(default_factory=dict)
+    values: str = "normal"  # one of VALUES: part of the model's meaning, so of its hash
 
     # -- queries ---------------------------------------------------------
     def node(self, nid: str) -> Node:
@@ -124,7 +128,7 @@ class Graph:
         return [n for n in self.nodes if n.role == "block"]
 
     def check(self) -> None:
-        """Raise ValueError unless nodes are topologically ordered and closed."""
+        """Raise ValueError unless nodes are topologically ordered and closed and ``values`` is known."""
         seen = set(self.inputs)
         for n in self.nodes:
             for src in n.inputs:
@@ -136,10 +140,12 @@ class Graph:
         for o in self.outputs:
             if o not in seen:
                 raise ValueError(f"output {o} is not a tensor of the graph")
+        if self.values not in VALUES:
+            raise ValueError(f"values must be one of {', '.join(VALUES)}, got {self.values!r}")
 
     # -- serialisation -----------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "ir_version": IR_VERSION,
             "seed": self.seed,
             "inputs": {k: v.to_json() for k, v in self.inputs.items()},
@@ -147,6 +153,9 @@ class Graph:
             "outputs": list(self.outputs),
             "meta": self.meta,
         }
+        if self.values != "normal":  # absent when normal: older graphs keep their bytes and hashes
+            d["values"] = self.values
+        return d
 
     def to_json(self) -> str:
         return canonical_json(self.to_dict())
@@ -167,6 +176,7 @@ class Graph:
             outputs=list(d["outputs"]),
             seed=int(d.get("seed", 0)),
             meta=dict(d.get("meta", {})),
+            values=str(d.get("values", "normal")),
         )
         g.check()
         return g

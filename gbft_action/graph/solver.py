@@ -5,6 +5,12 @@ reconciles the offered tensors with Cast / Reshape / Slice / Pad adapters (the
 paper's aggregation rule, applied to every operator), draws and repairs the
 parameters against the actual shapes (padding solved by eqs. (9)-(13) in the
 conv spec), and records the inferred output type.  No backtracking is needed.
+
+It also tracks each tensor's value interval (``ops.ranges``) and, in a "normal"
+graph, guards the operator: Tanh / Sigmoid adapters keep inputs in the
+operator's domain and outputs far from overflow, so the reference computes no
+NaN or Inf by accident.  A "special" graph gets no guards: its inputs carry
+special values on purpose.
 """
 
 from __future__ import annotations
@@ -12,9 +18,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ..ops import ranges
 from ..ops.domains import Domain
 from ..ops.shapes import MAX_ELEMS, prod
-from ..ops.specs import SPECS
+from ..ops.specs import F32, SPECS
 from .ir import Graph, Node, TensorType
 
 
@@ -23,10 +30,12 @@ class GenError(RuntimeError):
 
 
 class Builder:
-    def __init__(self, rng: random.Random, seed: int) -> None:
+    def __init__(self, rng: random.Random, seed: int, values: str = "normal") -> None:
         self.rng = rng
-        self.g = Graph(inputs={}, nodes=[], outputs=[], seed=seed)
+        self.g = Graph(inputs={}, nodes=[], outputs=[], seed=seed, values=values)
+        self.g.check()  # an unknown ``values`` fails here, not in a later stage
         self._types: dict[str, TensorType] = {}
+        self._ranges: dict[str, ranges.Interval] = {}
         self._n_block = 0
         self._n_adapter = 0
 
@@ -34,10 +43,15 @@ class Builder:
     def add_input(self, name: str, t: TensorType) -> str:
         self.g.inputs[name] = t
         self._types[name] = t
+        self._ranges[name] = ranges.INPUT_RANGE if self.g.values == "normal" else ranges.UNKNOWN
         return name
 
     def type_of(self, name: str) -> TensorType:
         return self._types[name]
+
+    def range_of(self, name: str) -> ranges.Interval:
+        """The interval every element of the tensor lies in (conservative)."""
+        return self._ranges[name]
 
     def _emit(self, op: str, inputs: list[str], params: dict[str, Any], out: TensorType,
               block: str = "", gnode: int = -1) -> str:
@@ -52,7 +66,11 @@ class Builder:
         role = "block" if block else "adapter"
         self.g.nodes.append(Node(nid, op, list(inputs), params, out, block, role, gnode))
         self._types[nid] = out
+        self._ranges[nid] = self._out_range(op, inputs, params, out)
         return nid
+
+    def _out_range(self, op: str, inputs: list[str], params: dict[str, Any], out: TensorType) -> ranges.Interval:
+        return ranges.out_range(op, [self._ranges[i] for i in inputs], [self._types[i] for i in inputs], params, out)
 
     # -- operators ----------------------------------------------------------------
     def add_op(self, op: str, inputs: list[str], doms: dict[str, Domain] | None = None,
@@ -70,6 +88,8 @@ class Builder:
         aligned = spec.align(want, params)
         names = [self.coerce(n, w) for n, w in zip(names, aligned)]
         out = spec.infer(aligned, params)
+        if self.g.values == "normal":
+            names = self._guard(op, names, params, out)
         nid = self._emit(op, names, params, out, block or op, gnode)
         return self._cap(nid)
 
@@ -83,6 +103,36 @@ class Builder:
             i = max(range(len(size)), key=lambda j: size[j])
             size[i] = (size[i] + 1) // 2
         return self._slice(name, [0] * len(size), size)
+
+    # -- guards -------------------------------------------------------------------
+    def _guard(self, op: str, names: list[str], params: dict[str, Any], out: TensorType) -> list[str]:
+        """Inputs in ``op``'s domain and an output far from overflow (``ops.ranges``).
+
+        Guards come after the shape adapters: a Pad's zeros must not reach a divisor.
+        Each round squashes the widest float input with Tanh; that may move a
+        divisor toward zero, so domains are checked again.  Ends: every round
+        narrows one input to [-1, 1], and Sigmoid outputs are never squashed.
+        """
+        while True:
+            names = [self._into_domain(n, ranges.domain(op, i, out)) for i, n in enumerate(names)]
+            if ranges.magnitude(self._out_range(op, names, params, out)) <= ranges.LIMIT:
+                return names
+            wide = [n for n in names if self._types[n].dtype == F32 and ranges.magnitude(self._ranges[n]) > 1.0]
+            if not wide:
+                return names  # an operator without a rule: nothing left to squash
+            worst = max(wide, key=lambda n: ranges.magnitude(self._ranges[n]))
+            squashed = self._emit("Tanh", [worst], {}, self._types[worst])
+            names = [squashed if n == worst else n for n in names]
+
+    def _into_domain(self, name: str, dom: str) -> str:
+        """``name`` itself when it satisfies ``dom``, else a Tanh and / or Sigmoid of it."""
+        if self._types[name].dtype != F32 or ranges.satisfies(self._ranges[name], dom):
+            return name
+        if dom == "int32" or not ranges.sigmoid_is_enough(self._ranges[name]):
+            name = self._emit("Tanh", [name], {}, self._types[name])
+        if dom == "int32":
+            return name
+        return self._emit("Sigmoid", [name], {}, self._types[name])  # in (0.27, 0.73) after a Tanh
 
     # -- adapters -----------------------------------------------------------------
     def coerce(self, name: str, want: TensorType) -> str:

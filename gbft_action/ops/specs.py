@@ -576,5 +576,8 @@ def _table() -> dict[str, Spec]:
 
 SPECS: dict[str, Spec] = _table()
 
-# Operators the shape solver inserts; corpus blocks may also use them.
-ADAPTERS = ("Cast", "Reshape", "Slice", "Pad")
+# Operators the shape solver inserts; corpus blocks may also use them.  The
+# guards keep values in range (ops.ranges): existing operators, so engines, the
+# TensorFlow emitter and the repro code need nothing new.
+GUARDS = ("Tanh", "Sigmoid")
+ADAPTERS = ("Cast", "Reshape", "Slice", "Pad", *GUARDS)

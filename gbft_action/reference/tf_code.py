@@ -106,16 +106,26 @@ def _unary(g: Graph, n: Node, xs: list[str]) -> list[str]:
     return _call(n, UNARY[n.op], xs[0])
 
 
-@code(*BINARY, "Realdiv")
+def _constant_shape(g: Graph, n: Node, xs: list[str]) -> list[int]:
+    """A one-input binary operator's constant operand: the full shape, a scalar or a channel vector."""
+    shape = list(g.tensor_type(xs[0]).shape)
+    return {"same": shape, "scalar": [], "channel": shape[-1:]}[n.params["operand"]]
+
+
+@code(*BINARY)
 def _binary(g: Graph, n: Node, xs: list[str]) -> list[str]:
-    if len(xs) == 2:
-        b = xs[1]
-    else:
-        shape = list(g.tensor_type(xs[0]).shape)
-        b = _w(n, {"same": shape, "scalar": [], "channel": shape[-1:]}[n.params["operand"]])
-    if n.op == "Realdiv":
-        return _call(n, "tf.raw_ops.RealDiv", x=Raw(xs[0]), y=Raw(b))
+    b = xs[1] if len(xs) == 2 else _w(n, _constant_shape(g, n, xs))
     return _call(n, BINARY[n.op], xs[0], b)
+
+
+@code("Realdiv")
+def _realdiv(g: Graph, n: Node, xs: list[str]) -> list[str]:
+    if len(xs) == 2:
+        return _call(n, "tf.raw_ops.RealDiv", x=Raw(xs[0]), y=Raw(xs[1]))
+    shape = _constant_shape(g, n, xs)
+    # tf_emit.divisor, never near zero: a magnitude from U[0.5, 1], then the sign of a U[-1, 1] draw
+    return [f'r = rng("{n.id}")', *_call(n, "tf.raw_ops.RealDiv", x=Raw(xs[0]),
+                                         y=Raw(f"tf.constant(np.copysign(U(r, {shape}, 0.5, 1.0), U(r, {shape})))"))]
 
 
 @code("Biasadd")

@@ -32,6 +32,14 @@ def uniform(rng: np.random.Generator, shape: Any, lo: float = -1.0, hi: float = 
     return rng.uniform(lo, hi, size=shape).astype(np.float32)
 
 
+def divisor(rng: np.random.Generator, shape: Any) -> np.ndarray:
+    """A constant divisor, +-U[0.5, 1]: never near zero (ops.ranges.DIVISOR_RANGE).
+
+    The magnitude is drawn first, then the sign's source; tf_code writes the same.
+    """
+    return np.copysign(uniform(rng, shape, 0.5, 1.0), uniform(rng, shape))
+
+
 def emits(*names: str) -> Callable[[Emitter], Emitter]:
     def deco(fn: Emitter) -> Emitter:
         for n in names:
@@ -84,7 +92,7 @@ def _binary(xs, p, node, rng):
         b = xs[1]
     else:
         shape = {"same": a.shape.as_list(), "scalar": [], "channel": a.shape.as_list()[-1:]}[p["operand"]]
-        b = tf.constant(uniform(rng, shape))
+        b = tf.constant(divisor(rng, shape) if node.op == "Realdiv" else uniform(rng, shape))
     if node.op == "Realdiv":
         return tf.raw_ops.RealDiv(x=a, y=b, name=node.id)
     return BINARY[node.op](a, b, name=node.id)

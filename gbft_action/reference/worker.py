@@ -1,9 +1,10 @@
 """Reference handler: runs inside the reference worker process (imports TF).
 
 ``build``: IR JSON -> frozen GraphDef ``model.pb`` in the case directory, inputs
-drawn from U[-1, 1], expected outputs.  A model TensorFlow rejects (shape or
-argument errors) is ``invalid`` (status GEN); any other TensorFlow failure is
-``reference`` (status REF).  ``tflite``: also write ``model.tflite``.
+drawn from U[-1, 1] (with special values in a "special" graph; ``reference.inputs``),
+expected outputs.  A model TensorFlow rejects (shape or argument errors) is
+``invalid`` (status GEN); any other TensorFlow failure is ``reference`` (status
+REF).  ``tflite``: also write ``model.tflite``.
 """
 
 from __future__ import annotations
@@ -15,19 +16,12 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from ..graph.ir import Graph  # noqa: E402
 from ..workers.arrays import pack, unpack  # noqa: E402
+from .inputs import draw_inputs  # noqa: E402  (numpy only: the repro script draws the same)
 from .tf_emit import build, tf1  # noqa: E402
-
-INPUT_STREAM = 0x1F  # separates the input-data stream from the weight streams
-
-
-def draw_inputs(g: Graph) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng([g.seed & 0xFFFFFFFF, INPUT_STREAM])
-    return {k: rng.uniform(-1.0, 1.0, size=t.shape).astype(t.dtype) for k, t in sorted(g.inputs.items())}
 
 
 def session_config() -> Any:

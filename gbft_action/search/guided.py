@@ -18,7 +18,7 @@ import random
 from typing import Any
 
 from ..corpus import Block, Corpus
-from ..graph.generate import GRAPH_MODELS, GenOptions, Skeleton, draw_edges, realise
+from ..graph.generate import GRAPH_MODELS, GenOptions, Skeleton, draw_edges, draw_values, realise
 from ..graph.models import NEIGHBOURS
 from ..graph.ir import Graph
 from ..graph.mutations import ALL, RATES, TSM, Mutation
@@ -102,6 +102,7 @@ class GuidedSource:
         chosen, path = self.mcts.choose(rng, self.coverage) if self.mcts else ([], [])
         muts = self._select_mutations(rng)
         sk = draw_edges(rng, self.corpus, self.opts, self.arms.pick(rng) if self.arms else None)
+        sk.values = draw_values(case_seed(self.seed, index), self.opts.special_share)
         for m, r in muts:
             if m.level == "edges":
                 m.apply(rng, sk, self.corpus, r)
