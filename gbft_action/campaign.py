@@ -42,7 +42,10 @@ from .search.guided import GuidedSource
 from .bugs import triage
 from .bugs.bundle import BugBook
 from .bugs.fingerprint import Fingerprint
-from .bugs.replay import confirm_bug, minimize_bug
+from .bugs.diagnose import diagnose
+from .bugs.policy import SYMPTOMS, policy_for
+from .bugs.replay import confirm_bug
+from .bugs.rootcause import Diagnosed, RootKey, assemble, local_key
 from .engines.builds import EngineBuild
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
@@ -55,6 +58,8 @@ GRACE_S = 5.0  # in-flight cases may run this long past the budget before being 
 # while up to LAG cases are in flight.
 LAG = 8
 STATE_FILE = "state.json"
+DIAG_ESTIMATE_S = 1.5  # seconds per diagnosis (minimise + isolate) until one was measured
+MAX_RESERVE = 0.5  # the reserve never takes more of the budget than this
 
 
 @dataclass
@@ -135,6 +140,8 @@ class Campaign:
         self.minimized: dict[str, dict[str, Any]] = {}
         self.confirmed: dict[str, tuple[triage.Verdict, str]] = {}  # fingerprint -> (verdict, how)
         self._rounds: list[float] = []  # wall time of each confirmation round so far
+        self._groups: set[tuple[str, str, str]] = set()  # local keys of reportable failures met
+        self._diagnosed: set[tuple[str, str, str]] = set()  # ... and those diagnosed
         self.base_info: dict[str, Any] = {}  # what the base build's worker said of itself
         self._interrupted = False  # a signal or request_stop, not the loop's own budget
         self.run_id = uuid.uuid4().hex[:16]  # one per session: a report of this output is idempotent
@@ -172,6 +179,7 @@ class Campaign:
         self._check_resume()
         self.records = self.store.load()
         self.bugs.resume(self.records)
+        self._groups.update(_local(r) for rec in self.records for r in per_platform(rec) if "key" in r)
         self._replay_feedback()
         try:
             self._fuzz_and_minimize(self._start_lanes(deadline), deadline)
@@ -185,24 +193,27 @@ class Campaign:
         return self._finish(time.monotonic() - t0)
 
     def _fuzz_and_minimize(self, lanes: list[Lane], deadline: float) -> None:
-        reserve = self.cfg.budget * self.cfg.minimize_share
-        self._loop(lanes, deadline - reserve, deadline)
+        share = self.cfg.budget * self.cfg.minimize_share
+        # With a base build, a tail of the budget confirms what the last models found.
+        tail = 0.1 * self.cfg.budget if self.cfg.base is not None else 0.0
+        self._loop(lanes, lambda: deadline - self._reserve(share), deadline)
         reason = self.stop_reason
         if self._interrupted:  # a signal: the summary from what was judged, at once
             return
         self._stop.clear()
-        # At most the share of the budget, whether the loop stopped on it or on --max-models.
-        end = min(deadline, time.monotonic() + reserve + GRACE_S)
+        # The reserve the loop kept (with --max-models: at most that much from now).
+        end = deadline - tail if reason == "budget reached" else \
+            min(deadline, time.monotonic() + self._reserve(share) + GRACE_S)
         self._confirm(lanes[0], end)
-        self._minimize_new(lanes[0], end)
+        self._diagnose(lanes[0], end)
         if reason == "budget reached" and not self._interrupted:  # only the reserve was reached
             self.stop_reason = ""
-            # With a base build, a tail of the budget confirms what the last models found.
-            tail = 0.1 * self.cfg.budget if self.cfg.base is not None else 0.0
-            self._loop(lanes, deadline - tail, deadline)
+            # Time the reserve did not need goes to more models, then to what they found.
+            self._loop(lanes, lambda: deadline - self._reserve(tail), deadline)
             if not self._interrupted:
                 self._stop.clear()
                 self._confirm(lanes[0], deadline)
+                self._diagnose(lanes[0], deadline)
                 self.stop_reason = self.stop_reason or "budget reached"
         elif not self._interrupted:
             self.stop_reason = reason
@@ -265,19 +276,58 @@ class Campaign:
             self.base_info = {k: lanes[0].base.hello.get(k, "") for k in ("engine", "version", "machine")}
         return lanes
 
-    def _minimize_new(self, lane: Lane, deadline: float) -> None:
-        """Minimise this run's new fingerprints, oldest first, within the reserve."""
-        todo = [f for f in self.bugs.new_ids_in_order() if f not in self.minimized]
-        for k, fid in enumerate(todo):
+    def _reserve(self, share: float) -> float:
+        """Seconds kept at the end for confirming and diagnosing: the configured share, or more
+        (up to MAX_RESERVE of the budget) when this run has met more distinct failures (local
+        keys) than the share can diagnose, at the measured seconds per diagnosis."""
+        if self.cfg.minimize_share <= 0:
+            return share
+        recent = [s["seconds"] for s in list(self.minimized.values())[-20:] if "seconds" in s]
+        each = sum(recent) / len(recent) if recent else DIAG_ESTIMATE_S
+        return max(share, min(MAX_RESERVE * self.cfg.budget, len(self._groups - self._diagnosed) * each))
+
+    def _diagnose(self, lane: Lane, deadline: float) -> None:
+        """Minimise and key (bugs.diagnose) this run's fingerprints within the reserve: those a
+        report would file first, one per local key (symptom, operator, direction) first, the
+        smallest models first; then the other variants, which may split off a root cause."""
+        if self.cfg.minimize_share <= 0:
+            return
+        firsts = self._first_records()
+        todo = [f for f in self._diagnosis_order() if f not in self.minimized]
+        # Then, with what is left, the minimisations a fair share cut short go on once.
+        for k, fid in enumerate([*todo, *todo]):
             left = deadline - time.monotonic() - GRACE_S
             if left < 1 or self._interrupted:
                 break
+            resume = k >= len(todo)
+            if resume and self.minimized.get(fid, {}).get("complete", True):
+                continue
             # A fair share of what is left, at least 2 s and at most the per-bug limit.
-            share = max(2.0, left / (len(todo) - k))
-            # With a base build, flakiness is the confirmation's business (and only for the
-            # fingerprints that could fail the pull request).
-            self.minimized[fid] = minimize_bug(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left),
-                                               check_flaky=self.cfg.base is None)
+            share = max(2.0, left / (len(todo) - k)) if not resume else left
+            self.minimized[fid] = diagnose(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left), resume)
+            self._diagnosed.add(_local(firsts[fid]))
+
+    def _diagnosis_order(self) -> list[str]:
+        firsts = self._first_records()
+        order = sorted((f for f in self.bugs.seen_this_run if f in firsts),
+                       key=lambda f: (policy_for(firsts[f].get("symptom", ""), self.cfg.symptom_policy) != "report",
+                                      firsts[f].get("n_nodes", 0), f))
+        seen: set[tuple[str, str, str]] = set()
+        heads, rest = [], []
+        for f in order:
+            lk = _local(firsts[f])
+            (rest if lk in seen else heads).append(f)
+            seen.add(lk)
+        return heads + rest
+
+    def _first_records(self) -> dict[str, dict[str, Any]]:
+        """Each fingerprint's first (platform) record."""
+        firsts: dict[str, dict[str, Any]] = {}
+        for rec in self.records:
+            for r in per_platform(rec):
+                if "key" in r:
+                    firsts.setdefault(r["key"], r)
+        return firsts
 
     def _confirm(self, lane: Lane, deadline: float) -> None:
         """Confirmation before blame: each new fingerprint, most frequent first, is replayed on
@@ -324,8 +374,8 @@ class Campaign:
             return True
 
     # -- loop -----------------------------------------------------------------------
-    def _loop(self, lanes: list[Lane], deadline: float, hard_deadline: float) -> None:
-        """Start cases until ``deadline``; cases in flight may run to ``hard_deadline`` + grace."""
+    def _loop(self, lanes: list[Lane], deadline: Callable[[], float], hard_deadline: float) -> None:
+        """Start cases until ``deadline()``; cases in flight may run to ``hard_deadline`` + grace."""
         free: Queue[Lane] = Queue()
         for ln in lanes:
             free.put(ln)
@@ -345,7 +395,7 @@ class Campaign:
                 if self.cfg.max_models and index >= self.cfg.max_models:
                     self._loop_stop("max-models reached")
                     break
-                if time.monotonic() + est > deadline:
+                if time.monotonic() + est > deadline():
                     self._loop_stop("budget reached")
                     break
                 while (window and window[0].done()) or len(window) >= LAG:
@@ -374,6 +424,8 @@ class Campaign:
             sub = r if r is rec else {**r, "case_dir": rec.get("case_dir", "")}
             self.bugs.observe(sub, res.graph, self.platform_info.get(r.get("platform", ""), self.engine_info), ctx)
         self._pending.append((res.index, res.graph, rec))
+        self._groups.update(_local(r) for r in per_platform(rec) if "key" in r
+                            and policy_for(r.get("symptom", ""), self.cfg.symptom_policy) == "report")
         if self.progress:
             self.progress(self.counts())
         spent = sum(res.timings.values())
@@ -396,6 +448,7 @@ class Campaign:
         summary["new_failures"] = [f for f in self.bugs.new_ids() if not self.bugs.flaky(f)]
         if self.cfg.base is not None:
             self._add_triage(summary)
+        self._add_root_causes(summary)
         summary["run_id"] = self.run_id
         summary["minimized"] = self.minimized
         summary["bugs_dir"] = str(self.cfg.out / "bugs")
@@ -422,6 +475,37 @@ class Campaign:
             # Seen on the base build only: fixed, flaky-fixed, or unchecked.
             "fixed": [bv.to_json() for k, bv in sorted(verdicts.items()) if k not in seen],
         }
+
+    def _add_root_causes(self, summary: dict[str, Any]) -> None:
+        """Merge the failures into root causes (bugs.rootcause.assemble); each failure names its
+        root cause and symptom.  Only root causes the policy reports can fail the step, and
+        none holding a variant seen before (--state) or on the base build."""
+        firsts = self._first_records()
+        rows, diagnosed = [], {}
+        for f in summary["failures"]:
+            r = firsts.get(f["key"], {})
+            f["symptom"] = r.get("symptom", "")
+            rows.append({**f, "local": list(_local(r)), "fingerprint": r.get("fingerprint", {})})
+            meta = self.bugs.meta(f["key"])
+            if meta.get("root_cause"):
+                diagnosed[f["key"]] = Diagnosed(RootKey.from_json(meta["root_cause"]), int(meta.get("minimized_size", 0)))
+        causes = assemble(rows, diagnosed, lambda s: policy_for(s, self.cfg.symptom_policy))
+        of = {fid: rc for rc in causes for fid in rc.fingerprints}
+        for f in summary["failures"]:
+            f["root_cause"] = of[f["key"]].key.id
+        for rc in causes:  # the reporter shows the canonical bundle under its root cause's title
+            self.bugs.set_root_cause(rc.canonical, rc.key.to_json())
+        summary["root_causes"] = [rc.to_json() for rc in causes]
+        summary["symptom_policy"] = {s: policy_for(s, self.cfg.symptom_policy) for s in SYMPTOMS}
+        blamable = {fid for rc in causes if rc.policy == "report" and rc.verdict in ("", "new")
+                    and not set(rc.fingerprints) & self.bugs.before for fid in rc.fingerprints}
+        summary["new_failures"] = [f for f in summary["new_failures"] if f in blamable]
+        if "triage" in summary:
+            summary["triage"]["blamed"] = [f for f in summary["triage"]["blamed"] if f in blamable]
+
+
+def _local(r: dict[str, Any]) -> tuple[str, str, str]:
+    return local_key(r.get("symptom", ""), r.get("fingerprint", {}), r.get("direction", ""))
 
 
 def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]], cfg: FuzzConfig,

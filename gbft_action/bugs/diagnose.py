@@ -114,12 +114,13 @@ def relative_error(r: CaseResult) -> float:
 ROUNDING = 1e-6
 
 
-def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float) -> dict[str, Any]:
-    """Minimise bundle ``fid``, then key it (bugs.rootcause); the key goes into its meta.json as
-    "root_cause".  Returns the minimiser's stats with the key."""
+def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: bool = False) -> dict[str, Any]:
+    """Minimise bundle ``fid`` (``resume``: on from its minimised model), then key it
+    (bugs.rootcause); the key goes into its meta.json as "root_cause".  Returns the
+    minimiser's stats with the key."""
     until = time.monotonic() + time_limit
     meta0, _, _ = load_bundle(book.bundle_dir(fid))
-    stats = minimize_bug(lane, book, fid, max(1.0, 0.7 * time_limit), check_flaky=False)
+    stats = minimize_bug(lane, book, fid, max(1.0, 0.7 * time_limit), check_flaky=False, resume=resume)
     meta, _, small = load_bundle(book.bundle_dir(fid))
     assert small is not None
     key = _key(lane, meta, small, until)

@@ -126,7 +126,8 @@ class Shrinker:
 
     def stats(self) -> dict[str, Any]:
         return {"calls": self.calls, "seconds": round(time.monotonic() - self._t0, 2),
-                "from": list(self.initial.key()), "to": list(self.current.key())}
+                "from": list(self.initial.key()), "to": list(self.current.key()),
+                "complete": time.monotonic() - self._t0 <= self.time_limit}  # False: cut by the time limit
 
 
 class Pass(Protocol):
@@ -248,20 +249,54 @@ def default_passes() -> list[Pass]:
     return [DeleteChunks(), DropInputs(), ShrinkInput(), SimplifyParams()]
 
 
+@dataclass(frozen=True)
+class Isolate:
+    """The failing operator alone, fed from the model input: most defects live in one operator,
+    and then one call replaces a whole delta-debugging run.  Tried with the operator's own input
+    shape and with the model's."""
+
+    step: int
+    shape: tuple[int, ...]
+    name: str = "isolate"
+
+    def run(self, s: Shrinker) -> bool:
+        if not 0 <= self.step < len(s.current.steps):
+            return False
+        step = s.current.steps[self.step]
+        alone = (replace(step, inputs=(GRAPH_INPUT,) * len(step.inputs)),)
+        return any(s.consider(replace(s.current, input_shape=shape, steps=alone))
+                   for shape in dict.fromkeys((self.shape, s.current.input_shape)))
+
+
 def minimize(g: Graph, predicate: Predicate, time_limit: float = 30.0,
-             stall_limit: int = 200) -> tuple[Graph, Any, dict[str, Any]]:
+             stall_limit: int = 200, focus: str = "") -> tuple[Graph, Any, dict[str, Any]]:
     """Minimise ``g`` under ``predicate``; returns (smallest graph, its predicate result, stats).
 
     ``g`` itself is known to fail; its program form is only the starting point
     (re-solving re-draws the adapters, which may or may not keep the bug).  If no
-    smaller candidate reproduces, ``g`` is returned unchanged.
+    smaller candidate reproduces, ``g`` is returned unchanged.  ``focus``: the node where
+    the model fails, tried alone first.
     """
     s = Shrinker(Program.from_graph(g), predicate, time_limit, stall_limit)
-    _reproducing_start(s, salts=4)
+    first = _isolate_pass(g, focus)
+    if first is not None:
+        first.run(s)
+    if s.result is None:
+        _reproducing_start(s, salts=4)
     s.run()
     if s.result is None:
         return g, None, {**s.stats(), "note": "no smaller model reproduces; kept the original"}
     return s.current.realise(), s.result, s.stats()
+
+
+def _isolate_pass(g: Graph, focus: str) -> Isolate | None:
+    """The Isolate pass for block node ``focus`` (None for an adapter or an unknown node)."""
+    blocks = [n.id for n in g.block_nodes()]
+    if focus not in blocks:
+        return None
+    n = g.node(focus)
+    shape = g.tensor_type(n.inputs[0]).shape if n.inputs else next(iter(g.inputs.values())).shape
+    return Isolate(blocks.index(focus), tuple(shape))
 
 
 def _reproducing_start(s: Shrinker, salts: int) -> None:

@@ -105,10 +105,14 @@ def load_bundle(bundle: Path) -> tuple[dict[str, Any], Graph, Graph | None]:
     return meta, g, small
 
 
-def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_flaky: bool = True) -> dict[str, Any]:
-    """Minimise bundle ``fid`` keeping its fingerprint; then (``check_flaky``) check it for flakiness."""
+def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_flaky: bool = True,
+                 resume: bool = False) -> dict[str, Any]:
+    """Minimise bundle ``fid`` keeping its fingerprint; then (``check_flaky``) check it for flakiness.
+    ``resume``: go on from the minimised model (a run cut short by its time limit)."""
     bundle = book.bundle_dir(fid)
-    meta, g, _ = load_bundle(bundle)  # always from the original: minimised is its own start
+    meta, g, small = load_bundle(bundle)  # from the original: minimised is its own start ...
+    if resume and small is not None:
+        g = small  # ... unless going on
     target = Fingerprint.from_json(meta["fingerprint"])
     where = bug_platforms(lane, meta)
     # No slippage: a candidate counts only with the same symptom, operator and direction (the
