@@ -323,7 +323,11 @@ class Lane:
         names = list(r.graph.outputs)
         bad = [x for x in judge_outputs(first.arrays["actual"], r.arrays["actual"], names, self.cfg.tolerance)
                if not x.ok]
-        return (self._localise_between(first, r, left()) or bad[0]) if bad else None
+        if not bad:
+            return None
+        found, d = self._localise_between(first, r, left())
+        # Localised and every node agrees under the node rules (ties, undefined casts): no difference.
+        return None if found and d is None else (d or bad[0])
 
     @staticmethod
     def _mark(r: CaseResult, d: OutputDiff, status: Status, what: str) -> None:
@@ -400,14 +404,15 @@ class Lane:
                                    min(self.cfg.timeouts.infer * slow, max(left, 0.1)))
         return unpack(r.reply["outputs"]) if r.kind == "ok" else None
 
-    def _localise_between(self, first: CaseResult, other: CaseResult, left: float) -> OutputDiff | None:
+    def _localise_between(self, first: CaseResult, other: CaseResult, left: float) -> tuple[bool, OutputDiff | None]:
         """The first node, in topological order, where two platforms' intermediates differ."""
         names = [n.id for n in first.graph.nodes]
         a = self._probe(first, names, left)
         b = self._probe(other, names, left) if a is not None else None
         if a is None or b is None:
-            return None
-        return _first_difference(first.graph, {**first.arrays["inputs"], **a}, b, self.cfg.tolerance)
+            return False, None
+        return _covers(first.graph, a, b), _first_difference(first.graph, {**first.arrays["inputs"], **a}, b,
+                                                             self.cfg.tolerance)
 
     def _localise(self, res: CaseResult, left: float, signed_zero: bool = False) -> tuple[bool, OutputDiff | None]:
         """(localised, the first node in topological order whose output differs), with
@@ -419,7 +424,7 @@ class Lane:
         actual = self._probe(res, [n.id for n in g.nodes], left)
         if actual is None:
             return False, None
-        return True, _first_difference(g, expected, actual, self.cfg.tolerance, signed_zero)
+        return _covers(g, expected, actual), _first_difference(g, expected, actual, self.cfg.tolerance, signed_zero)
 
     def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray] | None:
         """TensorFlow's value of every node (and graph input) of res's model on res's inputs."""
@@ -462,6 +467,11 @@ class Lane:
         a = r.arrays["actual"]
         return a.keys() == b.keys() and not all(
             np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f") for k in a)
+
+
+def _covers(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    """Both sides hold every output: "no node differs" then means the outputs agree too."""
+    return all(o in a and o in b for o in g.outputs)
 
 
 def _compared_with(r: CaseResult, case: CaseResult) -> dict[str, np.ndarray] | None:
