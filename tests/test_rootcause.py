@@ -262,3 +262,12 @@ def test_no_difference_counts_only_when_every_output_was_compared():
     assert _covers(g, {"n0": 1, "n1": 1}, {"n1": 1})
     # The engine could not expose the output (fused or renamed): "nothing differs" proves nothing.
     assert not _covers(g, {"n0": 1, "n1": 1}, {"n0": 1})
+
+
+def test_a_wrong_shape_and_wrong_values_are_two_defects():
+    dw = Graph({"in0": TensorType((1, 4, 4, 2))}, [Node("n0", "Depthwise", ["in0"], {"multiplier": 2},
+                                                        TensorType((1, 4, 4, 4)), "Depthwise")], ["n0"], 1)
+    shape = root_key("wrong-result", _fp("Depthwise", "", "shape"), dw, blamed="n0", isolated=True)
+    values = root_key("wrong-result", _fp("Depthwise", "", "values"), dw, blamed="n0", isolated=True)
+    assert shape.id != values.id and shape.title == "Depthwise: wrong results (wrong shape)"
+    assert local_key("wrong-result", _fp("Depthwise", "", "shape")) != local_key("wrong-result", _fp("Depthwise", ""))

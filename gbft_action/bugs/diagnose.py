@@ -178,8 +178,8 @@ def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Bl
         # Every operator is right alone but some approximate beyond float32 rounding: the model
         # amplified an approximation (cancellation after a fast exp): precision, not a defect of
         # the operator where it showed.
-        return in_pattern(Symptom.PRECISION.value, small, node)
-    return in_pattern(symptom, small, node, direction)
+        return in_pattern(Symptom.PRECISION.value, fp, small, node)
+    return in_pattern(symptom, fp, small, node, direction)
 
 
 

@@ -154,17 +154,17 @@ def local_key(symptom: str, fp: dict[str, Any], direction: str = "") -> tuple[st
     if symptom in (Symptom.CRASH.value, Symptom.HEAP_DAMAGE.value):
         return symptom, "" if symptom == Symptom.HEAP_DAMAGE.value else fp.get("op", ""), fp.get("code", "")
     if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
-        return symptom, fp.get("op", ""), ""
+        return symptom, fp.get("op", ""), _shape(fp)
     return symptom, fp.get("op", ""), fp.get("kind", "") + ":" + fp.get("code", "")
 
 
-def in_pattern(symptom: str, small: Graph, node: str, direction: str = "") -> RootKey:
+def in_pattern(symptom: str, fp: dict[str, Any], small: Graph, node: str, direction: str = "") -> RootKey:
     """Every operator of the minimised model right alone: the defect shows at ``node``'s operator
     only after these producers (a fused chain, a layout one producer leaves): keyed by that
     operator, the pattern kept for the report."""
     ops = pattern_ops(small)
     sink = small.node(node).op
-    return RootKey(symptom, (sink,), direction if symptom == Symptom.NAN_INF.value else "", True,
+    return RootKey(symptom, (sink,), direction if symptom == Symptom.NAN_INF.value else _shape(fp), True,
                    (*[o for o in ops if o != sink], sink))
 
 
@@ -204,7 +204,7 @@ def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str 
         ops = (fp["op"],) if fp.get("op") else ()
     if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
         salient = salient_params(small, blamed) if blamed and minimized and small is not None else ""
-        return RootKey(symptom, ops, salient, isolated)
+        return RootKey(symptom, ops, ", ".join(x for x in (_shape(fp), salient) if x), isolated)
     if symptom == Symptom.NAN_INF.value:
         return RootKey(symptom, ops, direction, isolated)
     if symptom == Symptom.CRASH.value:
@@ -215,6 +215,12 @@ def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str 
         return RootKey(symptom, (fp["op"],) if fp.get("op") else ops, "", isolated)
     code = "a model output is missing" if fp.get("kind") == "missing-output" else fp.get("code", "")
     return RootKey(symptom, ops, code[:120], isolated)
+
+
+def _shape(fp: dict[str, Any]) -> str:
+    """A wrong shape and wrong values are different defects of one operator (a multiplier
+    ignored, a padding misread)."""
+    return "wrong shape" if fp.get("kind") == "mismatch" and fp.get("code") == "shape" else ""
 
 
 def _signal_only(code: str) -> str:
