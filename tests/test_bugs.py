@@ -149,7 +149,10 @@ def test_state_makes_known_bugs_old(campaign_out, tmp_path):
     first = set(json.loads((campaign_out / "known_bugs.json").read_text()))
     seen = {f["key"] for f in s["failures"]}
     flaky = {b.name for b in (out / "bugs").iterdir() if json.loads((b / "meta.json").read_text()).get("flaky") is True}
-    assert set(s["new_failures"]) == seen - first - flaky
+    # New: not known before, and its root cause is reported and holds no variant known before.
+    blamable = {f for rc in s["root_causes"] if rc["policy"] == "report" and not set(rc["fingerprints"]) & first
+                for f in rc["fingerprints"]}
+    assert set(s["new_failures"]) == (seen - first - flaky) & blamable
     assert seen & first, "a second campaign on the same engine should meet some known bug again"
 
 
