@@ -19,9 +19,18 @@ run on their own ``feed`` (each listed value cycled over the input tensor, given
 ``Lane.run`` as its inputs), so they do not depend on where a campaign's special-value
 generator happens to put its NaNs.
 
+A few entries are small patterns (``model: {nodes: [...]}``): defects that show only
+when one operator feeds another (a Concat fed through a Reshape by a Pad, a
+FusedBatchNorm of a constant).  ``expect: {differs: true}`` checks the arrays
+themselves (an output differs from TensorFlow's beyond the tolerance) whatever the
+oracle's status: the oracle excuses some real differences (see the catalogue's
+artefacts).
+
 ``--try`` runs one ad-hoc single-operator model and prints what happened; ``--show``
 prints an entry's arrays (how the behaviours were read by hand).  The catalogue's
-``defects`` section (the matching rules) is read by ``bench/triage.py``.
+``defects`` and ``artefacts`` sections (the matching rules) are read by
+``bench/triage.py``: a defect is a real MNN bug, an artefact a difference the harness
+reports that is not one (TensorFlow's own behaviour, an undefined case).
 """
 
 from __future__ import annotations
@@ -47,14 +56,38 @@ from gbft_action.ops.specs import SPECS
 CATALOGUE = Path(__file__).resolve().parent / "catalogue" / "mnn-3.6.1.yaml"
 SYMPTOMS = ("wrong-result", "nan-inf", "precision", "crash", "unsupported", "conversion-error", "api-error",
             "timeout", "nondeterministic", "heap-damage", "tie")
-VALUES = ("random", "special")
-EXPECT_KEYS = {"status", "mismatch", "kind", "op", "signal", "message", "runs", "some_status"}
+VALUES = ("random", "special", "feed")  # feed: explicit finite inputs (a normal graph)
+EXPECT_KEYS = {"status", "mismatch", "kind", "op", "signal", "message", "runs", "some_status", "differs"}
 
 
 # --------------------------------------------------------------------------- the catalogue
 
 
-RULE_FIELDS = ("symptom", "ops", "all_ops", "only_ops", "mismatch", "text")
+RULE_FIELDS = ("symptom", "ops", "all_ops", "only_ops", "mismatch", "text", "model_ops", "all_model_ops",
+               "model_text", "op_text")
+
+
+@dataclass(frozen=True)
+class Model:
+    """What rules may read of a key's minimised model (its canonical bundle's minimized.json):
+    each node's operator and parameters (compact JSON, keys sorted)."""
+
+    nodes: tuple[tuple[str, str], ...] = ()  # (op, params as JSON)
+
+    @staticmethod
+    def of(graph: dict[str, Any] | None) -> "Model":
+        if not graph:
+            return Model()
+        return Model(tuple((str(n.get("op", "")), json.dumps(n.get("params") or {}, sort_keys=True))
+                           for n in graph.get("nodes", [])))
+
+    def ops(self) -> set[str]:
+        return {op.lower() for op, _ in self.nodes}
+
+    def text(self, ops: set[str] | None = None) -> str:
+        """The nodes as lines "op {params}" (those of ``ops`` only, when given), lower case."""
+        return "\n".join(f"{op} {params}" for op, params in self.nodes
+                         if ops is None or op.lower() in ops).lower()
 
 
 @dataclass(frozen=True)
@@ -65,7 +98,12 @@ class Rule:
     ``ops``, the key names at least one of these operators (``all_ops``: all of them);
     ``only_ops``, every operator the key names is one of these; ``mismatch``, the key's
     mismatch kind is one of these (only fingerprints have one); ``text``, one of these
-    words is in the key's title, detail or message (case-insensitive)."""
+    words is in the key's title, detail or message (case-insensitive).  On the key's
+    minimised model (its canonical bundle): ``model_ops``, it has at least one of these
+    operators (``all_model_ops``: all of them); ``model_text``, one of these strings is in
+    a node's line ``op {"param": value, ...}`` (JSON, keys sorted); ``op_text``, the same
+    but only in the lines of nodes whose operator the key names.  A key without a model
+    fails every model field."""
 
     symptom: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
@@ -73,16 +111,26 @@ class Rule:
     only_ops: tuple[str, ...] = ()
     mismatch: tuple[str, ...] = ()
     text: tuple[str, ...] = ()
+    model_ops: tuple[str, ...] = ()
+    all_model_ops: tuple[str, ...] = ()
+    model_text: tuple[str, ...] = ()
+    op_text: tuple[str, ...] = ()
 
-    def matches(self, symptom: str, ops: list[str], text: str, mismatch: str = "") -> bool:
+    def matches(self, symptom: str, ops: list[str], text: str, mismatch: str = "", model: Model | None = None) -> bool:
         have = {o.lower() for o in ops if o}
         low = text.lower()
+        m = model or Model()
+        mops = m.ops()
         return ((not self.symptom or symptom in self.symptom)
                 and (not self.ops or any(o.lower() in have for o in self.ops))
                 and all(o.lower() in have for o in self.all_ops)
                 and (not self.only_ops or (bool(have) and have <= {o.lower() for o in self.only_ops}))
                 and (not self.mismatch or mismatch in self.mismatch)
-                and (not self.text or any(t.lower() in low for t in self.text)))
+                and (not self.text or any(t.lower() in low for t in self.text))
+                and (not self.model_ops or any(o.lower() in mops for o in self.model_ops))
+                and all(o.lower() in mops for o in self.all_model_ops)
+                and (not self.model_text or any(t.lower() in m.text() for t in self.model_text))
+                and (not self.op_text or any(t.lower() in m.text(have) for t in self.op_text)))
 
 
 @dataclass(frozen=True)
@@ -92,24 +140,33 @@ class Defect:
     control: bool = False  # not a defect: the operators MNN gets right (a match is suspect)
     rules: tuple[Rule, ...] = ()
     notes: str = ""
+    artefact: bool = False  # not an MNN defect: what the harness reports wrongly (the catalogue's artefacts)
+    harness: str = ""  # artefacts: what the harness should do instead
 
-    def matches(self, symptom: str, ops: list[str], text: str, mismatch: str = "") -> bool:
-        return any(r.matches(symptom, ops, text, mismatch) for r in self.rules)
+    @property
+    def real(self) -> bool:
+        return not self.control and not self.artefact
+
+    def matches(self, symptom: str, ops: list[str], text: str, mismatch: str = "", model: Model | None = None) -> bool:
+        return any(r.matches(symptom, ops, text, mismatch, model) for r in self.rules)
 
 
 @dataclass(frozen=True)
 class Entry:
     id: str
-    defect: str
-    op: str
+    defect: str  # a defect's or an artefact's id
+    op: str  # the operator (a pattern: its last node's)
     params: dict[str, Any]
     inputs: tuple[tuple[int, ...], ...]  # one shape per graph input (in0, in1, ...)
     expect: dict[str, Any]
     behaviour: str
     verified: str
     seed: int = 1
-    values: str = "random"  # random: U[-1, 1] from the seed; special: ``feed`` (NaN, Inf, 0)
+    values: str = "random"  # random: U[-1, 1] from the seed; special: ``feed`` (NaN, Inf, 0); feed: ``feed``
     feed: dict[str, list[float]] = field(default_factory=dict)  # input name -> values, cycled
+    # A pattern: nodes n0, n1, ... as (op, input names, params); () for one operator.
+    nodes: tuple[tuple[str, tuple[str, ...], dict[str, Any]], ...] = ()
+    outputs: tuple[str, ...] = ()  # a pattern's outputs (default: the nodes nothing reads)
 
 
 @dataclass(frozen=True)
@@ -117,11 +174,19 @@ class Catalogue:
     engine: str
     version: str
     platform: str
-    defects: tuple[Defect, ...]
+    defects: tuple[Defect, ...]  # real defects and the controls
     entries: tuple[Entry, ...]
+    artefacts: tuple[Defect, ...] = ()  # not MNN defects: the harness's or TensorFlow's doing
 
     def defect(self, did: str) -> Defect:
-        return next(d for d in self.defects if d.id == did)
+        return next(d for d in (*self.defects, *self.artefacts) if d.id == did)
+
+    def matching_order(self) -> tuple[Defect, ...]:
+        """Real defects, then artefacts, then the controls: a key goes to the first that matches
+        (an artefact before a control: a denormal through RealDiv is TensorFlow's flush, not a
+        misattribution)."""
+        return (*[d for d in self.defects if not d.control], *self.artefacts,
+                *[d for d in self.defects if d.control])
 
 
 def _tuple(x: Any) -> tuple[str, ...]:
@@ -133,8 +198,8 @@ def _tuple(x: Any) -> tuple[str, ...]:
 def load(path: Path = CATALOGUE) -> Catalogue:
     """Read and check a catalogue file (ValueError naming the entry on anything malformed)."""
     d = yaml.safe_load(Path(path).read_text())
-    defects = []
-    for x in d["defects"]:
+
+    def one(x: dict[str, Any], artefact: bool) -> Defect:
         rules = []
         for r in x.get("match", []):
             unknown = set(r) - set(RULE_FIELDS)
@@ -145,26 +210,37 @@ def load(path: Path = CATALOGUE) -> Catalogue:
             if bad:
                 raise ValueError(f"defect {x['id']}: unknown symptoms {sorted(bad)}")
             rules.append(rule)
-        defects.append(Defect(str(x["id"]), str(x["title"]), bool(x.get("control", False)), tuple(rules),
-                              str(x.get("notes", "")).strip()))
-    ids = [x.id for x in defects]
+        if artefact and not str(x.get("harness", "")).strip():
+            raise ValueError(f"artefact {x['id']}: says nothing of what the harness should do (harness:)")
+        return Defect(str(x["id"]), str(x["title"]), bool(x.get("control", False)) and not artefact, tuple(rules),
+                      " ".join(str(x.get("notes", "")).split()), artefact, " ".join(str(x.get("harness", "")).split()))
+
+    defects = [one(x, False) for x in d["defects"]]
+    artefacts = [one(x, True) for x in d.get("artefacts") or []]
+    ids = [x.id for x in (*defects, *artefacts)]
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate defect ids")
     entries = []
     for x in d["entries"]:
         m = x["model"]
         shapes = m["inputs"] if "inputs" in m else [m["input"]]
-        e = Entry(id=str(x["id"]), defect=str(x["defect"]), op=str(m["op"]), params=dict(m.get("params") or {}),
+        nodes = tuple((str(n["op"]), tuple(str(i) for i in n["in"]), dict(n.get("params") or {}))
+                      for n in m.get("nodes") or [])
+        if nodes and "op" in m:
+            raise ValueError(f"entry {x['id']}: a model has an op or nodes, not both")
+        e = Entry(id=str(x["id"]), defect=str(x["defect"]), op=str(m["op"]) if not nodes else nodes[-1][0],
+                  params=dict(m.get("params") or {}) if not nodes else dict(nodes[-1][2]),
                   inputs=tuple(tuple(int(v) for v in s) for s in shapes), expect=dict(x["expect"]),
                   behaviour=" ".join(str(x["behaviour"]).split()), verified=str(x["verified"]).strip(),
                   seed=int(m.get("seed", 1)), values=str(x.get("values", "random")),
-                  feed={k: [float(v) for v in vs] for k, vs in (x.get("feed") or {}).items()})
+                  feed={k: [float(v) for v in vs] for k, vs in (x.get("feed") or {}).items()},
+                  nodes=nodes, outputs=tuple(str(o) for o in m.get("outputs") or ()))
         if e.defect not in ids:
             raise ValueError(f"entry {e.id}: unknown defect {e.defect!r}")
         if e.values not in VALUES:
             raise ValueError(f"entry {e.id}: values must be one of {VALUES}")
-        if e.values == "special" and not e.feed:
-            raise ValueError(f"entry {e.id}: values: special needs a feed")
+        if e.values in ("special", "feed") and not e.feed:
+            raise ValueError(f"entry {e.id}: values: {e.values} needs a feed")
         if set(e.expect) - EXPECT_KEYS or "status" not in e.expect:
             raise ValueError(f"entry {e.id}: expect needs a status, knows only {sorted(EXPECT_KEYS)}")
         entries.append(e)
@@ -172,7 +248,7 @@ def load(path: Path = CATALOGUE) -> Catalogue:
     if len(set(eids)) != len(eids):
         raise ValueError("duplicate entry ids")
     return Catalogue(str(d["engine"]), str(d["version"]), str(d.get("platform", "x86_64")), tuple(defects),
-                     tuple(entries))
+                     tuple(entries), tuple(artefacts))
 
 
 # --------------------------------------------------------------------------- the models
@@ -181,33 +257,48 @@ def load(path: Path = CATALOGUE) -> Catalogue:
 def build_graph(e: Entry) -> Graph:
     """The entry's model: its operator on graph inputs of the given shapes, parameters exactly
     as written (the solver's draws are not used: the spec checks them and infers the output).
+    A pattern (``nodes``): each node n0, n1, ... the same way, on graph inputs or earlier nodes.
 
     Raises GenError when the spec would not accept the model as it stands (another rank,
     an input the operator would need an adapter for, an empty or oversized output)."""
-    spec = SPECS.get(e.op)
-    if spec is None:
-        raise GenError(f"{e.id}: unknown operator {e.op}")
-    if len(e.inputs) not in spec.arity:
-        raise GenError(f"{e.id}: {e.op} cannot take {len(e.inputs)} inputs")
-    ins = [TensorType(s) for s in e.inputs]
-    lo, hi = spec.ranks
-    if any(not lo <= t.rank <= hi for t in ins):
-        raise GenError(f"{e.id}: {e.op} takes ranks {lo}-{hi}")
-    missing = set(spec.domains) - set(e.params)
-    if len(ins) == 1 and missing:
-        raise GenError(f"{e.id}: parameters missing: {sorted(missing)}")
-    if spec.align(ins, dict(e.params)) != ins:
-        raise GenError(f"{e.id}: {e.op} would need adapters on these inputs")
-    out = spec.infer(ins, dict(e.params))
-    if out.size > MAX_ELEMS:
-        raise GenError(f"{e.id}: output {out.shape} is larger than {MAX_ELEMS} elements")
     b = Builder(random.Random(0), e.seed)
-    names = [b.add_input(f"in{i}", t) for i, t in enumerate(ins)]
-    b._emit(e.op, names, dict(e.params), out, block=e.op, gnode=0)
-    g = b.finish({"catalogue": e.id, "blocks": [e.op]})
-    if e.values == "special":
-        if hasattr(g, "values"):  # the graph flag: no range guards, special values on purpose
-            g.values = "special"
+    types = {f"in{i}": TensorType(s) for i, s in enumerate(e.inputs)}
+    for name, t in types.items():
+        b.add_input(name, t)
+    nodes = e.nodes or ((e.op, tuple(types), e.params),)
+    for k, (op, srcs, params) in enumerate(nodes):
+        what = f"{e.id}: {op}" + (f" (n{k})" if e.nodes else "")
+        spec = SPECS.get(op)
+        if spec is None:
+            raise GenError(f"{what}: unknown operator")
+        unknown = [x for x in srcs if x not in types]
+        if unknown:
+            raise GenError(f"{what}: unknown inputs {unknown}")
+        if len(srcs) not in spec.arity:
+            raise GenError(f"{what}: cannot take {len(srcs)} inputs")
+        ins = [types[x] for x in srcs]
+        lo, hi = spec.ranks
+        if any(not lo <= t.rank <= hi for t in ins):
+            raise GenError(f"{what}: takes ranks {lo}-{hi}")
+        missing = set(spec.domains) - set(params)
+        if len(ins) == 1 and missing:
+            raise GenError(f"{what}: parameters missing: {sorted(missing)}")
+        if spec.align(ins, dict(params)) != ins:
+            raise GenError(f"{what}: would need adapters on these inputs")
+        out = spec.infer(ins, dict(params))
+        if out.size > MAX_ELEMS:
+            raise GenError(f"{what}: output {out.shape} is larger than {MAX_ELEMS} elements")
+        types[b._emit(op, list(srcs), dict(params), out, block=op, gnode=k)] = out
+    g = b.finish({"catalogue": e.id, "blocks": [n[0] for n in nodes]})
+    if e.outputs:
+        unknown = [o for o in e.outputs if o not in {n.id for n in g.nodes}]
+        if unknown:
+            raise GenError(f"{e.id}: outputs name unknown nodes {unknown}")
+        g.outputs = list(e.outputs)
+        g.check()
+    if e.values == "special" and hasattr(g, "values"):  # the graph flag: no guards, special values on purpose
+        g.values = "special"
+    if e.values in ("special", "feed"):
         unknown = set(e.feed) - set(g.inputs)
         if unknown:
             raise GenError(f"{e.id}: feed names unknown inputs {sorted(unknown)}")
@@ -215,7 +306,7 @@ def build_graph(e: Entry) -> Graph:
 
 
 def special_inputs(e: Entry, g: Graph) -> dict[str, np.ndarray]:
-    """The inputs of a special-values entry: each fed input is its value list cycled over
+    """The inputs of a special-values (or fed) entry: each fed input is its value list cycled over
     the tensor; an input without a feed is U[-1, 1] from the entry's seed."""
     rng = np.random.default_rng(e.seed)
     out = {}
@@ -240,11 +331,13 @@ class Outcome:
     message: str = ""
     worst: list[dict[str, Any]] = field(default_factory=list)
     log: str = ""  # the engine's log tail (what it printed: heap-damage messages, converter errors)
+    differs: bool | None = None  # an output differs from TensorFlow's beyond the tolerance (None: no outputs)
     arrays: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)  # inputs/expected/actual
 
     def brief(self) -> str:
         what = self.mismatch or self.kind
-        bits = [self.status + (f"/{what}" if what and what != "mismatch" else "")]
+        bits = [self.status + (f"/{what}" if what and what != "mismatch" else "")
+                + ("+differs" if self.status == "DCP" and self.differs else "")]
         if self.signal:
             bits.append(self.signal)
         if self.op:
@@ -262,7 +355,24 @@ def from_result(res: Any) -> Outcome:
             worst = d.get("worst", [])[:3]
             break
     return Outcome(str(res.status), res.mismatch, fp.kind if fp else "", res.op or (fp.op if fp else ""), sig,
-                   res.message, worst, res.log[-2000:], dict(res.arrays))
+                   res.message, worst, res.log[-2000:], differs(res.arrays), dict(res.arrays))
+
+
+def differs(arrays: dict[str, dict[str, np.ndarray]], rtol: float = 1e-3, atol: float = 1e-5,
+            min_ratio: float = 0.999) -> bool | None:
+    """Whether some output differs from TensorFlow's, read from the arrays alone (the campaign's
+    tolerance; NaN equals NaN; another shape differs), whatever the oracle concluded."""
+    exp, act = arrays.get("expected") or {}, arrays.get("actual") or {}
+    if not exp or not act:
+        return None
+    for k, e in exp.items():
+        a = act.get(k)
+        if a is None or np.shape(a) != np.shape(e):
+            return True
+        e64, a64 = np.asarray(e, np.float64), np.asarray(a, np.float64)
+        if e64.size and np.isclose(a64, e64, rtol, atol, equal_nan=True).mean() < min_ratio:
+            return True
+    return False
 
 
 def agrees(expect: dict[str, Any], o: Outcome) -> tuple[bool, str]:
@@ -284,8 +394,10 @@ def agrees(expect: dict[str, Any], o: Outcome) -> tuple[bool, str]:
         if not one_of(key, have):
             return False, f"{key} {have or '-'} (recorded {expect[key]})"
     words = expect.get("message")
-    if words and str(words).lower() not in o.message.lower():
+    if words and str(words).lower() not in (o.message + "\n" + o.log).lower():
         return False, f"message lacks {words!r}: {o.message[:80]}"
+    if "differs" in expect and o.differs is not None and o.differs != bool(expect["differs"]):
+        return False, f"outputs {'differ' if o.differs else 'agree'} (recorded differs={expect['differs']})"
     return True, ""
 
 
@@ -295,7 +407,7 @@ def run_entry(lane: Any, e: Entry, budget: float = 120.0) -> Outcome:
     from gbft_action.bugs.replay import run_graph
 
     g = build_graph(e)
-    inputs = special_inputs(e, g) if e.values == "special" else None
+    inputs = special_inputs(e, g) if e.values in ("special", "feed") else None
     return from_result(run_graph(lane, g, budget, fresh=True, inputs=inputs))
 
 
@@ -320,7 +432,7 @@ def verify(cat: Catalogue, only: set[str] | None = None, repeat: int = 1) -> lis
 
 def _expect_text(x: dict[str, Any]) -> str:
     return " ".join(f"{k}={'|'.join(v) if isinstance(v, list) else v}" for k, v in x.items()
-                    if k not in ("runs", "op", "some_status"))
+                    if k not in ("runs", "op", "some_status", "message"))
 
 
 def agrees_all(expect: dict[str, Any], outs: list[Outcome]) -> list[str]:
@@ -335,21 +447,24 @@ def agrees_all(expect: dict[str, Any], outs: list[Outcome]) -> list[str]:
 
 def report(cat: Catalogue, rows: list[tuple[Entry, list[Outcome]]]) -> int:
     """Print the table; the number of entries that disagree with the catalogue."""
+    used = {e.defect for e, _ in rows}
+    n_art = len(used & {a.id for a in cat.artefacts})
     print(f"catalogue: MNN {cat.version} on {cat.platform}, {len(rows)} entries, "
-          f"{len({e.defect for e, _ in rows})} defects (controls included)")
-    print(f"{'entry':26s} {'defect':27s} {'values':7s} {'recorded':44s} {'seen':34s} ok")
+          f"{len(used) - n_art} defects (controls included), {n_art} artefacts")
+    print(f"{'entry':26s} {'defect / artefact':29s} {'values':7s} {'recorded':44s} {'seen':34s} ok")
     bad = 0
     for e, outs in rows:
         why = agrees_all(e.expect, outs)
         ok = not why
         bad += not ok
         seen = "; ".join(dict.fromkeys(o.brief() for o in outs))
-        print(f"{e.id:26s} {e.defect:27s} {e.values:7s} {_expect_text(e.expect)[:44]:44s} {seen[:34]:34s} "
+        print(f"{e.id:26s} {e.defect:29s} {e.values:7s} {_expect_text(e.expect)[:44]:44s} {seen[:34]:34s} "
               f"{'yes' if ok else 'NO'}")
         for w in dict.fromkeys(why):
             print(f"    disagrees: {w}")
     controls = [e for e, _ in rows if cat.defect(e.defect).control]
-    flagged = [e.id for e, outs in rows if cat.defect(e.defect).control and any(o.status != "DCP" for o in outs)]
+    flagged = [e.id for e, outs in rows if cat.defect(e.defect).control
+               and any(o.status != "DCP" or o.differs for o in outs)]
     print(f"controls: {len(controls)}, flagged by the oracle (false positives): {len(flagged)}"
           + (f" ({', '.join(flagged)})" if flagged else ""))
     print(f"entries disagreeing with the catalogue: {bad}")
@@ -404,7 +519,7 @@ def main() -> int:
         return 0
     if not a.verify:
         for e in cat.entries:
-            print(f"{e.id:26s} {e.defect:27s} {e.op:22s} {_expect_text(e.expect)}")
+            print(f"{e.id:26s} {e.defect:29s} {e.op:22s} {_expect_text(e.expect)}")
         return 0
     only = {x for x in a.only.split(",") if x} or None
     rows = verify(cat, only, a.repeat)

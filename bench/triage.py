@@ -11,8 +11,11 @@ gives the "before" figures).
 The reported keys are the summary's root causes with policy ``report`` when it has root
 causes, else every fingerprint (outputs of the code before root causes).  Each key is
 mapped to the first defect of the catalogue (``bench/catalogue/mnn-3.6.1.yaml``) whose
-rules match its symptom class, operators, title/detail words and (fingerprints only) its
-mismatch kind.  A fingerprint's symptom class is read from its status and kind: a value
+rules match its symptom class, operators, title/detail words, (fingerprints only) its
+mismatch kind and its minimised model (the canonical bundle's ``minimized.json``, when
+the minimiser finished: a key blamed on the wrong operator still has the model that shows
+the defect).  Real defects are tried first, then the catalogue's artefacts (differences that
+are not MNN defects: TensorFlow's own behaviour, undefined cases), then the controls.  A fingerprint's symptom class is read from its status and kind: a value
 mismatch is a wrong result, a NaN/Inf mismatch nan-inf, a signal a crash, "not supported"
 unsupported, a missing output or any other converter failure a conversion error, any
 other inference error an API error.
@@ -37,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from catalogue import CATALOGUE, Catalogue, Defect, load  # noqa: E402
+from catalogue import CATALOGUE, Catalogue, Defect, Model, load  # noqa: E402
 
 
 @dataclass
@@ -53,7 +56,9 @@ class Key:
     fingerprints: list[str] = field(default_factory=list)
     count: int = 0  # cases
     policy: str = "report"
-    defect: str = ""  # the matched defect's id ("" for none)
+    defect: str = ""  # the matched defect's (or artefact's) id ("" for none)
+    model: Model = field(default_factory=Model)  # its minimised model, as rules read it
+    bundle: str = ""  # the bundle the model came from
 
 
 # --------------------------------------------------------------------------- reading an output
@@ -84,6 +89,24 @@ def fingerprint_details(out: Path) -> dict[str, dict[str, Any]]:
                 if fp and fp.get("id"):
                     fps.setdefault(fp["id"], fp)
     return fps
+
+
+def bundle_models(out: Path) -> dict[str, dict[str, Any]]:
+    """Bundle id -> its minimised model (minimized.json), as JSON; only bundles whose meta.json
+    says the minimiser finished (an unminimised model holds operators that have nothing to do
+    with the failure, which the model rules would read as evidence)."""
+    models: dict[str, dict[str, Any]] = {}
+    bugs = out / "bugs"
+    if not bugs.is_dir():
+        return models
+    for d in sorted(bugs.iterdir()):
+        try:
+            if not json.loads((d / "meta.json").read_text()).get("minimized"):
+                continue
+            models[d.name] = json.loads((d / "minimized.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+    return models
 
 
 def fingerprint_symptom(status: str, kind: str, code: str) -> str:
@@ -119,43 +142,56 @@ def root_cause_key(rc: dict[str, Any]) -> Key:
 
 
 def match(cat: Catalogue, k: Key) -> Defect | None:
-    """The first defect of the catalogue whose rules match the key."""
-    return next((d for d in cat.defects if d.matches(k.symptom, k.ops, k.text, k.mismatch)), None)
+    """The first defect of the catalogue whose rules match the key: real defects, then
+    artefacts, then the controls."""
+    return next((d for d in cat.matching_order() if d.matches(k.symptom, k.ops, k.text, k.mismatch, k.model)), None)
 
 
 # --------------------------------------------------------------------------- the analysis
 
 
-def analyse(summary: dict[str, Any], fps: dict[str, dict[str, Any]], cat: Catalogue) -> dict[str, Any]:
-    """The figures for one campaign output (``summary.json`` and its fingerprints' details)."""
+def analyse(summary: dict[str, Any], fps: dict[str, dict[str, Any]], cat: Catalogue,
+            models: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The figures for one campaign output (``summary.json``, its fingerprints' details and
+    its bundles' minimised models, by bundle id: a root cause's canonical bundle, a
+    fingerprint's own)."""
+    models = models or {}
     failures = summary.get("failures", [])
     fkeys = {f["key"]: fingerprint_key(f, fps.get(f["key"], {})) for f in failures}
     for k in fkeys.values():
+        if k.id in models:
+            k.model, k.bundle = Model.of(models[k.id]), k.id
         d = match(cat, k)
         k.defect = d.id if d else ""
     has_rc = "root_causes" in summary
     if has_rc:
         causes = [root_cause_key(rc) for rc in summary["root_causes"]]
         keys = [k for k in causes if k.policy == "report"]
-        for k in causes:
+        for rc, k in zip(summary["root_causes"], causes):
+            canon = rc.get("canonical") or ""
+            if canon in models:
+                k.model, k.bundle = Model.of(models[canon]), canon
             d = match(cat, k)
             k.defect = d.id if d else ""
     else:
         causes = []
         keys = list(fkeys.values())
     control = {d.id for d in cat.defects if d.control}
+    artefact = {a.id for a in cat.artefacts}
+    not_real = control | artefact
     real = [d for d in cat.defects if not d.control]
 
     per_defect = []
-    for d in cat.defects:
+    for d in (*[d for d in cat.defects if not d.control], *cat.artefacts, *[d for d in cat.defects if d.control]):
         ks = [k for k in keys if k.defect == d.id]
-        per_defect.append({"defect": d.id, "control": d.control, "keys": len(ks),
+        per_defect.append({"defect": d.id, "control": d.control, "artefact": d.artefact, "keys": len(ks),
                            "fingerprints": sum(len(k.fingerprints) for k in ks), "cases": sum(k.count for k in ks),
                            "titles": [k.title for k in ks]})
-    matched_real = [k for k in keys if k.defect and k.defect not in control]
+    matched_real = [k for k in keys if k.defect and k.defect not in not_real]
     defects_found = sorted({k.defect for k in matched_real}, key=[d.id for d in cat.defects].index)
     unmatched = sorted((k for k in keys if not k.defect), key=lambda k: (-k.count, k.title, k.id))
     suspects = sorted((k for k in keys if k.defect in control), key=lambda k: (-k.count, k.title, k.id))
+    artefacts = sorted((k for k in keys if k.defect in artefact), key=lambda k: (-k.count, k.title, k.id))
     result: dict[str, Any] = {
         "format": "root-causes" if has_rc else "fingerprints",
         "models": summary.get("models", 0),
@@ -166,12 +202,14 @@ def analyse(summary: dict[str, Any], fps: dict[str, dict[str, Any]], cat: Catalo
         "defects_catalogued": len(real),
         "matched_keys": len(matched_real),
         "control_keys": len(suspects),
+        "artefact_keys": len(artefacts),
         "unmatched_keys": len(unmatched),
         "keys_per_defect": round(len(keys) / len(defects_found), 2) if defects_found else None,
         "matched_keys_per_defect": round(len(matched_real) / len(defects_found), 2) if defects_found else None,
         "real_share": round(len(matched_real) / len(keys), 3) if keys else None,
         "unmatched": [_brief(k) for k in unmatched],
         "controls": [_brief(k) for k in suspects],
+        "artefacts": [_brief(k) for k in artefacts],
     }
     if has_rc:
         by_policy: dict[str, int] = {}
@@ -182,15 +220,16 @@ def analyse(summary: dict[str, Any], fps: dict[str, dict[str, Any]], cat: Catalo
         merged = []
         for k in keys:
             ds = sorted({fkeys[f].defect for f in k.fingerprints if f in fkeys and fkeys[f].defect
-                         and fkeys[f].defect not in control})
+                         and fkeys[f].defect not in not_real})
             if len(ds) > 1:
                 merged.append({**_brief(k), "defects": ds})
         result["over_merged"] = merged
         # What the same output gives when every fingerprint is a key (the "before" view of it).
         fk = list(fkeys.values())
-        fk_real = [k for k in fk if k.defect and k.defect not in control]
+        fk_real = [k for k in fk if k.defect and k.defect not in not_real]
         fk_found = {k.defect for k in fk_real}
         result["as_fingerprints"] = {"keys": len(fk), "matched_keys": len(fk_real), "defects_found": len(fk_found),
+                                     "artefact_keys": sum(k.defect in artefact for k in fk),
                                      "keys_per_defect": round(len(fk) / len(fk_found), 2) if fk_found else None}
     return result
 
@@ -207,10 +246,10 @@ def render(r: dict[str, Any], cat: Catalogue, out: Path) -> str:
         lines.append(f"root causes: {r['root_causes']} ({pol})")
     lines.append(f"reported keys: {r['reported_keys']}")
     lines.append("")
-    lines.append(f"{'defect':28s} {'keys':>5s} {'fingerprints':>12s} {'cases':>6s}")
+    lines.append(f"{'defect':40s} {'keys':>5s} {'fingerprints':>12s} {'cases':>6s}")
     for d in r["per_defect"]:
-        name = d["defect"] + (" (control)" if d["control"] else "")
-        lines.append(f"{name:28s} {d['keys']:5d} {d['fingerprints']:12d} {d['cases']:6d}")
+        name = d["defect"] + (" (control)" if d["control"] else " (artefact)" if d.get("artefact") else "")
+        lines.append(f"{name:40s} {d['keys']:5d} {d['fingerprints']:12d} {d['cases']:6d}")
     lines.append("")
     kpd = r["keys_per_defect"]
     lines.append(f"catalogued defects found: {r['defects_found']} of {r['defects_catalogued']}")
@@ -219,8 +258,8 @@ def render(r: dict[str, Any], cat: Catalogue, out: Path) -> str:
     share = r["real_share"]
     lines.append(f"share of reported keys matching a real defect: {r['matched_keys']} / {r['reported_keys']} = "
                  + (f"{100 * share:.1f}%" if share is not None else "-"))
-    lines.append(f"keys blamed on a control operator: {r['control_keys']}; keys matching no defect: "
-                 f"{r['unmatched_keys']}")
+    lines.append(f"keys blamed on a control operator: {r['control_keys']}; known artefacts (not real): "
+                 f"{r['artefact_keys']}; keys matching no defect: {r['unmatched_keys']}")
     if r["format"] == "root-causes":
         a = r["as_fingerprints"]
         lines.append(f"the same output keyed by fingerprint: {a['keys']} keys, {a['matched_keys']} matching a real "
@@ -228,6 +267,11 @@ def render(r: dict[str, Any], cat: Catalogue, out: Path) -> str:
         lines.append(f"over-merged root causes (fingerprints of several defects): {len(r['over_merged'])}")
         for m in r["over_merged"]:
             lines.append(f"  {m['key']}  {m['title'][:70]}  <- {', '.join(m['defects'])}")
+    if r["artefacts"]:
+        lines.append("")
+        lines.append("known artefacts, NOT real defects (cases, key, symptom, title <- artefact):")
+        for k in r["artefacts"]:
+            lines.append(f"  {k['cases']:5d}  {k['key']}  {k['symptom']:16s} {k['title'][:70]}  <- {k['defect']}")
     if r["controls"]:
         lines.append("")
         lines.append("keys blamed on a control operator (cases, key, symptom, title):")
@@ -274,7 +318,7 @@ def main() -> int:
         print(f"{summary_path}: not found (run a campaign with --budget, or point --out at one)", file=sys.stderr)
         return 2
     cat = load(a.catalogue)
-    r = analyse(json.loads(summary_path.read_text()), fingerprint_details(a.out), cat)
+    r = analyse(json.loads(summary_path.read_text()), fingerprint_details(a.out), cat, bundle_models(a.out))
     print(json.dumps(r, indent=2, sort_keys=True) if a.json else render(r, cat, a.out))
     return 0
 

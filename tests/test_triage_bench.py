@@ -26,27 +26,38 @@ def cat() -> C.Catalogue:
 # --------------------------------------------------------------------------- the catalogue
 
 
-def test_every_entry_realises_as_a_valid_single_operator_model(cat: C.Catalogue) -> None:
-    assert 15 <= len(cat.entries) <= 40
+def test_every_entry_realises_as_a_valid_model(cat: C.Catalogue) -> None:
+    assert 15 <= len(cat.entries) <= 80
     for e in cat.entries:
         g = C.build_graph(e)
         assert Graph.from_json(g.to_json()).to_json() == g.to_json(), e.id  # checked and canonical
-        assert [n.op for n in g.nodes] == [e.op] and g.nodes[0].params == e.params, e.id
-        assert [t.shape for t in g.inputs.values()] == list(e.inputs) and g.outputs == ["n0"], e.id
-        assert all(d >= 1 for d in g.nodes[0].out.shape), e.id
-        if e.values == "special":
+        if not e.nodes:  # one operator
+            assert [n.op for n in g.nodes] == [e.op] and g.nodes[0].params == e.params, e.id
+            assert g.outputs == ["n0"], e.id
+        else:  # a pattern: its nodes in order, n0, n1, ...; its outputs as named, else the unread nodes
+            assert [(n.id, n.op, n.params) for n in g.nodes] == [(f"n{i}", op, p) for i, (op, _, p) in enumerate(e.nodes)]
+            assert g.outputs == (list(e.outputs) or [g.nodes[-1].id]) and e.op == e.nodes[-1][0], e.id
+        assert [t.shape for t in g.inputs.values()] == list(e.inputs), e.id
+        assert all(d >= 1 for n in g.nodes for d in n.out.shape), e.id
+        if e.values in ("special", "feed"):
             xs = C.special_inputs(e, g)
             assert {k: x.shape for k, x in xs.items()} == {k: t.shape for k, t in g.inputs.items()}, e.id
+        if e.values == "special":
             assert any(not np.isfinite(x).all() or (x == 0).any() or (np.abs(x) < 1e-30).any() or (x > 80).any()
                        for x in xs.values()), f"{e.id}: a special entry without a special value"
 
 
 def test_catalogue_covers_its_defects_with_controls(cat: C.Catalogue) -> None:
     used = {e.defect for e in cat.entries}
-    assert {d.id for d in cat.defects} == used  # every defect has an entry, every entry a defect
+    # every defect and artefact has an entry, every entry a defect or an artefact
+    assert {d.id for d in (*cat.defects, *cat.artefacts)} == used
     controls = [e for e in cat.entries if cat.defect(e.defect).control]
     assert len(controls) >= 4 and all(e.expect["status"] == "DCP" for e in controls)
     assert all(e.verified and e.behaviour for e in cat.entries)
+    assert cat.artefacts and all(a.artefact and not a.real and a.harness and a.rules for a in cat.artefacts)
+    assert all(d.real for d in cat.defects if not d.control)
+    order = [d.id for d in cat.matching_order()]  # real defects, then artefacts, then the controls
+    assert order[-1] == "control" and order.index(cat.artefacts[0].id) > order.index("lrn-alpha")
 
 
 def test_a_malformed_catalogue_is_refused(tmp_path: Path) -> None:
@@ -58,6 +69,15 @@ def test_a_malformed_catalogue_is_refused(tmp_path: Path) -> None:
     bad.write_text(good.replace("symptom: [wrong-result, precision], ops: [Lrn]", "symptom: [wrong], ops: [Lrn]"))
     with pytest.raises(ValueError, match="unknown symptoms"):
         C.load(bad)
+    bad.write_text(good.replace("ops: [Lrn]}", "ops: [Lrn], model_opz: [Lrn]}", 1))
+    with pytest.raises(ValueError, match="unknown rule fields"):
+        C.load(bad)
+    start = good.index("  - id: tf-topk-nan-order")
+    end = good.index("    match:", start)
+    cut = good[start:end]
+    bad.write_text(good.replace(cut, cut[:cut.index("    harness:")]))
+    with pytest.raises(ValueError, match="harness"):
+        C.load(bad)
 
 
 def test_build_graph_refuses_a_model_the_spec_would_adapt() -> None:
@@ -65,6 +85,34 @@ def test_build_graph_refuses_a_model_the_spec_would_adapt() -> None:
                 {"status": "DCP"}, "", "")
     with pytest.raises(C.GenError):
         C.build_graph(e)
+
+
+def test_a_pattern_entry_builds_its_nodes_and_outputs() -> None:
+    e = C.Entry("p", "control", "Concat", {"axis": 1}, ((2, 2), (2,)), {"status": "DCP"}, "", "", values="feed",
+                feed={"in0": [1.0, 2.0, 3.0, 4.0], "in1": [5.0, 6.0]},
+                nodes=(("Pad", ("in1",), {"pads": [[1, 1]]}), ("Reshape", ("n0",), {"rank": 2, "shape": [2, 2]}),
+                       ("Concat", ("in0", "n1"), {"axis": 1})), outputs=("n2", "n1"))
+    g = C.build_graph(e)
+    assert [n.op for n in g.nodes] == ["Pad", "Reshape", "Concat"] and g.outputs == ["n2", "n1"]
+    assert g.node("n2").out.shape == (2, 4) and g.values == "normal"  # feed: finite inputs, a normal graph
+    xs = C.special_inputs(e, g)
+    assert xs["in1"].tolist() == [5.0, 6.0] and xs["in0"].shape == (2, 2)
+    bad = C.Entry("q", "control", "Concat", {}, ((2, 2),), {"status": "DCP"}, "", "",
+                  nodes=(("Concat", ("in0", "n7"), {"axis": 0}),))
+    with pytest.raises(C.GenError, match="unknown inputs"):
+        C.build_graph(bad)
+
+
+def test_differs_reads_the_arrays_whatever_the_status() -> None:
+    e = {"n0": np.array([1.0, 2.0, np.nan], np.float32)}
+    assert C.differs({"expected": e, "actual": {"n0": np.array([1.0, 2.0, np.nan], np.float32)}}) is False
+    assert C.differs({"expected": e, "actual": {"n0": np.array([1.0, 0.0, np.nan], np.float32)}}) is True
+    assert C.differs({"expected": e, "actual": {"n0": np.zeros(2, np.float32)}}) is True  # another shape
+    assert C.differs({"expected": e}) is None
+    excused = C.Outcome("DCP", differs=True)  # the oracle's "ties or undefined behaviour"
+    assert C.agrees({"status": ["DCP", "DCF"], "differs": True}, excused) == (True, "")
+    assert not C.agrees({"status": "DCP", "differs": False}, excused)[0]
+    assert excused.brief() == "DCP+differs"
 
 
 def test_expectations_allow_listed_outcomes_only() -> None:
@@ -201,6 +249,62 @@ def test_root_cause_format_keys_are_the_reported_root_causes(cat: C.Catalogue) -
     assert r["as_fingerprints"]["keys"] == len(BEFORE) and r["as_fingerprints"]["defects_found"] == 10
     text = T.render(r, cat, Path("OUT"))
     assert "over-merged root causes (fingerprints of several defects): 1" in text and "rc-dw" in text
+
+
+def test_model_rules_read_the_minimised_model(cat: C.Catalogue) -> None:
+    bts = C.Model.of({"nodes": [{"op": "Pad", "params": {"pads": [[5, 0], [0, 0], [0, 0], [0, 0]]}},
+                                {"op": "Batchtospacend", "params": {"bh": 2, "bw": 2, "crops": [[0, 0], [12, 0]]}},
+                                {"op": "Add", "params": {}}]})
+    assert bts.ops() == {"pad", "batchtospacend", "add"}
+    assert '"crops": [[0, 0], [12, 0]]' in bts.text() and "crops" not in bts.text({"add"})
+    r = C.Rule(symptom=("wrong-result",), model_ops=("Batchtospacend",))
+    assert r.matches("wrong-result", ["Add"], "", model=bts) and not r.matches("wrong-result", ["Add"], "")
+    assert C.Rule(all_model_ops=("Pad", "Add")).matches("crash", [], "", model=bts)
+    assert not C.Rule(all_model_ops=("Pad", "Concat")).matches("crash", [], "", model=bts)
+    assert C.Rule(model_text=('"bh": 2',)).matches("crash", [], "", model=bts)
+    assert not C.Rule(op_text=('"bh": 2',)).matches("crash", ["Add"], "", model=bts)  # only the key's operators
+    assert C.Rule(op_text=('"bh": 2',)).matches("crash", ["Batchtospacend"], "", model=bts)
+
+    def key(title: str, symptom: str, ops: list[str], detail: str = "", model: C.Model | None = None) -> T.Key:
+        return T.Key("k", title, symptom, ops, f"{title} {detail}", model=model or C.Model())
+
+    # a key blamed on the operator after a BatchToSpaceND: the defect by its model, a control without one
+    assert T.match(cat, key("Add: wrong results", "wrong-result", ["Add"], model=bts)).id == "batchtospace-geometry"
+    assert T.match(cat, key("Add: wrong results", "wrong-result", ["Add"])).id == "control"
+    # an artefact comes before the controls: a denormal divided by zero is TensorFlow's flush
+    assert T.match(cat, key("Realdiv gives -Inf for NaN", "nan-inf", ["Realdiv"], "NaN->-Inf")).id == "tf-denormal-flush"
+    assert T.match(cat, key("Realdiv gives NaN", "nan-inf", ["Realdiv"], "finite->NaN")).id == "control"
+    assert T.match(cat, key("Ceil differs from TensorFlow on NaN/Inf inputs", "nan-inf", ["Ceil"],
+                            "special-input")).id == "tf-denormal-flush"
+    assert T.match(cat, key("Conv2d gives a finite number where the result is +Inf", "nan-inf", ["Conv2d"],
+                            "Inf->finite")).id == "conv-inf-clamp"
+
+
+def test_artefacts_are_counted_apart_and_not_real(cat: C.Catalogue, tmp_path: Path) -> None:
+    failures = [_failure(k, "DCF", op, t) for k, op, t in
+                [("f1", "Lrn", "DCF: wrong results from Lrn"), ("f2", "TopKV2", "DCF: wrong results from TopKV2"),
+                 ("f3", "Add", "DCF: wrong results from Add")]]
+    fps = {"f1": _fp("f1", "DCF", "mismatch", "values", "Lrn"), "f2": _fp("f2", "DCF", "mismatch", "nan", "TopKV2"),
+           "f3": _fp("f3", "DCF", "mismatch", "values", "Add")}
+    summary = {"models": 10, "failures": failures, "root_causes": [
+        _rc("rc-lrn", "wrong-result", ["Lrn"], "Lrn: wrong results", ["f1"]),
+        _rc("rc-topk", "nan-inf", ["TopKV2"], "TopKV2 maps NaN to a finite number", ["f2"], detail="NaN->finite"),
+        _rc("rc-add", "wrong-result", ["Add"], "Add: wrong results", ["f3"])]}
+    models = {"f3": {"nodes": [{"op": "Batchtospacend", "params": {"crops": [[1, 0], [0, 0]]}}, {"op": "Add", "params": {}}]}}
+    r = T.analyse(summary, fps, cat, models)
+    assert r["reported_keys"] == 3 and r["artefact_keys"] == 1 and r["matched_keys"] == 2 and r["control_keys"] == 0
+    assert [k["key"] for k in r["artefacts"]] == ["rc-topk"] and r["artefacts"][0]["defect"] == "tf-topk-nan-order"
+    assert r["real_share"] == round(2 / 3, 3) and r["defects_found"] == 2
+    by = {d["defect"]: d for d in r["per_defect"]}
+    assert by["tf-topk-nan-order"]["artefact"] and by["batchtospace-geometry"]["keys"] == 1
+    text = T.render(r, cat, Path("OUT"))
+    assert "known artefacts (not real): 1" in text and "NOT real defects" in text and "<- tf-topk-nan-order" in text
+    # bundle models: only those the minimiser finished
+    for bid, done in (("f3", True), ("f4", False)):
+        (tmp_path / "bugs" / bid).mkdir(parents=True)
+        (tmp_path / "bugs" / bid / "meta.json").write_text(json.dumps({"minimized": done}))
+        (tmp_path / "bugs" / bid / "minimized.json").write_text(json.dumps(models["f3"]))
+    assert set(T.bundle_models(tmp_path)) == {"f3"}
 
 
 def test_rules_first_match_wins_and_fields_combine() -> None:
