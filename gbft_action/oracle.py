@@ -168,7 +168,10 @@ def judge_node(op: str, params: dict[str, Any], inputs: list[np.ndarray], expect
     """Compare one node's output knowing what computed it (``inputs``: the reference's values of
     its inputs).  Ties and undefined behaviour are not differences:
       Argmax  an index is right if its value ties the expected one's within tolerance;
-      Cast    a float-to-int cast of NaN, Inf or a value out of the target's range is undefined."""
+      Cast    a float-to-int cast of NaN, Inf or a value out of the target's range is undefined;
+      TopKV2  the order of a row holding NaN is undefined;
+      Softmax a row without a finite maximum is undefined (0/0);
+      Lrn     a depth column holding NaN/Inf: TensorFlow's band-matrix form spreads it."""
     return compare(expected, actual, name, tol, signed_zero=signed_zero,
                    excused=excused_elements(op, params, inputs, expected, actual, tol))
 
@@ -185,6 +188,21 @@ def excused_elements(op: str, params: dict[str, Any], inputs: list[np.ndarray], 
         info = np.iinfo(e.dtype)
         with np.errstate(invalid="ignore"):
             return ~np.isfinite(x) | (x <= info.min - 1.0) | (x >= info.max + 1.0)
+    if x.dtype.kind != "f" or x.ndim == 0:
+        return None
+    with np.errstate(invalid="ignore"):
+        if op == "TopKV2" and x.shape[:-1] == e.shape[:-1]:
+            # The order of a row holding NaN is undefined (TensorFlow's own is not sorted).
+            return np.broadcast_to(np.isnan(x).any(axis=-1, keepdims=True), e.shape)
+        if op == "Softmax" and x.shape == e.shape:
+            # A row without a finite maximum (all -Inf, or +Inf in it) is 0/0 or Inf/Inf.
+            axis = int(params.get("axis", -1)) % x.ndim
+            top = np.nanmax(np.where(np.isnan(x), -np.inf, x), axis=axis, keepdims=True)
+            return np.broadcast_to(~np.isfinite(top), e.shape)
+        if op == "Lrn" and x.shape == e.shape:
+            # TensorFlow's LRN is a band-matrix product over the whole depth: an Inf anywhere in
+            # the column makes every element of it NaN (Inf * 0), not only those in its window.
+            return np.broadcast_to(~np.isfinite(x).all(axis=-1, keepdims=True), e.shape)
     return None
 
 

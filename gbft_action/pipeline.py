@@ -32,7 +32,7 @@ from .bugs.triage import case_verdict
 from .engines.adapter import resolve
 from .engines.builds import EngineBuild
 from .graph.ir import Graph
-from .oracle import (ENGINE_FAILURES, VIEWS, OutputDiff, Status, Tolerance, judge_node, judge_outputs,
+from .oracle import (ENGINE_FAILURES, VIEWS, OutputDiff, Status, Tolerance, compare, judge_node, judge_outputs,
                      precision_only)
 from .workers.arrays import pack, unpack
 from .platforms import Platform, host_machine
@@ -74,6 +74,7 @@ class CaseResult:
     symptom: str = ""  # bugs.rootcause.Symptom of a failure
     direction: str = ""  # nan-inf: which special value went where, e.g. "NaN->finite"
     nondeterministic: bool = False  # a second run (heap perturbed) gave other outputs
+    localised: bool = False  # node is where the outputs first differ (not just a failing output)
     after: list[int] = field(default_factory=list)  # cases these engine workers ran before this one
     # Reference values of every node from localisation (not kept on disk): isolation reads them.
     intermediates: dict[str, np.ndarray] = field(default_factory=dict)
@@ -294,9 +295,8 @@ class Lane:
     def _cross_check(self, first: CaseResult, left: Callable[[], float]) -> None:
         """Outputs that differ between platforms, where TensorFlow does not tell the platforms apart.
 
-        A platform whose results TensorFlow rejects while the first platform's pass is
-        already a DCF listed on that platform.  When both pass, or when the reference
-        itself is not trustworthy (NaN or Inf in its outputs), the platforms are
+        Each platform is judged against TensorFlow element by element (NaN by IEEE rules),
+        so a platform that deviates has its own DCF.  Only when both pass are the platforms
         compared with each other: a difference beyond the tolerance is an XPF.
         """
         for r in first.others:
@@ -325,9 +325,12 @@ class Lane:
                if not x.ok]
         if not bad:
             return None
-        found, d = self._localise_between(first, r, left())
-        # Localised and every node agrees under the node rules (ties, undefined casts): no difference.
-        return None if found and d is None else (d or bad[0])
+        where, d = self._localise_between(first, r, left())
+        # Every node agrees under the node rules (ties, undefined casts): no difference.
+        if where == EXCUSED:
+            return None
+        r.localised = where == FOUND
+        return d or bad[0]
 
     @staticmethod
     def _mark(r: CaseResult, d: OutputDiff, status: Status, what: str) -> None:
@@ -384,13 +387,17 @@ class Lane:
             return
         res.status = Status.DCF
         # The sign of a zero matters where an infinity is at stake (1/-0 = -Inf), and only there.
-        found, first = self._localise(res, left, signed_zero=any(mismatch_kind(x) in ("nan", "inf") for x in bad))
-        if found and first is None:
+        where, first = self._localise(res, left, signed_zero=any(mismatch_kind(x) in ("nan", "inf") for x in bad))
+        if where == EXCUSED:
             # Every node agrees under the node rules: the differences are ties (Argmax) or
-            # undefined behaviour (casts of NaN/Inf), not bugs.
+            # undefined behaviour (casts of NaN/Inf, NaN in TopK), not bugs.
             res.status = Status.DCP
             res.notes.append("outputs differ only by ties or undefined behaviour: " + bad[0].reason)
             return
+        res.localised = where == FOUND
+        if where == VANISHED:
+            # Exposing every node changes what the engine fuses: the bug is there, its node unknown.
+            res.notes.append("not localised: the difference vanishes when intermediates are exposed")
         first = first or bad[0]
         res.node = first.name
         res.op = g.node(first.name).op
@@ -404,27 +411,27 @@ class Lane:
                                    min(self.cfg.timeouts.infer * slow, max(left, 0.1)))
         return unpack(r.reply["outputs"]) if r.kind == "ok" else None
 
-    def _localise_between(self, first: CaseResult, other: CaseResult, left: float) -> tuple[bool, OutputDiff | None]:
+    def _localise_between(self, first: CaseResult, other: CaseResult, left: float) -> tuple[str, OutputDiff | None]:
         """The first node, in topological order, where two platforms' intermediates differ."""
         names = [n.id for n in first.graph.nodes]
         a = self._probe(first, names, left)
         b = self._probe(other, names, left) if a is not None else None
         if a is None or b is None:
-            return False, None
-        return _covers(first.graph, a, b), _first_difference(first.graph, {**first.arrays["inputs"], **a}, b,
-                                                             self.cfg.tolerance)
+            return FAILED, None
+        return _located(first.graph, {**first.arrays["inputs"], **a}, b, self.cfg.tolerance)
 
-    def _localise(self, res: CaseResult, left: float, signed_zero: bool = False) -> tuple[bool, OutputDiff | None]:
-        """(localised, the first node in topological order whose output differs), with
-        intermediates exposed; (False, None) when the engine or TensorFlow cannot say."""
+    def _localise(self, res: CaseResult, left: float, signed_zero: bool = False) -> tuple[str, OutputDiff | None]:
+        """The first node in topological order whose output differs, with intermediates exposed,
+        and how it went (_located); (FAILED, None) when the engine or TensorFlow cannot say (a
+        probe that crashes: heap damage)."""
         g = res.graph
         expected = self.reference_values(res, left)
         if expected is None:
-            return False, None
+            return FAILED, None
         actual = self._probe(res, [n.id for n in g.nodes], left)
         if actual is None:
-            return False, None
-        return _covers(g, expected, actual), _first_difference(g, expected, actual, self.cfg.tolerance, signed_zero)
+            return FAILED, None
+        return _located(g, expected, actual, self.cfg.tolerance, signed_zero)
 
     def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray] | None:
         """TensorFlow's value of every node (and graph input) of res's model on res's inputs."""
@@ -467,6 +474,24 @@ class Lane:
         a = r.arrays["actual"]
         return a.keys() == b.keys() and not all(
             np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f") for k in a)
+
+
+# How localisation went: a node found; every difference excused by the node rules; no node
+# differs at all with intermediates exposed (fusion changed); the probe failed.
+FOUND, EXCUSED, VANISHED, FAILED = "found", "excused", "vanished", "failed"
+
+
+def _located(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarray], tol: Tolerance,
+             signed_zero: bool = False) -> tuple[str, OutputDiff | None]:
+    d = _first_difference(g, a, b, tol, signed_zero)
+    if d is not None:
+        return FOUND, d
+    if not _covers(g, a, b):  # the engine did not expose every output: nothing is proven
+        return FAILED, None
+    # Excused only when the plain comparison does see a difference that the node rules explain.
+    plain = any(not compare(a[n.id], b[n.id], n.id, tol).ok for n in g.nodes if n.id in a and n.id in b
+                and not (n.op in VIEWS and np.shape(a[n.id]) != np.shape(b[n.id])))
+    return (EXCUSED if plain else VANISHED), None
 
 
 def _covers(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
@@ -518,7 +543,7 @@ def _judged_like(res: CaseResult, twin: CaseResult) -> None:
     as much as the model itself, and would find the same node."""
     res.stage, res.status, res.node, res.op = twin.stage, twin.status, twin.node, twin.op
     res.mismatch, res.message, res.diffs = twin.mismatch, twin.message, list(twin.diffs)
-    res.direction = twin.direction
+    res.direction, res.localised = twin.direction, twin.localised
     res.intermediates = twin.intermediates
 
 

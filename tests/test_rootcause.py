@@ -63,7 +63,7 @@ class ToyLane:
         if not all(d.ok for d in judge_outputs(res.arrays["expected"], res.arrays["actual"], g.outputs)):
             d = _first_difference(g, ref, eng, Tolerance())
             res.status, res.node = Status.DCF, d.name if d else g.outputs[0]
-            res.symptom = Symptom.WRONG.value
+            res.symptom, res.localised = Symptom.WRONG.value, d is not None
         return res
 
     def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray]:
@@ -271,3 +271,28 @@ def test_a_wrong_shape_and_wrong_values_are_two_defects():
     values = root_key("wrong-result", _fp("Depthwise", "", "values"), dw, blamed="n0", isolated=True)
     assert shape.id != values.id and shape.title == "Depthwise: wrong results (wrong shape)"
     assert local_key("wrong-result", _fp("Depthwise", "", "shape")) != local_key("wrong-result", _fp("Depthwise", ""))
+
+
+def test_undefined_rows_are_excused_and_defined_ones_are_not():
+    x = np.array([[1.0, np.nan, 0.5], [0.3, 0.2, 0.1]], np.float32)
+    e = np.array([[np.nan, 1.0], [0.3, 0.2]], np.float32)
+    assert judge_node("TopKV2", {"k": 2}, [x], e, np.array([[1.0, 0.5], [0.3, 0.2]], np.float32)).ok
+    assert not judge_node("TopKV2", {"k": 2}, [x], e, np.array([[np.nan, 1.0], [0.3, 0.1]], np.float32)).ok
+    s = np.array([[-np.inf, -np.inf], [0.0, 0.0]], np.float32)
+    se = np.array([[np.nan, np.nan], [0.5, 0.5]], np.float32)
+    assert judge_node("Softmax", {"axis": -1}, [s], se, np.array([[0.0, 0.0], [0.5, 0.5]], np.float32)).ok
+    assert not judge_node("Softmax", {"axis": -1}, [s], se, np.array([[0.0, 0.0], [0.4, 0.6]], np.float32)).ok
+    lrn = np.array([[1.0, np.inf, 2.0], [1.0, 1.0, 1.0]], np.float32)
+    le = np.array([[np.nan, np.nan, np.nan], [0.5, 0.5, 0.5]], np.float32)
+    assert judge_node("Lrn", {}, [lrn], le, np.array([[0.9, np.nan, 0.8], [0.5, 0.5, 0.5]], np.float32)).ok
+    assert not judge_node("Lrn", {}, [lrn], le, np.array([[0.9, np.nan, 0.8], [0.5, 0.6, 0.5]], np.float32)).ok
+
+
+def test_without_a_localised_node_every_node_is_tried_in_order():
+    # The defect is in Relu, but suppose the probe crashed: only the failing output (Exp) was named.
+    g = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]))
+    lane = ToyLane({"Relu": lambda x: np.where(x < 0, x * 0.5, x)})
+    res = _failing(lane, g, {"in0": X, "in1": X})
+    res.node, res.localised = "n1", False
+    b = blame(lane, res, "n1", None, until=1e12)
+    assert b.tried == ["n0"] and b.node == "n0"  # first to last: Relu is wrong alone

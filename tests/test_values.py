@@ -4,7 +4,7 @@ Value intervals and guards: a "normal" model's reference computes no NaN or Inf
 (Rsqrt of a negative, x / 0, Exp or Square chains that overflow are guarded by
 Tanh / Sigmoid adapters), the intervals are conservative, and the guards are
 adapters the minimiser re-inserts.  The "special" flag: a share of the models
-feeds NaN, +-Inf, +-0 and denormals on purpose, deterministically from the graph
+feeds NaN, +-Inf and +-0 on purpose, deterministically from the graph
 seed, and the repro script draws the very same inputs.
 
 TensorFlow runs in this process in the slow tests (never at collection time);
@@ -271,9 +271,10 @@ def test_special_inputs_hold_special_values_reproducibly():
     assert np.isnan(x).any() and np.isposinf(x).any() and np.isneginf(x).any()
     assert ((x == 0) & np.signbit(x)).any() and ((x == 0) & ~np.signbit(x)).any()
     tiny = np.finfo(np.float32).tiny
-    assert ((x != 0) & (np.abs(x) < tiny)).any()  # denormals
+    # No denormals: TensorFlow flushes them to zero, so it cannot judge an engine on them.
+    assert not ((x != 0) & (np.abs(x) < tiny)).any()
     assert (x[np.isfinite(x)] < -0.01).any()  # negatives as usual
-    assert 7 <= (~np.isfinite(x) | (np.abs(x) < tiny)).sum() <= 16  # one element in sixteen of 256
+    assert 5 <= (~np.isfinite(x) | (x == 0)).sum() <= 16  # one element in sixteen of 256
     g.seed = 12
     assert draw_inputs(g)["in0"].tobytes() != x.tobytes()
     # A one-element input still gets a special value.

@@ -31,6 +31,7 @@ from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_gr
 from .rootcause import SPECIAL_INPUT, RootKey, Symptom, in_pattern, local_key, root_key
 
 MAX_CANDIDATES = 4  # the failing node and its nearest producers, tried alone
+MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
 DCF_LIKE = (Status.DCF, Status.XPF, Status.XBF)
 
 
@@ -72,12 +73,16 @@ def candidates(g: Graph, node: str, limit: int = MAX_CANDIDATES) -> list[str]:
 
 
 def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until: float) -> Blame:
-    """Re-run ``node`` (then its producers) alone on TensorFlow's values of its inputs."""
+    """Re-run ``node`` (then its producers) alone on TensorFlow's values of its inputs.  When
+    localisation could not say where the outputs first differ (the probe crashed, or the
+    difference vanished with intermediates exposed), ``node`` is only the failing output:
+    every node is tried, first to last."""
     b = Blame()
     values = lane.reference_values(res, until - time.monotonic())
     if values is None:
         return b
-    for c in candidates(res.graph, node):
+    order = candidates(res.graph, node) if res.localised else [n.id for n in res.graph.nodes][:MAX_UNLOCALISED]
+    for c in order:
         if time.monotonic() > until:
             break
         g1, feeds = single_node(res.graph, c)
@@ -145,7 +150,8 @@ def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKe
     if symptom not in (Symptom.WRONG.value, Symptom.NAN_INF.value, Symptom.PRECISION.value,
                        Symptom.NONDETERMINISTIC.value):
         return root_key(symptom, fp, small)
-    res = run_graph(lane, small, max(1.0, until - time.monotonic()), platforms=where,
+    # On fresh workers: heap damage left by the models before would move the first difference.
+    res = run_graph(lane, small, max(1.0, until - time.monotonic()), fresh=True, platforms=where,
                     base=needs_base(Fingerprint.from_json(fp)))
     try:
         hit = showing(res, local_key(symptom, fp, direction))

@@ -162,7 +162,8 @@ def in_pattern(symptom: str, fp: dict[str, Any], small: Graph, node: str, direct
     """Every operator of the minimised model right alone: the defect shows at ``node``'s operator
     only after these producers (a fused chain, a layout one producer leaves): keyed by that
     operator, the pattern kept for the report."""
-    ops = pattern_ops(small)
+    # Adapters too: they run in the engine like any operator (a Pad before a Reshape can be the bug).
+    ops = tuple(dict.fromkeys(n.op for n in small.nodes))
     sink = small.node(node).op
     return RootKey(symptom, (sink,), direction if symptom == Symptom.NAN_INF.value else _shape(fp), True,
                    (*[o for o in ops if o != sink], sink))

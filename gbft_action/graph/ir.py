@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 IR_VERSION = 1
 # What the inputs hold: "normal" U[-1, 1] with guards keeping every tensor finite, or
-# "special" (NaN, +-Inf, +-0, denormals on purpose, no guards; see reference.inputs).
+# "special" (NaN, +-Inf, +-0 on purpose, no guards; see reference.inputs).
 VALUES = ("normal", "special")
 
 Shape = tuple[int, ...]
