@@ -36,8 +36,9 @@ class ToyLane:
     """Lane.run's contract for tiny numpy graphs: TensorFlow is REF, the engine is REF with
     ``defects`` (op -> function replacing it)."""
 
-    def __init__(self, defects: dict[str, Callable[..., np.ndarray]]) -> None:
+    def __init__(self, defects: dict[str, Callable[..., np.ndarray]], crashes: tuple[str, ...] = ()) -> None:
         self.defects = defects
+        self.crashes = crashes  # ops whose presence makes the engine crash
         self.cfg = type("Cfg", (), {"tolerance": Tolerance()})()
         self.ids = itertools.count()
         self.runs: list[Graph] = []
@@ -60,6 +61,9 @@ class ToyLane:
                          arrays={"inputs": inputs, "expected": {o: ref[o] for o in g.outputs},
                                  "actual": {o: eng[o] for o in g.outputs}})
         res.intermediates = ref
+        if any(n.op in self.crashes for n in g.nodes):
+            res.status, res.stage, res.signal, res.symptom = Status.IF, "infer", 11, Symptom.CRASH.value
+            return res
         if not all(d.ok for d in judge_outputs(res.arrays["expected"], res.arrays["actual"], g.outputs)):
             d = _first_difference(g, ref, eng, Tolerance())
             res.status, res.node = Status.DCF, d.name if d else g.outputs[0]
@@ -296,3 +300,26 @@ def test_without_a_localised_node_every_node_is_tried_in_order():
     res.node, res.localised = "n1", False
     b = blame(lane, res, "n1", None, until=1e12)
     assert b.tried == ["n0"] and b.node == "n0"  # first to last: Relu is wrong alone
+
+
+def test_a_crash_is_blamed_on_the_operator_that_crashes_alone():
+    from gbft_action.bugs.diagnose import _first_failing_alone
+
+    g = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]), ("n2", "Sub", ["n1", "in1"]))
+    lane = ToyLane({}, crashes=("Exp",))
+    res = lane.run(0, g, 10)
+    assert res.symptom == "crash"
+    assert _first_failing_alone(lane, res, "crash", None, until=1e12) == "n1"
+    key = root_key("crash", {"op": "Sub", "code": "SIGSEGV", "kind": "signal"}, g, blamed="n1", isolated=True)
+    # One out-of-bounds write shows as SIGSEGV or SIGABRT from run to run: one root cause.
+    same = root_key("crash", {"op": "Relu", "code": "SIGABRT", "kind": "signal"}, g, blamed="n1", isolated=True)
+    assert key == same and key.title == "memory error with Exp"
+    assert root_key("crash", {"code": "SIGFPE"}, g, blamed="n1").id != key.id
+
+
+def test_every_missing_output_message_is_one_detail():
+    g = _graph(("n0", "Exp", ["in0"]))
+    a = root_key("conversion-error", {"kind": "missing-output", "code": ""}, g, blamed="n0")
+    b = root_key("conversion-error", {"kind": "error", "code": "RuntimeError: MNN returned N of N outputs"}, g,
+                 blamed="n0")
+    assert a == b and a.title == "conversion error with Exp: a model output is missing"

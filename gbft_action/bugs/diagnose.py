@@ -138,15 +138,8 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
 def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKey:
     symptom, fp, direction = meta.get("symptom", ""), meta["fingerprint"], meta.get("direction", "")
     where = bug_platforms(lane, meta)
-    if symptom == Symptom.CRASH.value:
-        # A crash is attributed only if it comes back on fresh workers (every platform it was seen on).
-        # Then the key names the minimised model's operators, not the one running when glibc
-        # noticed the damage; one that does not come back was left by earlier models.
-        again = run_graph(lane, small, max(1.0, until - time.monotonic()), fresh=True, platforms=where)
-        if again.workdir is not None:
-            shutil.rmtree(again.workdir, ignore_errors=True)
-        back = showing(again, local_key(symptom, fp)) is not None
-        return root_key(symptom if back else Symptom.HEAP_DAMAGE.value, fp, small)
+    if symptom in ALONE:
+        return _key_alone(lane, symptom, fp, small, where, until)
     if symptom not in (Symptom.WRONG.value, Symptom.NAN_INF.value, Symptom.PRECISION.value,
                        Symptom.NONDETERMINISTIC.value):
         return root_key(symptom, fp, small)
@@ -164,6 +157,48 @@ def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKe
         if res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
     return _from_blame(symptom, fp, small, node, b, direction)
+
+
+# Failures that are not wrong values: blamed on the first operator that fails alone the same way.
+ALONE = (Symptom.CRASH.value, Symptom.CONVERSION.value, Symptom.API.value, Symptom.TIMEOUT.value)
+
+
+def _key_alone(lane: Lane, symptom: str, fp: dict[str, Any], small: Graph, where: list[str] | None,
+               until: float) -> RootKey:
+    """A crash is attributed only if it comes back on fresh workers (every platform it was seen
+    on): one that does not was heap damage left by earlier models.  Then each operator of the
+    minimised model runs alone (fresh workers for a crash) on TensorFlow's values of its
+    inputs: the first that fails the same way is blamed, not the one running when glibc
+    noticed the damage; if none does, the key names the minimised model's operators."""
+    res = run_graph(lane, small, max(1.0, until - time.monotonic()), fresh=True, platforms=where)
+    try:
+        back = any(r.symptom == symptom for r in res.per_platform())
+        if symptom == Symptom.CRASH.value and not back:
+            return root_key(Symptom.HEAP_DAMAGE.value, fp, small)
+        node = _first_failing_alone(lane, res, symptom, where, until) if back else ""
+    finally:
+        if res.workdir is not None:
+            shutil.rmtree(res.workdir, ignore_errors=True)
+    return root_key(symptom, fp, small, blamed=node, isolated=bool(node))
+
+
+def _first_failing_alone(lane: Lane, res: CaseResult, symptom: str, where: list[str] | None, until: float) -> str:
+    if "inputs" not in res.arrays:
+        return ""
+    values = lane.reference_values(res, until - time.monotonic())
+    if values is None:
+        return ""
+    for n in res.graph.nodes[:MAX_UNLOCALISED]:
+        if time.monotonic() > until:
+            break
+        g1, feeds = single_node(res.graph, n.id)
+        if any(src not in values for src in feeds.values()):
+            continue
+        iso = run_graph(lane, g1, max(1.0, until - time.monotonic()), fresh=symptom == Symptom.CRASH.value,
+                        platforms=where, inputs={k: values[src] for k, src in feeds.items()})
+        if any(r.symptom == symptom for r in iso.per_platform()):
+            return n.id
+    return ""
 
 
 def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Blame, direction: str) -> RootKey:

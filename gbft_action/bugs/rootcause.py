@@ -47,7 +47,7 @@ class Symptom(str, Enum):
         return self.value
 
 
-_MISSING_OUTPUT = re.compile(r"Can't find output|returned \d+ of \d+ outputs|output missing")
+_MISSING_OUTPUT = re.compile(r"Can't find output|returned (?:\d+|N) of (?:\d+|N) outputs|output missing")
 
 
 def classify(status: str, stage: str, *, signal: int | None = None, message: str = "", log: str = "",
@@ -152,7 +152,7 @@ def local_key(symptom: str, fp: dict[str, Any], direction: str = "") -> tuple[st
     if symptom == Symptom.NAN_INF.value:
         return symptom, fp.get("op", ""), direction
     if symptom in (Symptom.CRASH.value, Symptom.HEAP_DAMAGE.value):
-        return symptom, "" if symptom == Symptom.HEAP_DAMAGE.value else fp.get("op", ""), fp.get("code", "")
+        return symptom, "" if symptom == Symptom.HEAP_DAMAGE.value else fp.get("op", ""), crash_class(fp.get("code", ""))
     if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
         return symptom, fp.get("op", ""), _shape(fp)
     return symptom, fp.get("op", ""), fp.get("kind", "") + ":" + fp.get("code", "")
@@ -209,12 +209,13 @@ def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str 
     if symptom == Symptom.NAN_INF.value:
         return RootKey(symptom, ops, direction, isolated)
     if symptom == Symptom.CRASH.value:
-        return RootKey(symptom, ops, fp.get("code", ""), isolated)
+        return RootKey(symptom, ops, crash_class(fp.get("code", "")), isolated)
     if symptom == Symptom.TIMEOUT.value:
         return RootKey(symptom, ops, fp.get("stage", ""), isolated)
     if symptom == Symptom.UNSUPPORTED.value:
         return RootKey(symptom, (fp["op"],) if fp.get("op") else ops, "", isolated)
-    code = "a model output is missing" if fp.get("kind") == "missing-output" else fp.get("code", "")
+    missing = fp.get("kind") == "missing-output" or _MISSING_OUTPUT.search(fp.get("code", ""))
+    code = "a model output is missing" if missing else fp.get("code", "")
     return RootKey(symptom, ops, code[:120], isolated)
 
 
@@ -222,6 +223,18 @@ def _shape(fp: dict[str, Any]) -> str:
     """A wrong shape and wrong values are different defects of one operator (a multiplier
     ignored, a padding misread)."""
     return "wrong shape" if fp.get("kind") == "mismatch" and fp.get("code") == "shape" else ""
+
+
+MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
+
+
+def crash_class(code: str) -> str:
+    """A crash's detail: memory errors (SIGSEGV, SIGBUS, and SIGABRT from glibc's heap checks)
+    are one class, since one out-of-bounds write shows as any of them from run to run; other
+    signals stay apart; native frames, when the log has them, are kept."""
+    sig, _, frames = code.partition(" in ")
+    cls = "memory error" if sig in MEMORY_SIGNALS else sig
+    return cls + (f" in {frames}" if frames else "")
 
 
 def _signal_only(code: str) -> str:
