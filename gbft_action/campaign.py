@@ -11,6 +11,11 @@ pull request's verdict (``bugs.triage``): within the reserve, its new fingerprin
 are confirmed first (then the fixed and the changed ones), before anything is
 minimised.
 
+Then every failure of the run is diagnosed (``bugs.diagnose``: minimised, its
+operator re-run alone) and the fingerprints are merged into root causes
+(``bugs.rootcause``), each with the policy of its symptom class (``bugs.policy``).
+The reserve grows with the distinct failures met, so that each is diagnosed.
+
 May import: pipeline, store, search, graph, corpus, bugs, engines.builds, platforms;
 never report or action.
 """
