@@ -287,7 +287,7 @@ class Campaign:
         keys) than the share can diagnose, at the measured seconds per diagnosis."""
         if self.cfg.minimize_share <= 0:
             return share
-        recent = [s["seconds"] for s in list(self.minimized.values())[-20:] if "seconds" in s]
+        recent = [s.get("wall", s.get("seconds", 0.0)) for s in list(self.minimized.values())[-20:]]
         each = sum(recent) / len(recent) if recent else DIAG_ESTIMATE_S
         return max(share, min(MAX_RESERVE * self.cfg.budget, len(self._groups - self._diagnosed) * each))
 

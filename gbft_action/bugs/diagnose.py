@@ -28,9 +28,9 @@ from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
-from .rootcause import SPECIAL_INPUT, RootKey, Symptom, in_pattern, local_key, root_key
+from .rootcause import SPECIAL_INPUT, RootKey, Symptom, crash_class, in_pattern, local_key, root_key
 
-MAX_CANDIDATES = 4  # the failing node and its nearest producers, tried alone
+MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
 DCF_LIKE = (Status.DCF, Status.XPF, Status.XBF)
 
@@ -56,7 +56,7 @@ def single_node(g: Graph, node_id: str) -> tuple[Graph, dict[str, str]]:
     names = {src: f"in{i}" for i, src in enumerate(sources)}
     alone = Node(n.id, n.op, [names[x] for x in n.inputs], dict(n.params), n.out, n.block or n.op, "block", n.gnode)
     g1 = Graph({names[x]: g.tensor_type(x) for x in sources}, [alone], [n.id], g.seed,
-               {"isolated": node_id, "blocks": [n.op]})
+               {"isolated": node_id, "blocks": [n.op]}, values=g.values)
     return g1, {names[x]: x for x in sources}
 
 
@@ -132,7 +132,8 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
     meta["root_cause"] = key.to_json()
     path = book.bundle_dir(fid) / "meta.json"
     path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    return {**stats, "root_cause": key.id, "symptom_was": meta0.get("symptom", "")}
+    return {**stats, "root_cause": key.id, "symptom_was": meta0.get("symptom", ""),
+            "wall": round(time.monotonic() - until + time_limit, 2)}  # minimising and isolating
 
 
 def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKey:
@@ -179,6 +180,10 @@ def _key_alone(lane: Lane, symptom: str, fp: dict[str, Any], small: Graph, where
     finally:
         if res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
+    if symptom == Symptom.CRASH.value and not node:
+        # No operator crashes alone: the one running when it crashed only tripped over damage
+        # (an out-of-bounds write earlier); one root cause for these, the models listed in it.
+        return RootKey(symptom, (), crash_class(fp.get("code", "")), False, tuple(n.op for n in small.nodes)[:8])
     return root_key(symptom, fp, small, blamed=node, isolated=bool(node))
 
 

@@ -120,6 +120,8 @@ class RootKey:
             return f"{subj}: precision beyond 0.1%"
         if s == Symptom.NONDETERMINISTIC.value:
             return f"{subj}: output depends on uninitialised memory"
+        if s == Symptom.CRASH.value and not self.ops:
+            return f"{d or 'crash'}: no operator crashes alone (damage done earlier in the model)"
         if s == Symptom.CRASH.value:
             return f"{d or 'crash'} with {subj}"
         if s == Symptom.HEAP_DAMAGE.value:
