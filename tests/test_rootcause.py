@@ -323,3 +323,28 @@ def test_every_missing_output_message_is_one_detail():
     b = root_key("conversion-error", {"kind": "error", "code": "RuntimeError: MNN returned N of N outputs"}, g,
                  blamed="n0")
     assert a == b and a.title == "conversion error with Exp: a model output is missing"
+
+
+def test_blame_in_isolation_on_the_real_engine(tmp_path):
+    """TensorFlow runs the node alone on its own values of the node's inputs, MNN converts and
+    runs the one-node model: the Sigmoid downstream is right alone, MNN's Lrn is not."""
+    import json as _json
+
+    from gbft_action.bugs.minimize import GRAPH_INPUT, Program, Step
+    from gbft_action.pipeline import Lane, LaneConfig
+
+    lrn = _json.dumps({"depth_radius": 2, "bias": 1.0, "alpha": 1.0, "beta": 0.5}, sort_keys=True)
+    g = Program((1, 4, 7, 8), (Step("Relu", (GRAPH_INPUT,), "{}", "Relu"), Step("Lrn", (0,), lrn, "Lrn"),
+                               Step("Sigmoid", (1,), "{}", "Sigmoid")), seed=5).realise()
+    ids = {n.op: n.id for n in g.block_nodes()}
+    lane = Lane(LaneConfig("mnn", tmp_path), 0)
+    lane.start()
+    try:
+        res = lane.run(0, g, 120)
+        assert res.status == Status.DCF and res.node == ids["Lrn"] and res.localised
+        res.node = ids["Sigmoid"]  # as if the difference had first shown downstream
+        b = blame(lane, res, ids["Sigmoid"], None, until=1e12)
+    finally:
+        lane.stop()
+    assert b.tried[:2] == [ids["Sigmoid"], ids["Lrn"]] and b.node == ids["Lrn"]
+    assert b.symptom == "wrong-result"
