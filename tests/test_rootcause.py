@@ -348,3 +348,11 @@ def test_blame_in_isolation_on_the_real_engine(tmp_path):
         lane.stop()
     assert b.tried[:2] == [ids["Sigmoid"], ids["Lrn"]] and b.node == ids["Lrn"]
     assert b.symptom == "wrong-result"
+
+
+def test_pattern_only_failures_are_keyed_by_what_the_engine_said():
+    a = RootKey("conversion-error", (), "a model output is missing", False, ("Conv2d", "Sub"))
+    b = RootKey("conversion-error", (), "a model output is missing", False, ("Depthwise", "Maximum"))
+    assert a.id == b.id and "Conv2d -> Sub" in a.title  # one converter defect, its models listed
+    assert RootKey.from_json(a.to_json()) == a
+    assert RootKey("heap-damage", (), "wrong results").id != RootKey("heap-damage", (), "memory error").id

@@ -149,8 +149,12 @@ def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKe
                     base=needs_base(Fingerprint.from_json(fp)))
     try:
         hit = showing(res, local_key(symptom, fp, direction))
-        if hit is None or hit.node not in {n.id for n in small.nodes}:
-            # Not shown again (it came and went): nothing to isolate; the case's operator keys it.
+        if hit is None:
+            # The minimised model showed it on the used workers, not on fresh ones: it depends on
+            # the heap state earlier models left (garbage read, damage done), like a crash that
+            # does not come back; the operator where it showed is not the culprit.
+            return RootKey(Symptom.HEAP_DAMAGE.value, (), "wrong results", False, tuple(n.op for n in small.nodes)[:8])
+        if hit.node not in {n.id for n in small.nodes}:
             return root_key(symptom, fp, small, direction=direction, minimized=False)
         node = hit.node
         b = blame(lane, hit, node, where, until)
@@ -180,10 +184,16 @@ def _key_alone(lane: Lane, symptom: str, fp: dict[str, Any], small: Graph, where
     finally:
         if res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
+    pattern = tuple(n.op for n in small.nodes)[:8]
     if symptom == Symptom.CRASH.value and not node:
         # No operator crashes alone: the one running when it crashed only tripped over damage
         # (an out-of-bounds write earlier); one root cause for these, the models listed in it.
-        return RootKey(symptom, (), crash_class(fp.get("code", "")), False, tuple(n.op for n in small.nodes)[:8])
+        return RootKey(symptom, (), crash_class(fp.get("code", "")), False, pattern)
+    if not node and len(small.block_nodes()) > 1:
+        # No operator fails alone: a converter rewrite of the pattern (a fusion losing an output
+        # name); keyed by what the engine said, the minimised patterns listed in the report.
+        key = root_key(symptom, fp, small, blamed="", minimized=False)
+        return RootKey(symptom, (), key.detail, False, pattern)
     return root_key(symptom, fp, small, blamed=node, isolated=bool(node))
 
 

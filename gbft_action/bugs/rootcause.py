@@ -103,6 +103,8 @@ class RootKey:
 
     @property
     def subject(self) -> str:
+        if not self.ops and self.pattern:
+            return "a pattern (no operator fails alone; e.g. " + " -> ".join(self.pattern) + ")"
         if not self.ops:
             return "an unidentified operator"
         return self.ops[0] if len(self.ops) == 1 else "the pattern " + " -> ".join(self.ops)
@@ -124,10 +126,14 @@ class RootKey:
             return f"{d or 'crash'}: no operator crashes alone (damage done earlier in the model)"
         if s == Symptom.CRASH.value:
             return f"{d or 'crash'} with {subj}"
+        if s == Symptom.HEAP_DAMAGE.value and d == "wrong results":
+            return "wrong results that do not come back on fresh workers (heap state left by earlier models)"
         if s == Symptom.HEAP_DAMAGE.value:
             return f"{d or 'crash'}: heap damage left by an earlier model"
         if s == Symptom.UNSUPPORTED.value:
             return f"converter does not support {subj}"
+        if s == Symptom.CONVERSION.value and not self.ops and self.pattern:
+            return f"conversion error: {d} in {subj}"
         if s == Symptom.CONVERSION.value:
             return f"conversion error with {subj}" + (f": {d}" if d else "")
         if s == Symptom.TIMEOUT.value:
