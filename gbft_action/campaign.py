@@ -314,7 +314,8 @@ class Campaign:
 
     def _diagnosis_order(self) -> list[str]:
         firsts = self._first_records()
-        order = sorted((f for f in self.bugs.seen_this_run if f in firsts),
+        # Not hangs: each replay would take the stage limit (30 s, more under qemu) and overrun.
+        order = sorted((f for f in self.bugs.seen_this_run if f in firsts and firsts[f].get("symptom") != "timeout"),
                        key=lambda f: (policy_for(firsts[f].get("symptom", ""), self.cfg.symptom_policy) != "report",
                                       firsts[f].get("n_nodes", 0), f))
         seen: set[tuple[str, str, str]] = set()
@@ -499,7 +500,8 @@ class Campaign:
         for f in summary["failures"]:
             f["root_cause"] = of[f["key"]].key.id
         for rc in causes:  # the reporter shows the canonical bundle under its root cause's title
-            self.bugs.set_root_cause(rc.canonical, rc.key.to_json())
+            if rc.minimized:  # an undiagnosed bundle keeps no guessed key (a resumed run rereads it)
+                self.bugs.set_root_cause(rc.canonical, rc.key.to_json())
         summary["root_causes"] = [rc.to_json() for rc in causes]
         summary["symptom_policy"] = {s: policy_for(s, self.cfg.symptom_policy) for s in SYMPTOMS}
         blamable = {fid for rc in causes if rc.policy == "report" and rc.verdict in ("", "new")

@@ -178,11 +178,21 @@ def judge_node(op: str, params: dict[str, Any], inputs: list[np.ndarray], expect
 
 def excused_elements(op: str, params: dict[str, Any], inputs: list[np.ndarray], expected: np.ndarray,
                      actual: np.ndarray, tol: Tolerance = Tolerance()) -> np.ndarray | None:
+    """The elements the node rules excuse (None: none).  Shapes an engine gave in another
+    form (a view's input unsqueezed) excuse nothing, never raise."""
+    try:
+        return _excused(op, params, inputs, expected, actual, tol)
+    except (ValueError, IndexError, TypeError):
+        return None
+
+
+def _excused(op: str, params: dict[str, Any], inputs: list[np.ndarray], expected: np.ndarray,
+             actual: np.ndarray, tol: Tolerance) -> np.ndarray | None:
     e, a = np.asarray(expected), np.asarray(actual)
     if not inputs or e.shape != a.shape:
         return None
     x = np.asarray(inputs[0])
-    if op == "Argmax" and x.ndim >= 1:
+    if op == "Argmax" and x.ndim == e.ndim + 1:
         return _argmax_ties(x, int(params.get("axis", 0)), e, a, tol)
     if op == "Cast" and x.dtype.kind == "f" and e.dtype.kind in "iu" and x.shape == e.shape:
         info = np.iinfo(e.dtype)

@@ -356,3 +356,27 @@ def test_pattern_only_failures_are_keyed_by_what_the_engine_said():
     assert a.id == b.id and "Conv2d -> Sub" in a.title  # one converter defect, its models listed
     assert RootKey.from_json(a.to_json()) == a
     assert RootKey("heap-damage", (), "wrong results").id != RootKey("heap-damage", (), "memory error").id
+
+
+def test_an_excused_difference_is_not_reported_downstream():
+    g = Graph({"in0": TensorType((1, 2))},
+              [Node("n0", "Softmax", ["in0"], {"axis": -1}, TensorType((1, 2)), "Softmax"),
+               Node("n1", "Relu", ["n0"], {}, TensorType((1, 2)), "Relu")], ["n1"], 1)
+    x = np.array([[-np.inf, -np.inf]], np.float32)
+    ref = {"in0": x, "n0": np.full((1, 2), np.nan, np.float32), "n1": np.full((1, 2), np.nan, np.float32)}
+    eng = {"n0": np.zeros((1, 2), np.float32), "n1": np.zeros((1, 2), np.float32)}
+    # Softmax of a row without a finite maximum is undefined; Relu of its NaN is not a new bug.
+    assert _first_difference(g, ref, eng, Tolerance()) is None
+
+
+def test_node_rules_never_raise_on_shapes_an_engine_reports_differently():
+    x = np.zeros((1, 2, 3), np.float32)  # an unsqueezed view feeding Argmax
+    d = judge_node("Argmax", {"axis": 1}, [x], np.array([0, 1, 2]), np.array([0, 1, 1]))
+    assert not d.ok
+
+
+def test_inconclusive_isolation_proves_no_tie_or_pattern():
+    g = _graph(("n0", "Exp", ["in0"]), ("n1", "Greater", ["n0", "in1"]))
+    b = Blame(tried=["n1"], inconclusive=True)
+    key = _from_blame(Symptom.WRONG.value, {"op": "Greater"}, g, "n1", b, "")
+    assert key.symptom == Symptom.WRONG.value and key.ops == ("Greater",)

@@ -14,7 +14,6 @@ May import: bugs (bundle, minimize, replay, rootcause), graph, oracle, pipeline.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from .rootcause import SPECIAL_INPUT, RootKey, Symptom, crash_class, in_pattern,
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
+REPLAY_S = 5.0  # the fresh replay of the minimised model gets at least this (an aborted one says nothing)
 DCF_LIKE = (Status.DCF, Status.XPF, Status.XBF)
 
 
@@ -42,6 +42,9 @@ class Blame:
     direction: str = ""
     special_inputs: bool = False  # the blamed node's inputs hold NaN or Inf
     tried: list[str] = field(default_factory=list)
+    # A candidate whose run alone said nothing (cut short, rejected by the converter, a bool
+    # input the binding cannot take) or a walk cut by the deadline: "right alone" is unproven.
+    inconclusive: bool = False
     # The largest relative error of a candidate that was right alone: above float32 rounding it
     # is an approximation (a fast exp, a reordered sum) that the model then amplified.
     max_error: float = 0.0
@@ -84,9 +87,11 @@ def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until
     order = candidates(res.graph, node) if res.localised else [n.id for n in res.graph.nodes][:MAX_UNLOCALISED]
     for c in order:
         if time.monotonic() > until:
+            b.inconclusive = True
             break
         g1, feeds = single_node(res.graph, c)
         if any(src not in values for src in feeds.values()):
+            b.inconclusive = True
             continue
         b.tried.append(c)
         iso = run_graph(lane, g1, max(1.0, until - time.monotonic()), platforms=where,
@@ -96,6 +101,8 @@ def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until
             b.node, b.symptom, b.direction = c, hit.symptom, hit.direction
             b.special_inputs = any(_special(values[src]) for src in feeds.values())
             return b
+        if iso.aborted or any(r.status != Status.DCP for r in iso.per_platform()):
+            b.inconclusive = True
         b.max_error = max([b.max_error, *(relative_error(r) for r in iso.per_platform())])
     return b
 
@@ -129,9 +136,7 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
     meta, _, small = load_bundle(book.bundle_dir(fid))
     assert small is not None
     key = _key(lane, meta, small, until)
-    meta["root_cause"] = key.to_json()
-    path = book.bundle_dir(fid) / "meta.json"
-    path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    book.set_root_cause(fid, key.to_json())
     return {**stats, "root_cause": key.id, "symptom_was": meta0.get("symptom", ""),
             "wall": round(time.monotonic() - until + time_limit, 2)}  # minimising and isolating
 
@@ -145,10 +150,13 @@ def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKe
                        Symptom.NONDETERMINISTIC.value):
         return root_key(symptom, fp, small)
     # On fresh workers: heap damage left by the models before would move the first difference.
-    res = run_graph(lane, small, max(1.0, until - time.monotonic()), fresh=True, platforms=where,
+    res = run_graph(lane, small, max(REPLAY_S, until - time.monotonic()), fresh=True, platforms=where,
                     base=needs_base(Fingerprint.from_json(fp)))
     try:
-        hit = showing(res, local_key(symptom, fp, direction))
+        if res.aborted or "expected" not in res.arrays:  # the replay said nothing: keep the case's key
+            return root_key(symptom, fp, small, direction=direction, minimized=False)
+        hit = showing(res, local_key(symptom, fp, direction)) or next(
+            (r for r in res.per_platform() if r.status in DCF_LIKE and r.op == fp.get("op")), None)
         if hit is None:
             # The minimised model showed it on the used workers, not on fresh ones: it depends on
             # the heap state earlier models left (garbage read, damage done), like a crash that
@@ -158,6 +166,8 @@ def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKe
             return root_key(symptom, fp, small, direction=direction, minimized=False)
         node = hit.node
         b = blame(lane, hit, node, where, until)
+        if not hit.localised:
+            b.inconclusive = True  # a right-alone walk over guessed nodes proves no pattern or tie
     finally:
         if res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
@@ -175,8 +185,10 @@ def _key_alone(lane: Lane, symptom: str, fp: dict[str, Any], small: Graph, where
     minimised model runs alone (fresh workers for a crash) on TensorFlow's values of its
     inputs: the first that fails the same way is blamed, not the one running when glibc
     noticed the damage; if none does, the key names the minimised model's operators."""
-    res = run_graph(lane, small, max(1.0, until - time.monotonic()), fresh=True, platforms=where)
+    res = run_graph(lane, small, max(REPLAY_S, until - time.monotonic()), fresh=True, platforms=where)
     try:
+        if res.aborted:  # cut short: it says nothing about heap damage
+            return root_key(symptom, fp, small)
         back = any(r.symptom == symptom for r in res.per_platform())
         if symptom == Symptom.CRASH.value and not back:
             return root_key(Symptom.HEAP_DAMAGE.value, fp, small)
@@ -224,7 +236,7 @@ def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Bl
         if s in (Symptom.WRONG.value, Symptom.PRECISION.value) and b.special_inputs:
             s, d = Symptom.NAN_INF.value, SPECIAL_INPUT
         return root_key(s, fp, small, blamed=b.node, isolated=True, direction=d)
-    if not b.tried:  # isolation could not run: the case's own operator stands in
+    if not b.tried or b.inconclusive:  # isolation proved nothing: the case's own operator stands in
         return root_key(symptom, fp, small, blamed=node, direction=direction)
     if small.node(node).op in DISCONTINUOUS:
         # Right alone on TensorFlow's own inputs: the engine's slightly different (in-tolerance)

@@ -288,7 +288,9 @@ def assemble(failures: list[dict[str, Any]], diagnosed: dict[str, Diagnosed], po
     same local key (symptom, operator, direction); failing that, its own operator keys it."""
     by_local: dict[tuple[str, ...], RootKey] = {}
     for f in sorted(failures, key=lambda f: diagnosed[f["key"]].size if f["key"] in diagnosed else 1 << 30):
-        if f["key"] in diagnosed:
+        # Only a key of the same symptom is passed on: a variant diagnosed as a tie or as heap
+        # damage says nothing of an undiagnosed one (which may be the real defect).
+        if f["key"] in diagnosed and diagnosed[f["key"]].key.symptom == f["local"][0]:
             by_local.setdefault(tuple(f["local"]), diagnosed[f["key"]].key)
     causes: dict[str, RootCause] = {}
     for f in failures:
