@@ -267,22 +267,20 @@ def render(r: dict[str, Any], cat: Catalogue, out: Path) -> str:
         lines.append(f"over-merged root causes (fingerprints of several defects): {len(r['over_merged'])}")
         for m in r["over_merged"]:
             lines.append(f"  {m['key']}  {m['title'][:70]}  <- {', '.join(m['defects'])}")
-    if r["artefacts"]:
-        lines.append("")
-        lines.append("known artefacts, NOT real defects (cases, key, symptom, title <- artefact):")
-        for k in r["artefacts"]:
-            lines.append(f"  {k['cases']:5d}  {k['key']}  {k['symptom']:16s} {k['title'][:70]}  <- {k['defect']}")
-    if r["controls"]:
-        lines.append("")
-        lines.append("keys blamed on a control operator (cases, key, symptom, title):")
-        for k in r["controls"]:
-            lines.append(f"  {k['cases']:5d}  {k['key']}  {k['symptom']:16s} {k['title'][:80]}")
-    if r["unmatched"]:
-        lines.append("")
-        lines.append("keys matching no defect (cases, key, symptom, title):")
-        for k in r["unmatched"]:
-            lines.append(f"  {k['cases']:5d}  {k['key']}  {k['symptom']:16s} {k['title'][:80]}")
+    _key_list(lines, r["artefacts"], "known artefacts, NOT real defects (cases, key, symptom, title <- artefact):",
+              70, lambda k: f"  <- {k['defect']}")
+    _key_list(lines, r["controls"], "keys blamed on a control operator (cases, key, symptom, title):", 80)
+    _key_list(lines, r["unmatched"], "keys matching no defect (cases, key, symptom, title):", 80)
     return "\n".join(lines)
+
+
+def _key_list(lines: list[str], keys: list[dict[str, Any]], header: str, width: int,
+              tail: Any = lambda k: "") -> None:
+    """A titled block of keys, one line each (nothing when there are none)."""
+    if not keys:
+        return
+    lines += ["", header]
+    lines += [f"  {k['cases']:5d}  {k['key']}  {k['symptom']:16s} {k['title'][:width]}{tail(k)}" for k in keys]
 
 
 def run_campaign(a: argparse.Namespace) -> None:

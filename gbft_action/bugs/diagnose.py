@@ -89,17 +89,15 @@ def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until
         if time.monotonic() > until:
             b.inconclusive = True
             break
-        g1, feeds = single_node(res.graph, c)
-        if any(src not in values for src in feeds.values()):
+        iso = run_alone(lane, res.graph, c, values, where, until)
+        if iso is None:
             b.inconclusive = True
             continue
         b.tried.append(c)
-        iso = run_graph(lane, g1, max(1.0, until - time.monotonic()), platforms=where,
-                        inputs={k: values[src] for k, src in feeds.items()})
         hit = next((r for r in iso.per_platform() if r.status in DCF_LIKE), None)
         if hit is not None:
             b.node, b.symptom, b.direction = c, hit.symptom, hit.direction
-            b.special_inputs = any(_special(values[src]) for src in feeds.values())
+            b.special_inputs = any(_special(values[src]) for src in res.graph.node(c).inputs if src in values)
             return b
         if iso.aborted or any(r.status != Status.DCP for r in iso.per_platform()):
             b.inconclusive = True
@@ -218,14 +216,21 @@ def _first_failing_alone(lane: Lane, res: CaseResult, symptom: str, where: list[
     for n in res.graph.nodes[:MAX_UNLOCALISED]:
         if time.monotonic() > until:
             break
-        g1, feeds = single_node(res.graph, n.id)
-        if any(src not in values for src in feeds.values()):
-            continue
-        iso = run_graph(lane, g1, max(1.0, until - time.monotonic()), fresh=symptom == Symptom.CRASH.value,
-                        platforms=where, inputs={k: values[src] for k, src in feeds.items()})
-        if any(r.symptom == symptom for r in iso.per_platform()):
+        iso = run_alone(lane, res.graph, n.id, values, where, until, fresh=symptom == Symptom.CRASH.value)
+        if iso is not None and any(r.symptom == symptom for r in iso.per_platform()):
             return n.id
     return ""
+
+
+def run_alone(lane: Lane, g: Graph, node: str, values: dict[str, np.ndarray], where: list[str] | None,
+              until: float, fresh: bool = False) -> CaseResult | None:
+    """Node ``node`` of g run alone on ``values`` (TensorFlow's, of g's tensors); None when
+    TensorFlow gave no value for one of its inputs."""
+    g1, feeds = single_node(g, node)
+    if any(src not in values for src in feeds.values()):
+        return None
+    return run_graph(lane, g1, max(1.0, until - time.monotonic()), fresh=fresh, platforms=where,
+                     inputs={k: values[src] for k, src in feeds.items()})
 
 
 def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Blame, direction: str) -> RootKey:
