@@ -400,6 +400,14 @@ def print_summary(s: dict[str, Any], out: Path) -> None:
         where = f"  [{', '.join(f['platforms'])}]" if len(plats) > 1 and f.get("platforms") else ""
         verdict = f"{f['verdict']:>12s}  " if "verdict" in f else ""
         print(f"  {f['count']:5d}  {f['key'][:12]}  {verdict}{f.get('title') or f['message'][:90]}{where}")
+    causes = s.get("root_causes") or []
+    if causes:
+        # What a maintainer acts on: the fingerprints above merged into root causes.
+        by = {p: sum(rc["policy"] == p for rc in causes) for p in ("report", "summary", "ignore")}
+        print(f"root causes: {len(causes)} ({by['report']} reported, {by['summary']} summary only, "
+              f"{by['ignore']} ignored)")
+        for rc in [rc for rc in causes if rc["policy"] == "report"][:20]:
+            print(f"  {rc['count']:5d}  {rc['key']}  {rc['symptom']:16s}  {rc['title'][:90]}")
     if s.get("triage"):
         from .bugs.triage import headline
 

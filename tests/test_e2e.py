@@ -49,6 +49,8 @@ def test_cli_fuzz_within_budget_and_fast_enough(tmp_path):
     assert s["seed"] == 3 and s["elapsed_s"] <= 30
     assert "unique_failures" in s and s["unique_failures"] == len(s["failures"])
     assert "models" in p.stdout and "summary.json" in p.stdout
+    # The console names the root causes, not only the fingerprints.
+    assert f"root causes: {len(s['root_causes'])} (" in p.stdout
 
 
 def test_same_seed_same_models_in_same_order(tmp_path):
