@@ -294,25 +294,28 @@ class Campaign:
     def _diagnose(self, lane: Lane, deadline: float) -> None:
         """Minimise and key (bugs.diagnose) this run's fingerprints within the reserve: those a
         report would file first, one per local key (symptom, operator, direction) first, the
-        smallest models first; then the other variants, which may split off a root cause."""
+        smallest models first; then the other variants, which may split off a root cause.  The
+        reserve is planned per local key: a variant left undiagnosed joins its head's key."""
         if self.cfg.minimize_share <= 0:
             return
         firsts = self._first_records()
-        todo = [f for f in self._diagnosis_order() if f not in self.minimized]
-        # Then, with what is left, the minimisations a fair share cut short go on once.
-        for k, fid in enumerate([*todo, *todo]):
-            left = deadline - time.monotonic() - GRACE_S
-            if left < 1 or self._interrupted:
-                break
-            resume = k >= len(todo)
-            if resume and self.minimized.get(fid, {}).get("complete", True):
-                continue
-            # A fair share of what is left, at least 2 s and at most the per-bug limit.
-            share = max(2.0, left / (len(todo) - k)) if not resume else left
-            self.minimized[fid] = diagnose(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left), resume)
-            self._diagnosed.add(_local(firsts[fid]))
+        heads, rest = self._diagnosis_order()
+        # Each pass shares what is left fairly among its own fingerprints (heads first: they
+        # decide the keys); then the minimisations a share cut short go on once.
+        for todo, resume in ((heads, False), (rest, False), ([*heads, *rest], True)):
+            todo = [f for f in todo if (f in self.minimized) == resume
+                    and not (resume and self.minimized[f].get("complete", True))]
+            for k, fid in enumerate(todo):
+                left = deadline - time.monotonic() - GRACE_S
+                if left < 1 or self._interrupted:
+                    return
+                # A fair share of what is left, at least 2 s and at most the per-bug limit.
+                share = max(2.0, left / (len(todo) - k)) if not resume else left
+                self.minimized[fid] = diagnose(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left), resume)
+                self._diagnosed.add(_local(firsts[fid]))
 
-    def _diagnosis_order(self) -> list[str]:
+    def _diagnosis_order(self) -> tuple[list[str], list[str]]:
+        """(heads, rest): the first fingerprint of each local key, then the others."""
         firsts = self._first_records()
         # Not hangs: each replay would take the stage limit (30 s, more under qemu) and overrun.
         order = sorted((f for f in self.bugs.seen_this_run if f in firsts and firsts[f].get("symptom") != "timeout"),
@@ -324,7 +327,7 @@ class Campaign:
             lk = _local(firsts[f])
             (rest if lk in seen else heads).append(f)
             seen.add(lk)
-        return heads + rest
+        return heads, rest
 
     def _first_records(self) -> dict[str, dict[str, Any]]:
         """Each fingerprint's first (platform) record."""

@@ -32,6 +32,10 @@ from .rootcause import SPECIAL_INPUT, RootKey, Symptom, crash_class, in_pattern,
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
 REPLAY_S = 5.0  # the fresh replay of the minimised model gets at least this (an aborted one says nothing)
+# Keying gets at least this after the minimiser, whatever the share: a key from blame in
+# isolation merges variants, a minimised model without it is keyed by where the bug showed
+# (a dozen keys for one BatchToSpaceND defect, each named after a downstream operator).
+KEY_MIN_S = 4.0
 DCF_LIKE = (Status.DCF, Status.XPF, Status.XBF)
 
 
@@ -133,7 +137,7 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
     stats = minimize_bug(lane, book, fid, max(1.0, 0.7 * time_limit), check_flaky=False, resume=resume)
     meta, _, small = load_bundle(book.bundle_dir(fid))
     assert small is not None
-    key = _key(lane, meta, small, until)
+    key = _key(lane, meta, small, max(until, time.monotonic() + KEY_MIN_S))
     book.set_root_cause(fid, key.to_json())
     return {**stats, "root_cause": key.id, "symptom_was": meta0.get("symptom", ""),
             "wall": round(time.monotonic() - until + time_limit, 2)}  # minimising and isolating
@@ -141,7 +145,7 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
 
 def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKey:
     symptom, fp, direction = meta.get("symptom", ""), meta["fingerprint"], meta.get("direction", "")
-    where = bug_platforms(lane, meta)
+    where = bug_platforms(lane, meta, cheapest=True)
     if symptom in ALONE:
         return _key_alone(lane, symptom, fp, small, where, until)
     if symptom not in (Symptom.WRONG.value, Symptom.NAN_INF.value, Symptom.PRECISION.value,

@@ -69,16 +69,22 @@ def showing(res: CaseResult, key: tuple[str, str, str]) -> CaseResult | None:
     return next((r for r in res.per_platform() if local_key_of(r) == key), None)
 
 
-def bug_platforms(lane: Lane, meta: dict[str, Any]) -> list[str] | None:
+def bug_platforms(lane: Lane, meta: dict[str, Any], cheapest: bool = False) -> list[str] | None:
     """The lane's platforms on which a bundle's bug was seen (None: run them all).
 
     An XPF needs the first platform too: it is the one the others are compared with.
+    ``cheapest``: of a bug seen on several platforms, only the fastest one (native rather than
+    emulated): minimising and blaming under qemu cost several times as much and say the same.
     """
     seen = [p for p in lane.platforms if p in (meta.get("platforms") or [])]
     if not seen:
         return None
-    if meta.get("fingerprint", {}).get("status") == "XPF" and lane.primary not in seen:
-        seen.insert(0, lane.primary)
+    if meta.get("fingerprint", {}).get("status") == "XPF":
+        if lane.primary not in seen:
+            seen.insert(0, lane.primary)
+        return seen
+    if cheapest:
+        return [min(seen, key=lambda p: lane.platforms[p].slowdown)]
     return seen
 
 
@@ -114,7 +120,7 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
     if resume and small is not None:
         g = small  # ... unless going on
     target = Fingerprint.from_json(meta["fingerprint"])
-    where = bug_platforms(lane, meta)
+    where = bug_platforms(lane, meta, cheapest=True)
     # No slippage: a candidate counts only with the same symptom, operator and direction (the
     # local key), not merely "some failure"; older bundles without a symptom keep the fingerprint.
     key = local_key(meta["symptom"], meta["fingerprint"], meta.get("direction", "")) if meta.get("symptom") else None
