@@ -380,3 +380,48 @@ def test_inconclusive_isolation_proves_no_tie_or_pattern():
     b = Blame(tried=["n1"], inconclusive=True)
     key = _from_blame(Symptom.WRONG.value, {"op": "Greater"}, g, "n1", b, "")
     assert key.symptom == Symptom.WRONG.value and key.ops == ("Greater",)
+
+
+def test_a_bug_seen_on_several_platforms_is_diagnosed_on_the_fastest_only():
+    from types import SimpleNamespace
+
+    from gbft_action.bugs.replay import bug_platforms
+    from gbft_action.platforms import Platform
+    plats = {"x86_64": Platform("x86_64"), "arm64-qemu": Platform("arm64-qemu", slowdown=8.0)}
+    lane = SimpleNamespace(platforms=plats, primary="x86_64")
+    both = {"platforms": ["arm64-qemu", "x86_64"], "fingerprint": {"status": "DCF"}}
+    assert bug_platforms(lane, both) == ["x86_64", "arm64-qemu"]
+    assert bug_platforms(lane, both, cheapest=True) == ["x86_64"]
+    arm = {"platforms": ["arm64-qemu"], "fingerprint": {"status": "DCF"}}
+    assert bug_platforms(lane, arm, cheapest=True) == ["arm64-qemu"]
+    # A cross-platform difference needs the platform it is compared with.
+    xpf = {"platforms": ["arm64-qemu"], "fingerprint": {"status": "XPF"}}
+    assert bug_platforms(lane, xpf, cheapest=True) == ["x86_64", "arm64-qemu"]
+
+
+def test_the_reserve_goes_to_one_fingerprint_per_local_key_first(monkeypatch):
+    """Heads (the first fingerprint of each symptom/operator/direction) share the reserve
+    first; variants get what is left; a share cut short goes on once."""
+    import time as _time
+    from types import SimpleNamespace
+
+    from gbft_action import campaign as C
+    calls: list[tuple[str, float, bool]] = []
+
+    def fake_diagnose(lane, book, fid, limit, resume):
+        calls.append((fid, limit, resume))
+        return {"complete": fid != "h1" or resume, "wall": limit}
+
+    monkeypatch.setattr(C, "diagnose", fake_diagnose)
+    c = C.Campaign.__new__(C.Campaign)
+    rec = lambda fid, op, n: {"key": fid, "symptom": "wrong-result", "fingerprint": {"op": op}, "n_nodes": n}
+    c.records = [{"index": i, **r} for i, r in enumerate(
+        [rec("h1", "Lrn", 5), rec("v1", "Lrn", 3), rec("h2", "Add", 9), rec("v2", "Add", 20), rec("v3", "Lrn", 40)])]
+    c.bugs = SimpleNamespace(seen_this_run={"h1", "v1", "h2", "v2", "v3"})
+    c.cfg = SimpleNamespace(minimize_share=0.2, minimize_limit=30.0, symptom_policy={})
+    c.minimized, c._diagnosed, c._interrupted = {}, set(), False
+    c._diagnose(None, _time.monotonic() + 20.0 + C.GRACE_S)
+    assert [f for f, _, _ in calls[:2]] == ["v1", "h2"]  # the smallest of each local key, smallest first
+    assert calls[0][1] >= 9.0  # half of what is left, not a fifth
+    assert [f for f, _, r in calls[2:] if not r] == ["h1", "v2", "v3"]
+    assert [f for f, _, r in calls if r] == ["h1"]  # the one cut short goes on once
