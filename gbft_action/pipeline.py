@@ -15,7 +15,6 @@ only), graph, oracle, platforms, workers; never campaign, report or action.
 
 from __future__ import annotations
 
-import re
 import shutil
 import threading
 import time
@@ -29,7 +28,8 @@ import numpy as np
 from .bugs.fingerprint import Fingerprint, fingerprint, op_named_in
 from .bugs.rootcause import classify
 from .bugs.triage import case_verdict
-from .engines.adapter import resolve
+from .engines.adapter import knowledge_of, resolve
+from .engines.knowledge import EngineKnowledge
 from .engines.builds import EngineBuild
 from .graph.ir import Graph
 from .oracle import (ENGINE_FAILURES, VIEWS, OutputDiff, Status, Tolerance, compare, judge_node, judge_outputs,
@@ -142,6 +142,11 @@ class Lane:
         spec.python = p.python or build.python or spec.python
         return Worker(spec, log)
 
+    @property
+    def knowledge(self) -> EngineKnowledge:
+        """How to read the engine's log (a module:Class adapter: as the engine its hello names)."""
+        return knowledge_of(self.cfg.engine, str(self.eng.hello.get("engine", "")))
+
     def _engines(self) -> list[Worker]:
         return [*self.engs.values(), *([self.base] if self.base is not None else [])]
 
@@ -213,7 +218,7 @@ class Lane:
                 self._cross_build(res, left)
             for r in res.every_result():
                 r.fingerprint = fingerprint(str(r.status), r.stage, r.message, r.log, g, r.op, r.node, r.signal,
-                                            r.mismatch)
+                                            r.mismatch, self.knowledge)
                 self._symptom(r, res, left)
             if res.base is not None:
                 v = case_verdict(res.fingerprint, res.base.fingerprint)
@@ -372,9 +377,9 @@ class Lane:
             res.signal, res.exit_code = r.signal, r.exit_code
         else:
             res.status = status
-            res.message = error_line(r.log) if stage == "convert" else r.reply.get("error", "")
+            res.message = self.knowledge.error_line(r.log) if stage == "convert" else r.reply.get("error", "")
             res.message = res.message or r.reply.get("error", "")
-        res.op = op_named_in(r.log, res.graph)
+        res.op = op_named_in(r.log, res.graph, self.knowledge)
 
     def _compare(self, res: CaseResult, left: float) -> None:
         res.stage = "compare"
@@ -564,17 +569,6 @@ def _quietly(fn: Callable[[], Any]) -> Callable[[], None]:
         except (RuntimeError, OSError):
             pass
     return run
-
-
-_ERROR_LINE = re.compile(r"(Not Support|Check failed|Error|error|Can't|Failed|failed|abort|Segmentation)")
-
-
-def error_line(log: str) -> str:
-    """The first line of an engine log that reads like an error."""
-    for line in log.splitlines():
-        if _ERROR_LINE.search(line) and "Converted Failed" not in line:
-            return line.strip()
-    return ""
 
 
 def mismatch_kind(d: OutputDiff) -> str:

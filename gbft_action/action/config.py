@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..bugs.policy import parse_policy
+from ..engines.adapter import ENGINES as _REGISTRY
 
-ENGINES = ("mnn", "command")
+ENGINES = tuple(_REGISTRY)  # every registered engine (module:Class adapters are for tests)
 REPORTS = ("issues", "summary", "none")
 FAIL_ON = ("new", "any", "never")
 

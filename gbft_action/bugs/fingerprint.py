@@ -14,6 +14,11 @@ titles.  Per status (the paper's rule, made precise):
        names: the same bug on another pair of platforms is the same bug).
   XBF  as DCF, for outputs that differ between the build under test and the
        base build where TensorFlow cannot tell them apart.
+
+What an engine's log means (its error formats, how it names operators) is the engine's
+knowledge (``engines.knowledge``), passed in; without it no log pattern is read.
+
+May import: graph, engines.knowledge (import-free; never an engine adapter).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..engines.knowledge import GENERIC, EngineKnowledge, Failure
 from ..graph.ir import Graph
 
 _TIMESTAMP = re.compile(r"\[\d{1,2}:\d{2}:\d{2}\]\s*(:\d+:)?")
@@ -32,9 +38,6 @@ _TENSOR = re.compile(r"\b(?:n|a|in)\d+\b")
 _LINE = re.compile(r"(?<=[\w.]):\d+\b")
 _NUM = re.compile(r"(?<![A-Za-z_])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 _SPACE = re.compile(r"\s+")
-_NOT_SUPPORT = re.compile(r"Not Support:\s*((?:\w+::\w+\s*\|?\s*)+)", re.I)
-_CHECK = re.compile(r"Check failed:\s*(.+)")
-_NO_OUTPUT = re.compile(r"Can't find output (\S+) from the model")
 _FRAME = re.compile(r"^\s*#\d+\s+(?:0x[0-9a-f]+\s+in\s+)?([\w:~<>]+)", re.M)
 _BORING_FRAMES = ("abort", "raise", "__libc", "gsignal", "_start", "start_thread", "clone", "Py", "_Py")
 
@@ -94,8 +97,10 @@ class Fingerprint:
 
 
 def fingerprint(status: str, stage: str, message: str, log: str, g: Graph, op: str = "", node: str = "",
-                signal: int | None = None, mismatch: str = "") -> Fingerprint | None:
-    """The fingerprint of one judged engine failure (None for passes, REF, GEN)."""
+                signal: int | None = None, mismatch: str = "",
+                knowledge: EngineKnowledge = GENERIC) -> Fingerprint | None:
+    """The fingerprint of one judged engine failure (None for passes, REF, GEN);
+    ``knowledge``: the engine's, to read its log with."""
     if status in ("DCF", "XPF", "XBF"):
         return _dcf(g, node, op, mismatch, status)
     if status == "TIMEOUT" and stage in ("convert", "infer"):
@@ -107,25 +112,20 @@ def fingerprint(status: str, stage: str, message: str, log: str, g: Graph, op: s
 
         name = _signal.Signals(signal).name if signal in _signal.Signals._value2member_map_ else f"signal {signal}"
         frames = top_frames(log)
-        return Fingerprint(stage, status, "signal", name + (f" in {frames}" if frames else ""), op or op_named_in(log, g))
-    return _error(stage, status, message, log, g, op)
+        return Fingerprint(stage, status, "signal", name + (f" in {frames}" if frames else ""),
+                           op or op_named_in(log, g, knowledge))
+    return _error(stage, status, message, log, g, op, knowledge)
 
 
-def _error(stage: str, status: str, message: str, log: str, g: Graph, op: str) -> Fingerprint:
-    m = _NOT_SUPPORT.search(log) or _NOT_SUPPORT.search(message)
-    if m:
-        ops = sorted(x.split("::")[1] for x in re.findall(r"\w+::\w+", m.group(1)))
-        return Fingerprint(stage, status, "unsupported", "", ops[0])
-    m = _CHECK.search(log) or _CHECK.search(message)
-    if m:
-        return Fingerprint(stage, status, "check", normalise(m.group(1)), op or op_named_in(log, g))
-    m = _NO_OUTPUT.search(log)
-    if m:
-        # One bug whatever the operator: the converter drops outputs it folds
-        # into constants (seen with Shape/Cast-fed chains of many op types).
-        return Fingerprint(stage, status, "missing-output", "", "")
-    text = message or log
-    return Fingerprint(stage, status, "error", normalise(text.splitlines()[0] if text else ""), op or op_named_in(log, g))
+def _error(stage: str, status: str, message: str, log: str, g: Graph, op: str,
+           knowledge: EngineKnowledge) -> Fingerprint:
+    f = knowledge.explain(stage, log, message)
+    if f is None:  # words the engine's knowledge does not recognise: the message's first line
+        text = message or log
+        f = Failure("error", text.splitlines()[0] if text else "")
+    # f.op None: the log does not say which operator; the caller's, or one the log names.
+    blamed = f.op if f.op is not None else op or op_named_in(log, g, knowledge)
+    return Fingerprint(stage, status, f.kind, normalise(f.code), blamed)
 
 
 def _dcf(g: Graph, node: str, op: str, mismatch: str, status: str = "DCF") -> Fingerprint:
@@ -148,11 +148,11 @@ def _op_of(g: Graph, name: str) -> str:
         return ""
 
 
-def op_named_in(log: str, g: Graph) -> str:
-    """An operator the log names: an op type ('Tensorflow::X', MNN's form) or a node of the graph."""
-    m = re.search(r"(?:Tensorflow|TF|Onnx|Tflite)::(\w+)", log, re.I)
-    if m:
-        return m.group(1)
+def op_named_in(log: str, g: Graph, knowledge: EngineKnowledge = GENERIC) -> str:
+    """An operator the log names: an op type in the engine's notation, or a node of the graph."""
+    named = knowledge.op_named(log)
+    if named:
+        return named
     for name in re.findall(r"\b(?:n|a)\d+\b", log):
         op = _op_of(g, name)
         if op:

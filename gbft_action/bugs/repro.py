@@ -2,7 +2,8 @@
 
 ``repro.py``: the (minimised) model as straight-line TensorFlow code, one line per
 operator with its parameters written out (``reference.tf_code``), inputs from a
-printed seed, the engine through its current API (``templates/engine_<name>.py.j2``),
+printed seed, the engine through its current API (the template its knowledge names,
+``templates/engine_<name>.py.j2``; ``engine_generic.py.j2`` for an engine with none),
 the comparison with the tolerance, and the numbers that differ.
 ``repro_engine.py``: the same check without TensorFlow, the frozen model and
 TensorFlow's inputs and outputs embedded (written only when they are small).
@@ -13,7 +14,8 @@ and 2 on anything else, uncaught exceptions included.
 
 The scripts are generated from data (the graph, meta.json), never copied from a
 bundle: a bundle may come from a pull request, so every value that reaches the
-code is checked or quoted here.  May import: graph, oracle, reference.tf_code, reference.inputs.
+code is checked or quoted here.  May import: graph, oracle, reference.tf_code, reference.inputs,
+engines.adapter (the registry: what the host knows of each engine, never an adapter).
 """
 
 from __future__ import annotations
@@ -29,12 +31,12 @@ from typing import Any
 import jinja2
 import numpy as np
 
+from ..engines.adapter import knowledge_of
 from ..graph.ir import Graph
 from ..oracle import Tolerance
 from ..reference.inputs import special_values_source
 from ..reference.tf_code import HELPERS, check_graph, model_lines
 
-ENGINE_PIP = {"mnn": "MNN (pip install MNN)", "command": "the engine build (GBFT_ENGINE_BUILD)"}
 EMBED_LIMIT = 200_000  # bytes of model and arrays that repro_engine.py may carry
 _STATUS = re.compile(r"[A-Z]{2,8}")
 
@@ -78,7 +80,8 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
         raise ValueError(f"meta.json: engine {engine!r} is not an engine name")
     status = str(meta.get("status", ""))
     commands = {k: repr(str(v)) for k, v in (meta["engine"].get("commands") or {}).items()}
-    engine_stage = env.get_template(f"engine_{engine}.py.j2").render(commands=commands)
+    engine_stage = env.get_template(knowledge_of(engine).repro_template).render(commands=commands,
+                                                                               engine_name=engine)
     tol = Tolerance(**{k: float(v) for k, v in meta["tolerance"].items()})
     return env.get_template("repro.py.j2").render(
         fp_id=doc(meta["id"], 64), title=doc(meta["title"]), engine_name=engine,
@@ -87,11 +90,17 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
         seed=_int(meta.get("seed")), case_index=_int(meta.get("case_index")), seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=tol,
         signal=_signal(meta["fingerprint"]),
-        engine_pip=ENGINE_PIP.get(engine, engine), helpers=HELPERS, model=(lines := model_lines(graph)),
+        engine_pip=doc(engine_needs(meta["engine"])), helpers=HELPERS, model=(lines := model_lines(graph)),
         weights=any("rng(" in line for line in lines),
         special=graph.values == "special", special_source=special_values_source(),
         inputs=sorted(graph.inputs.items()), engine_stage=engine_stage, embedded=data is not None,
         model_b64=base64.b64encode(data.model_pb).decode() if data else "", data_b64=data.npz_b64() if data else "")
+
+
+def engine_needs(engine: dict[str, Any]) -> str:
+    """What a repro needs installed to run the engine a bundle's ``meta["engine"]`` names
+    (its package pinned to the version the bug showed on, where it has one)."""
+    return knowledge_of(str(engine.get("engine", ""))).package.needs(str(engine.get("version", "")))
 
 
 def _signal(fp: dict[str, Any]) -> int:

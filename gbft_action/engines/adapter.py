@@ -1,9 +1,13 @@
 """The engine interface, its registry, and the worker-side handler.
 
 An engine adapter runs inside an engine worker process; the host never imports
-it.  The registry maps a name to a ``module:Class`` string so that importing
-``gbft_action`` imports no engine.  ``--engine module:Class`` names any
-adapter directly (the tests use this for engines that crash on purpose).
+it.  The registry maps a name to the engine's ``EngineKnowledge`` (engines/knowledge.py:
+what the host knows of it, import-free), which names the adapter as a ``module:Class``
+string, so that importing ``gbft_action`` imports no engine.  ``--engine module:Class``
+names any adapter directly (the tests use this for engines that crash on purpose).
+
+May import: engines.knowledge and its per-engine subclasses, workers.arrays, numpy
+(the host imports this module for the registry; the handler runs in the worker).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 import numpy as np
 
 from ..workers.arrays import pack, unpack
+from .knowledge import GENERIC, CommandKnowledge, EngineKnowledge
+from .mnn_knowledge import MNNKnowledge
 
 
 class ConvertError(RuntimeError):
@@ -38,19 +44,37 @@ class EngineAdapter(Protocol):
         """Run the converted model; return every requested output."""
 
 
-ENGINES: dict[str, str] = {
-    "mnn": "gbft_action.engines.mnn:MNNEngine",
-    "command": "gbft_action.engines.command:CommandEngine",
+# One line per engine: its knowledge (a subclass, or EngineKnowledge for an engine whose log
+# has no known patterns) naming its adapter.  tests/test_conformance.py runs every entry.
+ENGINES: dict[str, EngineKnowledge] = {
+    "mnn": MNNKnowledge("gbft_action.engines.mnn:MNNEngine"),
+    "command": CommandKnowledge("gbft_action.engines.command:CommandEngine"),
 }
 
 
 def resolve(name: str) -> str:
     """Engine name -> ``module:Class`` target for the worker."""
     if name in ENGINES:
-        return ENGINES[name]
+        return ENGINES[name].adapter
     if ":" in name:
         return name
     raise ValueError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))}, or module:Class)")
+
+
+def knowledge_of(engine: str, reported: str = "") -> EngineKnowledge:
+    """What the host knows of ``engine`` (a registry name or ``module:Class``).
+
+    ``reported`` is the name the adapter gave in its hello: an adapter named by
+    ``module:Class`` that wraps a registered one (the tests' fakes wrap MNN's) speaks
+    that engine's log.  It only selects a registry entry, nothing is imported by it.
+    Anything else gets the generic knowledge (no log patterns).
+    """
+    if engine in ENGINES:
+        return ENGINES[engine]
+    for known in ENGINES.values():
+        if known.adapter == engine:
+            return known
+    return ENGINES.get(reported, GENERIC)
 
 
 class EngineHandler:

@@ -17,7 +17,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..bugs.bundle import TEMPLATES, mermaid
-from ..bugs.repro import ENGINE_PIP, render_repro
+from ..bugs.repro import engine_needs, render_repro
 from ..graph.ir import Graph
 from .sanitize import cell, code_block, finalize, prose, title, truncate_body
 
@@ -104,7 +104,7 @@ class Renderer:
             minimized=meta.get("minimized", False), message=Markup(prose(meta.get("message", ""), 1000)),
             details=self._details(bundle),
             mermaid=code_block(mermaid(graph, _node(meta)) if graph else "flowchart TD", "mermaid"),
-            flaky=meta.get("flaky"), engine_pip=ENGINE_PIP.get(meta["engine"].get("engine", ""), "the engine"),
+            flaky=meta.get("flaky"), engine_pip=engine_needs(meta["engine"]),
             repro_lines=repro.count("\n"), repro_block=code_block(repro, "python"),
             engine_only=(bundle / "repro_engine.py").exists(),
             log_block=code_block("\n".join(log.splitlines()[-60:])) if log.strip() else "",

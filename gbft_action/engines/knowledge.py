@@ -1,0 +1,107 @@
+"""What the host knows of an engine without importing it: how to read its log, how to name
+its package, how its repro script runs it.
+
+The adapter (``engines/<name>.py``) runs in the engine worker and imports the engine's
+library; the host process never imports it (MNN's converter and TensorFlow abort when
+loaded together).  Everything the engine-neutral modules (fingerprints, repro scripts,
+issues) need to know about one engine lives in an ``EngineKnowledge`` instead, which the
+registry (``engines.adapter.ENGINES``) holds beside the adapter's ``module:Class``.
+
+``EngineKnowledge`` itself is the generic engine: no log patterns (a failure is the first
+line of its message), no package name, a repro stage that says it has to be written.  An
+engine with recognisable log formats subclasses it (``engines/mnn_knowledge.py``).
+
+May import: the standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One engine failure as its log tells it.
+
+    kind  unsupported | check | missing-output | error (the fingerprint's vocabulary)
+    code  what identifies the failure within its kind (raw; fingerprints normalise it)
+    op    the operator type it is about; None: the log does not say, the caller's guess
+          stands (the failing operator it knows, or one the log names)
+    """
+
+    kind: str
+    code: str = ""
+    op: str | None = None
+    message: str = ""  # the log line it was read from, for people
+
+
+@dataclass(frozen=True)
+class Package:
+    """How a maintainer installs the engine to run a repro script."""
+
+    pip: str = ""  # the distribution's name on PyPI; "" when it is not pip-installable
+    text: str = "the engine"  # what the repro needs, when there is nothing to pip-install
+
+    def needs(self, version: str = "") -> str:
+        """The repro's "needs ..." phrase, pinned to ``version`` (the one the bug showed on)
+        when it looks like a release number: maintainers ask for a retest on a release."""
+        if not self.pip:
+            return self.text
+        pin = f"=={version}" if re.fullmatch(r"[0-9][0-9A-Za-z.+-]{0,39}", version or "") else ""
+        return f"{self.pip} (pip install {self.pip}{pin})"
+
+
+# A line that reads like an error, in any engine's English (engine-specific phrases are added
+# by subclasses); used for the message of a conversion failure, whose adapter only says "failed".
+ERROR_WORDS = r"Error|error|Can't|Failed|failed|abort|Segmentation"
+
+
+class EngineKnowledge:
+    """The generic engine's knowledge; subclasses override what their engine says differently."""
+
+    #: the engine's registry name ("" for the generic engine)
+    name: str = ""
+    package: Package = Package()
+    #: the template (under templates/) with the repro script's ``engine(d)`` stage
+    repro_template: str = "engine_generic.py.j2"
+    #: a log line matching this reads like an error ...
+    error_words: re.Pattern[str] = re.compile(f"({ERROR_WORDS})")
+    #: ... unless it holds one of these (a summary line that says nothing of the cause)
+    not_errors: tuple[str, ...] = ()
+
+    def __init__(self, adapter: str = "") -> None:
+        #: ``module:Class`` of the adapter, imported by the engine worker only
+        self.adapter = adapter
+
+    def explain(self, stage: str, log: str, message: str) -> Failure | None:
+        """What failed, read from the worker's log and the adapter's message; None when
+        the engine's own words say nothing this knowledge recognises (the fingerprint then
+        takes the message's first line as the code)."""
+        return None
+
+    def op_named(self, log: str) -> str:
+        """An operator type the log names in the engine's own notation ("" if none)."""
+        return ""
+
+    def error_line(self, log: str) -> str:
+        """The first line of the log that reads like an error ("" if none)."""
+        for line in log.splitlines():
+            if self.error_words.search(line) and not any(s in line for s in self.not_errors):
+                return line.strip()
+        return ""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.adapter!r})"
+
+
+class CommandKnowledge(EngineKnowledge):
+    """The command engine: any build, driven by two command templates (engines/command.py).
+    Its log is whatever the commands print, so nothing engine-specific is read from it."""
+
+    name = "command"
+    package = Package(text="the engine build (GBFT_ENGINE_BUILD)")
+    repro_template = "engine_command.py.j2"
+
+
+GENERIC = EngineKnowledge()

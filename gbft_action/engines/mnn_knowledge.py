@@ -1,0 +1,82 @@
+"""What the host knows of Alibaba MNN: its log formats, its package, its repro stage.
+
+MNN's converter and runtime write free-form English to stdout/stderr (the worker's log):
+  ``[20:15:00] :220: These Op Not Support: Tensorflow::ResizeArea | Tensorflow::X``
+      the converter has no conversion for these op types (or one failed, see below);
+  ``==== output_shape is not consistent with inferred output shape in MNN. ====``
+  `` ====Converte Tensorflow's Op n26 , type = Conv2DBackpropInput, failed, ...``
+      the converter computed another output shape than the model's: a conversion defect
+      of an op it does support, which MNN then also lists under "Not Support";
+  ``Check failed: <condition>``  an assertion in MNN's code;
+  ``PipelineModule:: Can't find output n18 from the model``  the converter dropped an
+      output (folded it into a constant);
+  ``Converted Failed!``  the converter's last words on any failure (says nothing of why).
+
+The patterns are the ones fingerprints were built from before they moved here: a change
+to them changes fingerprint ids, which users' issue markers and state files hold
+(tests/test_engine_knowledge.py pins ids of real MNN logs).
+
+May import: the standard library and engines.knowledge (never MNN: the host uses this).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .knowledge import ERROR_WORDS, EngineKnowledge, Failure, Package
+
+_NOT_SUPPORT = re.compile(r"Not Support:\s*((?:\w+::\w+\s*\|?\s*)+)", re.I)
+_CHECK = re.compile(r"Check failed:\s*(.+)")
+_NO_OUTPUT = re.compile(r"Can't find output (\S+) from the model")
+_OP_TYPE = re.compile(r"(?:Tensorflow|TF|Onnx|Tflite)::(\w+)", re.I)
+_SHAPE_MISMATCH = "output_shape is not consistent with inferred output shape"
+_OP_FAILED = re.compile(r"Converte \w+'s Op \S+ , type = (\w+), failed")
+
+
+class MNNKnowledge(EngineKnowledge):
+    name = "mnn"
+    package = Package(pip="MNN")
+    repro_template = "engine_mnn.py.j2"
+    error_words = re.compile(f"(Not Support|Check failed|{ERROR_WORDS})")
+    not_errors = ("Converted Failed",)
+
+    def explain(self, stage: str, log: str, message: str) -> Failure | None:
+        m = _NOT_SUPPORT.search(log) or _NOT_SUPPORT.search(message)
+        if m:
+            return _not_supported(m, log)
+        m = _CHECK.search(log) or _CHECK.search(message)
+        if m:
+            return Failure("check", m.group(1), None, m.group(0))
+        m = _NO_OUTPUT.search(log)
+        if m:
+            # One bug whatever the operator: the converter drops outputs it folds
+            # into constants (seen with Shape/Cast-fed chains of many op types).
+            return Failure("missing-output", "", "", m.group(0))
+        return None
+
+    def op_named(self, log: str) -> str:
+        m = _OP_TYPE.search(log)
+        return m.group(1) if m else ""
+
+
+def _not_supported(m: re.Match[str], log: str) -> Failure:
+    """"Not Support" lists every op type whose conversion failed; those that failed on MNN's
+    own shape check are supported ops converted wrongly, not missing ones."""
+    listed = sorted(x.split("::")[1] for x in re.findall(r"\w+::\w+", m.group(1)))
+    misshaped = _shape_failures(log)
+    missing = [op for op in listed if op not in misshaped]
+    if missing:  # the sorted first: one fingerprint however many the converter lists
+        return Failure("unsupported", "", missing[0], m.group(0))
+    return Failure("error", _SHAPE_MISMATCH, sorted(misshaped)[0], m.group(0))
+
+
+def _shape_failures(log: str) -> set[str]:
+    """Op types whose conversion failed right after MNN's output-shape check did."""
+    failed, pending = set(), False
+    for line in log.splitlines():
+        if _SHAPE_MISMATCH in line:
+            pending = True
+        elif pending and (f := _OP_FAILED.search(line)):
+            failed.add(f.group(1))
+            pending = False
+    return failed

@@ -1,0 +1,140 @@
+"""Engine knowledge: what the host reads from an engine's log, and how it names its package.
+
+The fingerprint ids below were computed from real MNN 3.6.1 bundles (tests/data/mnn_bundles:
+each bundle's engine.log and graph.json, and the case's status, stage, message, operator and
+signal from its result.json) by the code before the log patterns moved into
+``engines/mnn_knowledge.py``; users' issue markers and state files hold them, so they must
+not change.  One changed on purpose (see ``test_a_shape_check_failure_is_not_unsupported``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from gbft_action.bugs.bundle import TEMPLATES
+from gbft_action.bugs.fingerprint import fingerprint, op_named_in
+from gbft_action.bugs.repro import engine_needs, render_repro
+from gbft_action.bugs.rootcause import classify
+from gbft_action.engines.adapter import ENGINES, knowledge_of, resolve
+from gbft_action.engines.knowledge import GENERIC, CommandKnowledge, EngineKnowledge, Package
+from gbft_action.engines.mnn_knowledge import MNNKnowledge
+from gbft_action.graph.ir import Graph
+from gbft_action.oracle import Tolerance
+
+from .conftest import TESTS
+
+BUNDLES = TESTS / "data" / "mnn_bundles"
+MNN = ENGINES["mnn"]
+# bundle -> its fingerprint id now; all equal to the bundle's (old) id but one.
+PINNED = {
+    "1e577ab4506c": "1e577ab4506c",  # unsupported ResizeArea (an error line before the Not Support one)
+    "350423457d6d": "350423457d6d",  # unsupported ResizeBicubic
+    "07192dd2e21a": "07192dd2e21a",  # missing-output: "Can't find output n18 from the model"
+    "4dc7faf9f35e": "4dc7faf9f35e",  # error: "RuntimeError: MNN returned 0 of 1 outputs", op Reshape
+    "763438732ce2": "763438732ce2",  # error, op Maximum
+    "fd3a19491935": "fd3a19491935",  # SIGABRT, op found through a node name in the log
+    "cca0210bed35": "cca0210bed35",  # SIGSEGV, no op
+    "49d778ad5b80": "931a100efc32",  # was "unsupported Conv2DBackpropInput": a shape-check failure
+}
+
+
+def _case(name: str) -> tuple[dict, str, Graph]:
+    d = BUNDLES / name
+    return (json.loads((d / "case.json").read_text()), (d / "engine.log").read_text(),
+            Graph.from_json((d / "graph.json").read_text()))
+
+
+def _fp(name: str, knowledge: EngineKnowledge = MNN):
+    c, log, g = _case(name)
+    return fingerprint(c["status"], c["stage"], c["message"], log, g, c["op"], c["node"], c["signal"],
+                       knowledge=knowledge)
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_fingerprint_ids_of_real_mnn_logs_are_pinned(name):
+    c, log, g = _case(name)
+    assert c["key"] == name  # the id the old code gave it, as the bundle recorded
+    assert _fp(name).id == PINNED[name]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in PINNED if _case(n)[0]["stage"] == "convert"))
+def test_a_conversion_failure_reads_the_same_message_and_operator(name):
+    c, log, g = _case(name)
+    assert MNN.error_line(log) == c["message"]  # what the pipeline recorded from the log
+    assert op_named_in(log, g, MNN) == c["op"]
+
+
+def test_a_shape_check_failure_is_not_unsupported():
+    """MNN lists an op under "Not Support" also when its own output-shape check failed on it:
+    that op is supported and converted wrongly (a conversion error), not missing."""
+    fp = _fp("49d778ad5b80")
+    assert (fp.kind, fp.op, fp.code) == ("error", "Conv2DBackpropInput",
+                                         "output_shape is not consistent with inferred output shape")
+    assert classify("MCF", "convert", message=fp.code, kind=fp.kind) == "conversion-error"
+    # An op that is really missing beside it is still the unsupported one.
+    _, log, g = _case("49d778ad5b80")
+    both = log.replace("Tensorflow::Conv2DBackpropInput", "Tensorflow::Conv2DBackpropInput | Tensorflow::IsNan")
+    fp = fingerprint("MCF", "convert", "", both, g, knowledge=MNN)
+    assert (fp.kind, fp.op) == ("unsupported", "IsNan")
+
+
+def test_the_generic_engine_reads_no_mnn_patterns():
+    c, log, g = _case("1e577ab4506c")
+    assert GENERIC.explain("convert", log, c["message"]) is None and GENERIC.op_named(log) == ""
+    fp = _fp("1e577ab4506c", GENERIC)
+    assert fp.kind == "error" and fp.code == "Can't run session because not resized"
+    # "Converted Failed!" is MNN's summary line: only MNN's knowledge knows to skip it.
+    assert GENERIC.error_line("Converted Failed!\n") == "Converted Failed!"
+    assert MNN.error_line("Converted Failed!\n") == ""
+    # Node names are the fuzzer's own, not the engine's: every engine's log is searched for them.
+    assert _fp("fd3a19491935", GENERIC).id == PINNED["fd3a19491935"]
+
+
+def test_the_registry_names_adapters_and_knowledge():
+    assert isinstance(MNN, MNNKnowledge) and isinstance(ENGINES["command"], CommandKnowledge)
+    for name, known in ENGINES.items():
+        assert resolve(name) == known.adapter and ":" in known.adapter
+        assert knowledge_of(name) is known and knowledge_of(known.adapter) is known
+    # A module:Class adapter wrapping MNN (the tests' fakes) says "mnn" in its hello.
+    assert knowledge_of("fake_engines:AbortOnInfer", reported="mnn") is MNN
+    assert knowledge_of("fake_engines:AbortOnInfer") is GENERIC
+    assert knowledge_of("elsewhere:Engine", reported="no-such-engine") is GENERIC
+    with pytest.raises(ValueError, match="unknown engine"):
+        resolve("no-such-engine")
+
+
+def test_importing_the_registry_imports_no_adapter():
+    code = ("import sys, gbft_action.engines.adapter, gbft_action.bugs.repro\n"
+            "bad = [m for m in ('MNN', '_tools', 'gbft_action.engines.mnn', 'gbft_action.engines.command')"
+            " if m in sys.modules]\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_repro_names_the_package_pinned_to_the_version():
+    assert engine_needs({"engine": "mnn", "version": "3.6.1"}) == "MNN (pip install MNN==3.6.1)"
+    assert engine_needs({"engine": "mnn", "version": "3.6.1; rm -rf /"}) == "MNN (pip install MNN)"  # data, not code
+    assert engine_needs({"engine": "command", "version": "x"}) == "the engine build (GBFT_ENGINE_BUILD)"
+    assert engine_needs({"engine": "elsewhere"}) == "the engine"
+    assert Package(pip="onnxruntime").needs("1.20.1") == "onnxruntime (pip install onnxruntime==1.20.1)"
+
+
+def test_an_engine_without_a_repro_stage_gets_a_script_that_says_so(tmp_path):
+    """Before an engine has its repro template, its bundles still get a repro.py: one that
+    exits 2 ("something else") and says what to fill in, never 1 ("the bug shows")."""
+    data = json.loads((TESTS / "data" / "repro" / "mcf-resize-area.json").read_text())
+    g = Graph.from_dict(data["graph"])
+    meta = {**data["meta"], "id": "1e577ab4506c", "seed": 0, "case_index": 1, "tool_version": "0",
+            "engine": {"engine": "newengine", "version": "1.0"}, "platforms": ["x86_64"],
+            "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio}}
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
+    script = tmp_path / "repro.py"
+    script.write_text(render_repro(env, g, meta))
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "no engine stage for newengine" in p.stdout, p.stdout + p.stderr
