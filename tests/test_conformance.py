@@ -25,12 +25,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
 
-from gbft_action.engines.adapter import ENGINES, knowledge_of, resolve
+from gbft_action.engines.adapter import ENGINES, resolve
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status
 from gbft_action.pipeline import CaseResult, Lane, LaneConfig, Timeouts
@@ -49,6 +49,7 @@ class Setup:
 
     env: dict[str, str] = field(default_factory=dict)  # for its adapter
     requires: tuple[str, ...] = ()  # distributions it needs besides its own package
+    lane: dict[str, Any] = field(default_factory=dict)  # LaneConfig settings (e.g. the model format it reads)
 
 
 _SCRIPTS = TESTS / "data" / "command_engine"  # a converter and a runner around the installed MNN
@@ -94,7 +95,8 @@ def engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     if why := _missing(name):
         pytest.skip(why)
     cfg = LaneConfig("conformance_engine:Conformance", tmp_path_factory.mktemp(f"conf-{name}"),
-                     timeouts=Timeouts(reference=60.0, convert=20.0, infer=HANG_LIMIT), engine_env=_env(name))
+                     timeouts=Timeouts(reference=60.0, convert=20.0, infer=HANG_LIMIT), engine_env=_env(name),
+                     **SETUP.get(name, Setup()).lane)
     lane = Lane(cfg, 0)
     try:
         lane.start()
@@ -180,7 +182,12 @@ def test_wrong_outputs_are_a_dcf(engine):
     assert res.fingerprint.op in {n.op for n in GOOD_B.nodes}  # localised onto an operator of the model
 
 
-def test_every_registered_engine_is_collected():
-    """The suite follows the registry: a new entry gets tested (or skipped, saying why)."""
-    assert set(ENGINES) >= {"mnn", "command"}
-    assert all(knowledge_of(name) is known for name, known in ENGINES.items())
+def test_an_engine_whose_package_is_missing_is_skipped_saying_so(monkeypatch):
+    from gbft_action.engines.knowledge import EngineKnowledge, Package
+
+    class Absent(EngineKnowledge):
+        package = Package(pip="gbft-no-such-engine")
+
+    monkeypatch.setitem(ENGINES, "absent", Absent("absent.adapter:Engine"))
+    assert _missing("absent") == "engine 'absent' needs gbft-no-such-engine, which is not installed"
+    assert _missing("mnn") == "" and resolve("absent") == "absent.adapter:Engine"

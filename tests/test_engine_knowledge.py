@@ -98,7 +98,7 @@ def test_the_generic_engine_reads_no_mnn_patterns():
 def test_the_registry_names_adapters_and_knowledge():
     assert isinstance(MNN, MNNKnowledge) and isinstance(ENGINES["command"], CommandKnowledge)
     for name, known in ENGINES.items():
-        assert resolve(name) == known.adapter and ":" in known.adapter
+        assert resolve(name) == known.adapter and ":" in known.adapter and known.name in (name, "")
         assert knowledge_of(name) is known and knowledge_of(known.adapter) is known
     # A module:Class adapter wrapping MNN (the tests' fakes) says "mnn" in its hello.
     assert knowledge_of("fake_engines:AbortOnInfer", reported="mnn") is MNN
