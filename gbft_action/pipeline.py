@@ -29,8 +29,8 @@ from .bugs.fingerprint import Fingerprint, fingerprint, op_named_in
 from .bugs.rootcause import classify
 from .bugs.triage import case_verdict
 from .engines.adapter import knowledge_of, resolve
-from .engines.knowledge import EngineKnowledge
 from .engines.builds import EngineBuild
+from .engines.knowledge import EngineKnowledge
 from .graph.ir import Graph
 from .oracle import (ENGINE_FAILURES, VIEWS, OutputDiff, Status, Tolerance, compare, judge_node, judge_outputs,
                      precision_only)
