@@ -20,7 +20,7 @@ import shutil
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,9 +31,10 @@ from .bugs.rootcause import classify
 from .bugs.triage import case_verdict
 from .engines.adapter import resolve
 from .engines.builds import EngineBuild
+from .frontends import DEFAULT_FRONTEND, Frontend
 from .graph.ir import Graph
 from .oracle import (ENGINE_FAILURES, VIEWS, OutputDiff, Status, Tolerance, compare, judge_node, judge_outputs,
-                     precision_only)
+                     precision_only, undefined_anywhere)
 from .workers.arrays import pack, unpack
 from .platforms import Platform, host_machine
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
@@ -100,6 +101,7 @@ class LaneConfig:
     engine_env: dict[str, str] = field(default_factory=dict)
     platforms: tuple[Platform, ...] = ()  # where engine workers run; () = natively, as "the host"
     base: EngineBuild | None = None  # the base build, run beside the first platform
+    frontend: Frontend = DEFAULT_FRONTEND  # the model format converted and the reference that judges it
     # Asked once per engine failure: write model.tflite too?  (TFLite conversion
     # costs ~0.25 s, so the campaign asks for it once per distinct failure.)
     want_tflite: Callable[[CaseResult], bool] = lambda res: False
@@ -118,7 +120,7 @@ class Lane:
         # Workers run in the work folder: a file an engine writes to a relative (or, with
         # MNN's heap damage, garbled) path lands there, never in the directory gbft ran from.
         cwd = str(cfg.workdir)
-        self.ref = Worker(WorkerSpec("reference", cwd=cwd), logs / f"reference-{lane_id}.log")
+        self.ref = Worker(WorkerSpec("reference", cfg.frontend.reference, cwd=cwd), logs / f"reference-{lane_id}.log")
         self.platforms = {p.name: p for p in (cfg.platforms or (Platform(host_machine()),))}
         pr = EngineBuild(cfg.engine, cfg.engine_python, dict(cfg.engine_env))
         self.engs: dict[str, Worker] = {}
@@ -150,6 +152,10 @@ class Lane:
         self.ref.start()
         for w in self._engines():
             w.start()
+        fe, formats = self.cfg.frontend, self.eng.hello.get("formats")
+        if formats is not None and fe.format not in formats:  # a usage error, before any model
+            raise ValueError(f"engine {self.eng.hello.get('engine')!r} does not read {fe.name} models "
+                             f"(it reads: {', '.join(formats)})")
         return self.eng.hello
 
     def hellos(self) -> dict[str, dict[str, Any]]:
@@ -214,6 +220,8 @@ class Lane:
             for r in res.every_result():
                 r.fingerprint = fingerprint(str(r.status), r.stage, r.message, r.log, g, r.op, r.node, r.signal,
                                             r.mismatch)
+                if r.fingerprint is not None and self.cfg.frontend.name != "tf":
+                    r.fingerprint = replace(r.fingerprint, frontend=self.cfg.frontend.name)
                 self._symptom(r, res, left)
             if res.base is not None:
                 v = case_verdict(res.fingerprint, res.base.fingerprint)
@@ -247,7 +255,8 @@ class Lane:
 
     def _reference(self, res: CaseResult, left: float, inputs: dict[str, np.ndarray] | None = None) -> bool:
         """TensorFlow builds the model, draws inputs (or takes ``inputs``), computes the expected outputs."""
-        msg: dict[str, Any] = {"op": "build", "graph": res.graph.to_json(), "dir": str(res.workdir)}
+        msg: dict[str, Any] = {"op": "build", "graph": res.graph.to_json(), "dir": str(res.workdir),
+                               "tflite": self.cfg.frontend.format == "tflite"}
         if inputs is not None:
             msg["inputs"] = pack(inputs)
         r = self._stage(res, "reference", self.ref, msg, self.cfg.timeouts.reference, left)
@@ -265,7 +274,8 @@ class Lane:
         assert d is not None
         out = self._engine_dir(res)
         out.mkdir(exist_ok=True)
-        convert = {"op": "convert", "model": str(d / "model.pb"), "format": "pb", "dir": str(out)}
+        fe = self.cfg.frontend
+        convert = {"op": "convert", "model": str(d / fe.model), "format": fe.format, "dir": str(out)}
         if self._stage(res, "convert", w, convert, to.convert * slow, left()) is None:
             return
         infer = {"op": "infer", "inputs": pack(res.arrays["inputs"]), "outputs": list(res.graph.outputs)}
@@ -342,7 +352,7 @@ class Lane:
         """Also save the model as TFLite (for the engine's other converter path)."""
         # One file serves every platform's failure: asked for each, so each fingerprint counts as seen.
         wanted = [r for r in res.per_platform() if r.status in ENGINE_FAILURES and self.cfg.want_tflite(r)]
-        if not wanted or left <= 1:
+        if not wanted or left <= 1 or self.cfg.frontend.format != "pb":
             return
         r = self.ref.call({"op": "tflite", "graph": res.graph.to_json(), "dir": str(res.workdir)}, min(20.0, left))
         res.timings["tflite"] = r.elapsed
@@ -521,10 +531,14 @@ def _first_difference(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarra
     outputs = set(g.outputs)
     excused: set[str] = set()  # nodes with excused differences, and everything they feed
     for n in g.nodes:
-        if n.id not in a or n.id not in b:
+        if n.id not in a:
             continue
         if any(i in excused for i in n.inputs):
             excused.add(n.id)  # judged against TensorFlow's own inputs, it would differ again
+            continue
+        if n.id not in b:  # fused away by the engine: unjudged, but what it leaves undefined taints
+            if undefined_anywhere(n.op, n.params, [a[i] for i in n.inputs if i in a], a[n.id]):
+                excused.add(n.id)
             continue
         x, y = np.asarray(a[n.id]), np.asarray(b[n.id])
         if n.op in VIEWS and n.id not in outputs and x.shape != y.shape and x.size == y.size:

@@ -211,6 +211,10 @@ def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str 
         ops = pattern_ops(small)
     else:  # not minimised far enough to name a pattern: the case's own operator stands in
         ops = (fp["op"],) if fp.get("op") else ()
+    if symptom == Symptom.NAN_INF.value and moves_data(ops, small, blamed):
+        # An operator that only moves elements cannot make or drop a NaN or an Inf: one that
+        # appears or vanishes there was read from the wrong place, the operator's wrong result.
+        symptom = Symptom.WRONG.value
     if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
         salient = salient_params(small, blamed) if blamed and minimized and small is not None else ""
         return RootKey(symptom, ops, ", ".join(x for x in (_shape(fp), salient) if x), isolated)
@@ -225,6 +229,21 @@ def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str 
     missing = fp.get("kind") == "missing-output" or _MISSING_OUTPUT.search(fp.get("code", ""))
     code = "a model output is missing" if missing else fp.get("code", "")
     return RootKey(symptom, ops, code[:120], isolated)
+
+
+# Operators whose every output element is a copy of an input element (or a constant pad).
+DATA_MOVEMENT = frozenset({"Squeeze", "Reshape", "Expanddims", "Concat", "Slice", "Stridedslice", "Pad", "Tile",
+                           "Transpose", "GatherV2", "Spacetobatchnd", "Batchtospacend", "Resizenearestneighbor"})
+
+
+def moves_data(ops: tuple[str, ...], small: Graph | None, blamed: str) -> bool:
+    """Whether the key's one operator only moves data (Resize only in its nearest mode)."""
+    if len(ops) != 1:
+        return False
+    if ops[0] == "Resize":
+        node = small.node(blamed) if blamed and small is not None else None
+        return node is not None and node.params.get("method") == "nearest"
+    return ops[0] in DATA_MOVEMENT
 
 
 def _shape(fp: dict[str, Any]) -> str:
