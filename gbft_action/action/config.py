@@ -14,14 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from ..bugs.policy import parse_policy
+from ..frontends import FRONTENDS
 
-ENGINES = ("mnn", "command")
+ENGINES = ("mnn", "command", "onnxruntime")
 REPORTS = ("issues", "summary", "none")
 FAIL_ON = ("new", "any", "never")
 
 # input name -> (field, default); the action.yml inputs must be exactly these (a test checks).
 INPUTS: dict[str, tuple[str, str]] = {
     "engine": ("engine", "mnn"),
+    "frontend": ("frontend", "tf"),
     "engine-build": ("engine_build", ""),
     "base-build": ("base_build", ""),
     "converter-command": ("converter_command", ""),
@@ -50,6 +52,7 @@ class ConfigError(ValueError):
 @dataclass
 class ActionConfig:
     engine: str = "mnn"
+    frontend: str = "tf"  # frontends.FRONTENDS: the model format the engine converts
     engine_build: str = ""
     base_build: str = ""
     converter_command: str = ""
@@ -103,6 +106,7 @@ class ActionConfig:
 
     def validate(self) -> ActionConfig:
         _choice("engine", self.engine, ENGINES)
+        _choice("frontend", self.frontend, tuple(FRONTENDS))
         _choice("report", self.report, REPORTS)
         _choice("fail-on", self.fail_on, FAIL_ON)
         _number("budget-seconds", self.budget_seconds, float, 10, 6 * 3600, "a number of seconds from 10 to 21600")

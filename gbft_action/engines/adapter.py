@@ -41,6 +41,7 @@ class EngineAdapter(Protocol):
 ENGINES: dict[str, str] = {
     "mnn": "gbft_action.engines.mnn:MNNEngine",
     "command": "gbft_action.engines.command:CommandEngine",
+    "onnxruntime": "gbft_action.engines.onnxruntime:OnnxRuntimeEngine",
 }
 
 
@@ -63,7 +64,8 @@ class EngineHandler:
     def hello(self) -> dict[str, Any]:
         # An adapter may say more of itself (the command engine: its commands, for bundles).
         extra = self.adapter.describe() if hasattr(self.adapter, "describe") else {}
-        return {**extra, "engine": self.adapter.name, "version": self.adapter.version()}
+        return {**extra, "engine": self.adapter.name, "version": self.adapter.version(),
+                "formats": list(self.adapter.formats)}
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg["op"]

@@ -21,7 +21,7 @@ FRAMEWORK_FLAG = {"pb": "TF", "tflite": "TFLITE", "onnx": "ONNX"}
 
 class MNNEngine:
     name = "mnn"
-    formats = ("pb", "tflite")
+    formats = ("pb", "tflite", "onnx")
 
     def __init__(self) -> None:
         import _tools  # noqa: F401 - MNN's compiled converter; see the module docstring
