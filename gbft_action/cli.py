@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .corpus import CorpusError, load_corpus
-from .frontends import DEFAULT_FRONTEND, FRONTENDS, Frontend, parse_frontend
+from .frontends import DEFAULT_FRONTEND, FRONTENDS, Frontend, frontend_of, parse_frontend
 from .oracle import Tolerance
 
 # Exit codes, in one place.  replay: 1 = still fails the same way, 4 = fails differently.
@@ -205,7 +205,7 @@ def cmd_corpus_check(path: str) -> int:
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from .campaign import Campaign, FuzzConfig, install_signal_handlers
     from .platforms.armroot import ArmRootError
-    from .pipeline import Timeouts
+    from .pipeline import FrontendError, Timeouts
 
     out = args.resume or args.out
     try:
@@ -237,6 +237,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     install_signal_handlers(camp)
     try:
         summary = camp.run()
+    except FrontendError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except (ValueError, RuntimeError) as e:
         print(f"\nerror: {e}", file=sys.stderr)
         return EXIT_ERROR
@@ -281,7 +284,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_USAGE
         build = build_of_bundle(meta["engine"])
-        lane = Lane(LaneConfig(build.engine, Path(tmp), tolerance=tol, platforms=plats, engine_env=dict(build.env)), 0)
+        lane = Lane(LaneConfig(build.engine, Path(tmp), tolerance=tol, platforms=plats, engine_env=dict(build.env),
+                               frontend=frontend_of(meta["fingerprint"])), 0)
         try:
             info = lane.start()
             if args.cmd == "minimize":
@@ -346,7 +350,8 @@ def _replay_lane(meta: dict[str, Any]) -> Any:
 
     build = build_of_bundle(meta["engine"])
     lane = Lane(LaneConfig(build.engine, Path(tempfile.mkdtemp(prefix="gbft-fix-")), engine_env=dict(build.env),
-                           tolerance=Tolerance(**meta.get("tolerance", {}))), 0)
+                           tolerance=Tolerance(**meta.get("tolerance", {})),
+                           frontend=frontend_of(meta["fingerprint"])), 0)
     lane.start()
     return lane
 

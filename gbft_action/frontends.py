@@ -45,3 +45,8 @@ def parse_frontend(text: str) -> Frontend:
     if name not in FRONTENDS:
         raise ValueError(f"unknown front end {text!r} (known: {', '.join(FRONTENDS)})")
     return FRONTENDS[name]
+
+
+def frontend_of(fingerprint: dict[str, object]) -> Frontend:
+    """The front end a bundle's fingerprint was found through (replays use the same one)."""
+    return parse_frontend(str(fingerprint.get("frontend") or "tf"))

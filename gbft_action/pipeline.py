@@ -40,6 +40,10 @@ from .platforms import Platform, host_machine
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
 
 
+class FrontendError(ValueError):
+    """The engine's converter does not read the front end's format (a usage error)."""
+
+
 @dataclass(frozen=True)
 class Timeouts:
     reference: float = 60.0
@@ -154,7 +158,7 @@ class Lane:
             w.start()
         fe, formats = self.cfg.frontend, self.eng.hello.get("formats")
         if formats is not None and fe.format not in formats:  # a usage error, before any model
-            raise ValueError(f"engine {self.eng.hello.get('engine')!r} does not read {fe.name} models "
+            raise FrontendError(f"engine {self.eng.hello.get('engine')!r} does not read {fe.name} models "
                              f"(it reads: {', '.join(formats)})")
         return self.eng.hello
 
