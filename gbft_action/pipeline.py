@@ -464,9 +464,9 @@ class Lane:
     def _symptom(self, r: CaseResult, case: CaseResult, left: Callable[[], float]) -> None:
         """The symptom class of r (bugs.rootcause); a failing comparison is run once more with
         the heap perturbed: outputs that change read uninitialised memory."""
-        if r.status in (Status.DCF, Status.XPF, Status.XBF):
-            r.nondeterministic = self._changes_on_rerun(r, left())
         against = _compared_with(r, case)
+        if r.status in (Status.DCF, Status.XPF, Status.XBF):
+            r.nondeterministic = self._changes_on_rerun(r, against, left())
         loose = against is not None and "actual" in r.arrays and all(
             precision_only(against[k], r.arrays["actual"][k]) for k in r.graph.outputs
             if k in against and k in r.arrays["actual"])
@@ -478,8 +478,11 @@ class Lane:
                              kind=fp.kind if fp else "", mismatch="values" if made else r.mismatch,
                              loose_ok=loose and not made, nondeterministic=r.nondeterministic)
 
-    def _changes_on_rerun(self, r: CaseResult, left: float) -> bool:
-        if "actual" not in r.arrays or left <= 1:
+    def _changes_on_rerun(self, r: CaseResult, against: dict[str, np.ndarray] | None, left: float) -> bool:
+        """Whether an output that fails its comparison changes when inferred again with the heap
+        perturbed.  Only a failing one: a garbage output beside it (another operator's) does
+        not make a deterministic wrong answer nondeterministic."""
+        if "actual" not in r.arrays or against is None or left <= 1:
             return False
         slow = self.platforms[r.platform].slowdown
         # glibc fills fresh allocations with a pattern (mallopt M_PERTURB) for this call only.
@@ -489,8 +492,23 @@ class Lane:
             return False
         b = unpack(again.reply["outputs"])
         a = r.arrays["actual"]
-        return a.keys() == b.keys() and not all(
-            np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f") for k in a)
+        if a.keys() != b.keys():
+            return False
+        changed = [k for k in a if not np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f")]
+        shows = _downstream(r.graph, r.node) if r.localised and r.node else set(a)  # where r's difference shows
+        return any(k in shows and k in against and not compare(against[k], a[k], k, self.cfg.tolerance).ok
+                   for k in changed)
+
+
+def _downstream(g: Graph, node: str) -> set[str]:
+    """``node`` and every tensor computed from it."""
+    users, seen, todo = g.consumers(), {node}, [node]
+    while todo:
+        for u in users.get(todo.pop(), []):
+            if u not in seen:
+                seen.add(u)
+                todo.append(u)
+    return seen
 
 
 # How localisation went: a node found; every difference excused by the node rules; no node

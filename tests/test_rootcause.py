@@ -461,3 +461,25 @@ def test_a_nan_from_an_operator_that_only_moves_data_is_its_wrong_result():
     e = Graph({"in0": TensorType((1, 4))}, [Node("n0", "Exp", ["in0"], {}, TensorType((1, 4)), "Exp")], ["n0"], 1)
     key = root_key(Symptom.NAN_INF.value, {"op": "Exp"}, e, blamed="n0", isolated=True, direction="NaN->finite")
     assert key.symptom == Symptom.NAN_INF.value and key.detail == "NaN->finite"
+
+
+@pytest.mark.parametrize("garbage,nondeterministic", [(1, False), (0, True)])
+def test_only_a_failing_output_that_changes_on_a_rerun_is_nondeterministic(tmp_path, fake_engines_path, monkeypatch,
+                                                                            garbage, nondeterministic):
+    """n0 (Relu) is wrong the same way every time; the garbage output beside it changes with
+    each inference.  The case is nondeterministic only when the first failing output does."""
+    from gbft_action.pipeline import Lane, LaneConfig
+
+    monkeypatch.setenv("GBFT_FAKE_GARBAGE", str(garbage))
+    t = TensorType((1, 4, 4, 2))
+    g = Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu"), Node("n1", "Sigmoid", ["in0"], {}, t, "Sigmoid")],
+              ["n0", "n1"], seed=3)
+    lane = Lane(LaneConfig("fake_engines:WrongBesideGarbage", tmp_path), 0)
+    lane.start()
+    try:
+        res = lane.run(0, g, 120)
+    finally:
+        lane.stop()
+    assert res.status == Status.DCF and res.node == "n0"
+    assert res.nondeterministic is nondeterministic
+    assert res.symptom == ("nondeterministic" if nondeterministic else "wrong-result")
