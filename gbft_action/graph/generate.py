@@ -87,6 +87,9 @@ def draw_edges(rng: random.Random, corpus: Corpus, opts: GenOptions,
     edges = trim_degrees(rng, n, edges, *max_degrees(corpus))
     sk = Skeleton(model, k, n, edges)
     sk.input_shape = draw_input_shape(rng, opts)
+    if corpus.frontend == "onnx":  # NCHW, as exported models are (the same draws, laid out N, C, H, W)
+        b, h, w, c = sk.input_shape
+        sk.input_shape = (b, c, h, w)
     return sk
 
 
@@ -121,13 +124,15 @@ def draw_values(seed: int, share: float) -> str:
 
 def realise(rng: random.Random, corpus: Corpus, sk: Skeleton, seed: int) -> Graph:
     """Turn a skeleton into a valid IR graph (shapes and parameters solved)."""
-    b = Builder(rng, seed, sk.values)
+    b = Builder(rng, seed, sk.values, corpus.reg)
     x = b.add_input("in0", TensorType(sk.input_shape))
     out: list[str] = []
     for j in range(sk.n):
         inputs = [out[p] for p in sk.preds(j)] or [x]
         out.append(_place_block(b, sk.block_of(corpus, j), inputs, j, sk.fixed_params))
     meta = {"model": sk.model, "k": sk.k, "n": sk.n, "edges": [list(e) for e in sk.edges], "blocks": list(sk.blocks)}
+    if corpus.frontend != "tf":  # absent for TF: its graphs keep their bytes
+        meta["frontend"] = corpus.frontend
     if sk.overrides:
         meta["mutant_blocks"] = {str(j): {"ops": list(bl.ops), "inner_edges": [list(e) for e in bl.inner_edges]}
                                  for j, bl in sorted(sk.overrides.items())}
