@@ -129,6 +129,8 @@ class Conv(Nchw):
         _, c, h, w = ins[0].shape
         g = {"one": 1, "depthwise": c, "some": rng.choice(divisors(c))}[p["groups"]]
         p["group"] = g
+        if p["auto_pad"] in ("SAME_UPPER", "SAME_LOWER"):
+            p["dh"] = p["dw"] = 1  # ONNX Runtime runs SAME padding without dilation only
         p["out_ch"] = g * max(1, p["out_ch"] // g) if p["groups"] != "depthwise" else c * rng.randint(1, 2)
         eh, ew = p["dh"] * (p["kh"] - 1) + 1, p["dw"] * (p["kw"] - 1) + 1
         if p["auto_pad"] == "VALID":  # no padding: the kernel must fit
@@ -300,6 +302,8 @@ class Resize(Nchw):
 
     def repair(self, rng, ins, p):
         _, c, h, w = ins[0].shape
+        if p["mode"] != "cubic":
+            p["exclude_outside"] = False  # ONNX Runtime takes it for cubic only (or linear with antialias, opset 18)
         if p["coordinate_transformation_mode"] == "tf_crop_and_resize":
             p["by"] = "sizes"  # with scales, whether the roi shrinks the output is read differently
         if p["by"] == "scales":
@@ -447,6 +451,21 @@ class OnnxTranspose(Transpose):
         return p
 
 
+class KeepDtype(Spec):
+    """For a reused TF family whose ``infer`` says float32: these ONNX ops take any dtype and keep it."""
+
+    def infer(self, ins, p):
+        return TensorType(super().infer(ins, p).shape, ins[0].dtype)
+
+
+class OnnxSqueeze(KeepDtype, Squeeze):
+    pass
+
+
+class OnnxUnsqueeze(KeepDtype, ExpandDims):
+    pass
+
+
 class OnnxReshape(Reshape):
     """Reshape whose shape input may hold a -1 (one dim inferred), as exporters write it."""
 
@@ -549,7 +568,8 @@ class LogSoftmax(Softmax):
 
 class Recurrent(Nchw):
     """LSTM / GRU over X [seq, batch, input] (layout 0) or [batch, seq, input] (layout 1); the node's
-    tensor is Y: [seq, dirs, batch, hidden] or [batch, seq, dirs, hidden]."""
+    tensor is Y: [seq, dirs, batch, hidden] or [batch, seq, dirs, hidden].  The table allows layout 0
+    only: ONNX Runtime (the reference) refuses batch-first recurrences."""
 
     def want(self, rng, ins):
         t = ins[0]
@@ -640,8 +660,8 @@ def _table() -> dict[str, Spec]:
                       domains={"kind": Choice(("random", "swap_last"))}),
         OnnxReshape("Reshape", "Reshape", float_in=False, domains={"rank": IntRange(1, 5), "minus_one": BOOL}),
         Flatten("Flatten", "Flatten", float_in=False, domains={"axis": IntRange(-6, 6)}),
-        Squeeze("Squeeze", "Squeeze", float_in=False),
-        ExpandDims("Unsqueeze", "Unsqueeze", float_in=False, ranks=(1, MAX_RANK - 1), domains={"axis": ANY_AXIS}),
+        OnnxSqueeze("Squeeze", "Squeeze", float_in=False),
+        OnnxUnsqueeze("Unsqueeze", "Unsqueeze", float_in=False, ranks=(1, MAX_RANK - 1), domains={"axis": ANY_AXIS}),
         Expand("Expand", "Expand", float_in=False, domains={"max_multiple": IntRange(1, 3)}),
         Tile("Tile", "Tile", domains={"max_multiple": IntRange(1, 3)}),
         Cast("Cast", "Cast", float_in=False, domains={"to": Choice(("float32", "int32", "int64"))}),
@@ -650,10 +670,10 @@ def _table() -> dict[str, Spec]:
                                       "output": Choice(("values", "indices"))}),
         Recurrent("LSTM", "LSTM", ranks=(3, 3), domains={
             "hidden_size": IntRange(1, 8), "direction": Choice(("forward", "reverse", "bidirectional")),
-            "layout": Choice((0, 1))}),
+            "layout": Choice((0,))}),
         Recurrent("GRU", "GRU", ranks=(3, 3), domains={
             "hidden_size": IntRange(1, 8), "direction": Choice(("forward", "reverse", "bidirectional")),
-            "layout": Choice((0, 1)), "linear_before_reset": BOOL}),
+            "layout": Choice((0,)), "linear_before_reset": BOOL}),
     ]
     return {s.name: s for s in specs}
 
