@@ -43,8 +43,14 @@ def _same(ins, types, p, out):
 
 
 for _op in ("Unsqueeze", "Flatten", "Expand", "Split", "Gather", "GatherElements", "GatherND", "ReduceMax",
-            "ReduceMin", "ReduceMean", "MaxPool", "AveragePool", "GlobalAveragePool", "Identity"):
+            "ReduceMin", "ReduceMean", "MaxPool", "GlobalAveragePool", "Identity"):
     ONNX_RULES[_op] = _same
+
+
+@rule("AveragePool")
+def _avg_pool(ins, types, p, out):
+    # with count_include_pad the padded zeros count in the mean
+    return R._hull(ins[0], (0.0, 0.0)) if p["count_include_pad"] else ins[0]
 
 
 def _softplus(x: float) -> float:

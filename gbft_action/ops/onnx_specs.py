@@ -620,9 +620,9 @@ def _table() -> dict[str, Spec]:
         Pool("AveragePool", "AveragePool", ranks=R4, domains={**pool, "count_include_pad": BOOL}),
         GlobalPool("GlobalAveragePool", "GlobalAveragePool", ranks=R4),
         BatchNorm("BatchNormalization", "BatchNormalization", ranks=(2, 5),
-                  domains={"epsilon": FloatRange(1e-5, 1e-2)}),
+                  domains={"epsilon": FloatRange(1e-4, 1e-2)}),
         LayerNorm("LayerNormalization", "LayerNormalization", ranks=(2, MAX_RANK),
-                  domains={"axis": ANY_AXIS, "epsilon": FloatRange(1e-5, 1e-2), "negative": BOOL}),
+                  domains={"axis": ANY_AXIS, "epsilon": FloatRange(1e-4, 1e-2), "negative": BOOL}),
         Gemm("Gemm", "Gemm", frozenset({1, 2}), domains={
             "n": IntRange(1, 16), "transA": BOOL, "transB": BOOL, "alpha": FloatRange(0.5, 1.5),
             "beta": FloatRange(0.5, 1.5), "c": Choice(("none", "scalar", "row", "full"))}),
