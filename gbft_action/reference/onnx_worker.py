@@ -80,8 +80,20 @@ class OnnxReferenceHandler:
             vals = sess.run(fetch, {k: np.asarray(v) for k, v in inputs.items()})
         except Exception as e:  # noqa: BLE001
             return _reference(e)
+        wrong = _type_mismatch(g, fetch, vals)
+        if wrong:  # ORT only warns when a declared shape is wrong: the IR (the solver) was
+            return {"ok": False, "kind": "invalid", "error": wrong}
         return {"ok": True, "inputs": pack(inputs), "expected": pack(dict(zip(fetch, vals))),
                 "t_build": t1 - t0, "t_run": time.perf_counter() - t1}
+
+
+def _type_mismatch(g: Graph, names: list[str], vals: list[Any]) -> str:
+    """Why a computed tensor differs from its IR type (shape or dtype), or ""."""
+    for name, v in zip(names, vals):
+        t = g.tensor_type(name)
+        if tuple(v.shape) != t.shape or str(v.dtype) != t.dtype:
+            return f"tensor {name}: ONNX Runtime computed {v.dtype}{list(v.shape)}, the IR says {t.dtype}{list(t.shape)}"
+    return ""
 
 
 def _is_invalid(e: Exception) -> bool:
