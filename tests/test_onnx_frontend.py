@@ -327,3 +327,21 @@ def test_split_takes_its_output_and_topk_indices_are_int64(tmp_path):
     x, y = _ort(g, tmp_path)
     assert y.dtype == np.int64
     np.testing.assert_array_equal(y, np.argsort(x, axis=0, kind="stable")[:2])
+
+
+# --------------------------------------------------------------------------- the minimiser keeps the front end
+
+
+def test_minimiser_rebuilds_onnx_graphs_with_the_onnx_registry(tmp_path):
+    from gbft_action.bugs.diagnose import single_node
+    from gbft_action.bugs.minimize import Program, minimize
+
+    g = next(g for g in map(lambda s: _graph(s, (4, 8)), range(100)) if any(n.op == "Conv" for n in g.nodes))
+    again = Program.from_graph(g).realise()
+    assert again.meta["frontend"] == "onnx" and [n.op for n in again.block_nodes()] == [n.op for n in g.block_nodes()]
+    conv = next(n.id for n in g.nodes if n.op == "Conv")
+    small, _, _ = minimize(g, lambda h: any(n.op == "Conv" for n in h.nodes), time_limit=5.0)
+    assert small.meta["frontend"] == "onnx" and [n.op for n in small.block_nodes()] == ["Conv"]
+    assert _run(small, tmp_path)["ok"]
+    alone, _ = single_node(g, conv)
+    assert alone.meta["frontend"] == "onnx" and _run(alone, tmp_path)["ok"]
