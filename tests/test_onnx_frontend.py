@@ -345,3 +345,18 @@ def test_minimiser_rebuilds_onnx_graphs_with_the_onnx_registry(tmp_path):
     assert _run(small, tmp_path)["ok"]
     alone, _ = single_node(g, conv)
     assert alone.meta["frontend"] == "onnx" and _run(alone, tmp_path)["ok"]
+
+
+def test_mutated_and_re_solved_onnx_graphs_still_check_and_run(tmp_path):
+    """PM-fixed params and the minimiser repair a spec's own output again: repairs must take it."""
+    from gbft_action.bugs.minimize import Program
+    from gbft_action.search.guided import GuidedSource
+
+    src = GuidedSource(CORPUS, GenOptions(blocks=(1, 10)), seed=7)
+    for i in range(100):
+        g = src.next_graph(i)
+        again = Program.from_graph(g).realise()  # every block param given back as fixed
+        for h in (g, again):
+            onnx_emit.check(onnx_emit.build(h))
+            assert _run(h, tmp_path)["ok"], (i, h.meta)
+        src.feedback(i, g, {"status": "DCP"})

@@ -86,10 +86,7 @@ def draw_edges(rng: random.Random, corpus: Corpus, opts: GenOptions,
     model, k, edges = make_graph(rng, model, n, arm[1] if arm else None)
     edges = trim_degrees(rng, n, edges, *max_degrees(corpus))
     sk = Skeleton(model, k, n, edges)
-    sk.input_shape = draw_input_shape(rng, opts)
-    if corpus.frontend == "onnx":  # NCHW, as exported models are (the same draws, laid out N, C, H, W)
-        b, h, w, c = sk.input_shape
-        sk.input_shape = (b, c, h, w)
+    sk.input_shape = corpus_input_shape(rng, corpus, opts)
     return sk
 
 
@@ -99,6 +96,13 @@ def max_degrees(corpus: Corpus) -> tuple[int, int]:
 
 def draw_input_shape(rng: random.Random, opts: GenOptions) -> tuple[int, ...]:
     return (1, rng.randint(*opts.height), rng.randint(*opts.width), rng.randint(*opts.channels))
+
+
+def corpus_input_shape(rng: random.Random, corpus: Corpus, opts: GenOptions) -> tuple[int, ...]:
+    """``draw_input_shape`` laid out as the corpus's front end wants: NHWC for TF, NCHW for ONNX
+    (as exported models are; the same draws, so the same rng stream)."""
+    b, h, w, c = draw_input_shape(rng, opts)
+    return (b, c, h, w) if corpus.frontend == "onnx" else (b, h, w, c)
 
 
 def assign_block(rng: random.Random, corpus: Corpus, chosen: list[Block] | None,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Protocol
 
 from ..corpus import Block, Corpus, subgraph_problem
-from .generate import GenOptions, Skeleton, draw_input_shape, max_degrees
+from .generate import GenOptions, Skeleton, corpus_input_shape, max_degrees
 
 RATES = (0.0, 0.1, 0.2)
 
@@ -112,7 +112,7 @@ class TSM:
         old = sk.input_shape
         new = list(old)
         axis = rng.randrange(1, len(old))
-        new[axis] = draw_input_shape(rng, self.opts)[axis]
+        new[axis] = corpus_input_shape(rng, corpus, self.opts)[axis]
         sk.input_shape = tuple(new)
         return sk.input_shape != old
 

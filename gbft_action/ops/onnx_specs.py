@@ -207,7 +207,7 @@ class BatchNorm(Nchw):
 
 class LayerNorm(Nchw):
     def repair(self, rng, ins, p):
-        p["axis"] = _axis(p, ins[0].rank) - ins[0].rank * p.pop("negative", False)
+        p["axis"] = _axis(p, ins[0].rank) - ins[0].rank * bool(p.get("negative"))
         return p
 
 
@@ -306,12 +306,11 @@ class Resize(Nchw):
             p["exclude_outside"] = False  # ONNX Runtime takes it for cubic only (or linear with antialias, opset 18)
         if p["coordinate_transformation_mode"] == "tf_crop_and_resize":
             p["by"] = "sizes"  # with scales, whether the roi shrinks the output is read differently
-        if p["by"] == "scales":
-            p["sh"] = p["sh"] if int(h * p["sh"]) >= 1 else 1.0
-            p["sw"] = p["sw"] if int(w * p["sw"]) >= 1 else 1.0
-            p.pop("out_h", None), p.pop("out_w", None)
-        else:
-            p.pop("sh", None), p.pop("sw", None)
+        # Both the scales and the sizes stay in the params (``by`` says which is used): a repair
+        # runs again on its own output (mutations, the minimiser).
+        p["sh"] = p["sh"] if int(h * p["sh"]) >= 1 else 1.0
+        p["sw"] = p["sw"] if int(w * p["sw"]) >= 1 else 1.0
+        if p["by"] == "sizes":
             while p["out_h"] * p["out_w"] * c * ins[0].shape[0] > MAX_ELEMS and p["out_h"] * p["out_w"] > 1:
                 p["out_h"], p["out_w"] = max(1, p["out_h"] // 2), max(1, p["out_w"] // 2)
         return p
@@ -471,7 +470,7 @@ class OnnxReshape(Reshape):
 
     def repair(self, rng, ins, p):
         p = super().repair(rng, ins, p)
-        p["infer_at"] = rng.randrange(len(p["shape"])) if p.pop("minus_one", False) else -1
+        p["infer_at"] = rng.randrange(len(p["shape"])) if p.get("minus_one") else -1
         return p
 
 
