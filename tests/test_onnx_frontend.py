@@ -53,10 +53,10 @@ def test_corpus_is_onnx_and_covers_the_issue_operators():
     for op in ("Conv", "BatchNormalization", "Relu", "Clip", "HardSwish", "Gemm", "MatMul", "Resize", "Pad",
                "Split", "Concat", "Gather", "GatherElements", "GatherND", "Where", "Slice", "LayerNormalization",
                "Softmax", "LogSoftmax", "GridSample", "ReduceMean", "Transpose", "Reshape", "Expand", "Cast",
-               "ArgMax", "TopK", "LSTM", "GRU"):
+               "ArgMax", "TopK", "LSTM", "GRU", "ConvTranspose", "DepthToSpace", "ShapeReshape"):
         assert op in ops, op
     subgraphs = {b.name for b in CORPUS.blocks if b.is_subgraph}
-    assert {"ConvBnRelu", "Attention", "SEBlock"} <= subgraphs
+    assert {"ConvBnRelu", "Attention", "SEBlock", "ChannelShuffle"} <= subgraphs
 
 
 def test_tf_corpus_keeps_the_tf_registry():
@@ -360,3 +360,38 @@ def test_mutated_and_re_solved_onnx_graphs_still_check_and_run(tmp_path):
             onnx_emit.check(onnx_emit.build(h))
             assert _run(h, tmp_path)["ok"], (i, h.meta)
         src.feedback(i, g, {"status": "DCP"})
+
+
+def test_conv_transpose_pads_and_output_padding_match_numpy(tmp_path):
+    p = {"kh": 3, "kw": 2, "sh": 2, "sw": 3, "out_ch": 2, "bias": True, "groups": "one", "group": 1,
+         "pads": [1, 0, 2, 1], "output_padding": [1, 2]}
+    g, out = _one("ConvTranspose", TensorType((1, 3, 4, 3)), p)
+    x, y = _ort(g, tmp_path)
+    rng = weights_rng(g.seed, "n0")
+    w, b = uniform(rng, (3, 2, 3, 2)), uniform(rng, (2,))
+    full = np.zeros((2, (4 - 1) * 2 + 3 + 1, (3 - 1) * 3 + 2 + 2))  # before cropping the pads
+    for c in range(3):
+        for i in range(4):
+            for j in range(3):
+                full[:, i * 2:i * 2 + 3, j * 3:j * 3 + 2] += x[0, c, i, j] * w[c]
+    want = full[:, 1:full.shape[1] - 2, 0:full.shape[2] - 1] + b[:, None, None]
+    assert want.shape == out.shape[1:]
+    np.testing.assert_allclose(y[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space_modes_match_numpy(tmp_path, mode):
+    g, _ = _one("DepthToSpace", TensorType((1, 8, 2, 3)), {"blocksize": 2, "mode": mode})
+    x, y = _ort(g, tmp_path)
+    if mode == "DCR":
+        want = x.reshape(1, 2, 2, 2, 2, 3).transpose(0, 3, 4, 1, 5, 2).reshape(1, 2, 4, 6)
+    else:
+        want = x.reshape(1, 2, 2, 2, 2, 3).transpose(0, 1, 4, 2, 5, 3).reshape(1, 2, 4, 6)
+    np.testing.assert_array_equal(y, want)
+
+
+def test_shape_reshape_computes_its_shape_in_the_graph(tmp_path):
+    g, _ = _one("ShapeReshape", TensorType((2, 3, 4, 5)), {"keep": 2})
+    assert [n.op_type for n in onnx_emit.build(g).graph.node] == ["Shape", "Gather", "Concat", "Reshape"]
+    x, y = _ort(g, tmp_path)
+    np.testing.assert_array_equal(y, x.reshape(2, 3, 20))

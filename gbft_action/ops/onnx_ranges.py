@@ -42,7 +42,7 @@ def _same(ins, types, p, out):
     return R._hull(*ins)
 
 
-for _op in ("Unsqueeze", "Flatten", "Expand", "Split", "Gather", "GatherElements", "GatherND", "ReduceMax",
+for _op in ("DepthToSpace", "SpaceToDepth", "ShapeReshape", "Unsqueeze", "Flatten", "Expand", "Split", "Gather", "GatherElements", "GatherND", "ReduceMax",
             "ReduceMin", "ReduceMean", "MaxPool", "GlobalAveragePool", "Identity"):
     ONNX_RULES[_op] = _same
 
@@ -112,6 +112,25 @@ def _conv(ins, types, p, out):
     # each output sums kh * kw * C / group products with weights in [-1, 1], plus a bias in [-1, 1]
     k = p["kh"] * p["kw"] * types[0].shape[1] // p["group"]
     return R._sym(R._mul(R.magnitude(ins[0]), k) + 1.0)
+
+
+@rule("ConvTranspose")
+def _conv_transpose(ins, types, p, out):
+    # each output sums at most kh * kw * C / group products (fewer with stride > 1), plus a bias
+    k = p["kh"] * p["kw"] * types[0].shape[1] // p["group"]
+    return R._sym(R._mul(R.magnitude(ins[0]), k) + 1.0)
+
+
+@rule("PRelu")
+def _prelu(ins, types, p, out):
+    lo, hi = ins[0]  # slopes U[-1, 1]: a negative x times a slope stays within |x|
+    return (min(lo, -max(-lo, 0.0)) if lo < 0 else lo, max(hi, max(-lo, 0.0)))
+
+
+@rule("InstanceNormalization")
+def _instance_norm(ins, types, p, out):
+    n = prod(types[0].shape[2:])  # a normalised element is at most sqrt(n - 1); scale and bias in [-1, 1]
+    return R._sym(math.sqrt(n) + 1.0)
 
 
 @rule("BatchNormalization")

@@ -159,6 +159,66 @@ class Conv(Nchw):
         return TensorType((ins[0].shape[0], p["out_ch"], oh, ow))
 
 
+class ConvTranspose(Nchw):
+    """ConvTranspose with groups, explicit pads below the kernel and output_padding below the stride."""
+
+    def repair(self, rng, ins, p):
+        _, c, h, w = ins[0].shape
+        g = 1 if p["groups"] == "one" else rng.choice(divisors(c))
+        p["group"] = g
+        p["out_ch"] = g * max(1, p["out_ch"] // g)
+        p["pads"] = [rng.randint(0, p["kh"] - 1), rng.randint(0, p["kw"] - 1),
+                     rng.randint(0, p["kh"] - 1), rng.randint(0, p["kw"] - 1)]
+        p["output_padding"] = [rng.randint(0, p["sh"] - 1), rng.randint(0, p["sw"] - 1)]
+        for i, (k, st) in enumerate((("kh", "sh"), ("kw", "sw"))):
+            while self._len(ins[0].shape[2 + i], p, i) < 1:  # pads may eat a 1-pixel input
+                p["pads"][i], p["pads"][i + 2] = max(0, p["pads"][i] - 1), max(0, p["pads"][i + 2] - 1)
+        while prod(self._out(ins, p)) > MAX_ELEMS and (p["sh"] > 1 or p["sw"] > 1):
+            p["sh"], p["sw"] = max(1, p["sh"] - 1), max(1, p["sw"] - 1)
+            p["output_padding"] = [min(p["output_padding"][0], p["sh"] - 1), min(p["output_padding"][1], p["sw"] - 1)]
+        while prod(self._out(ins, p)) > MAX_ELEMS and p["out_ch"] > g:
+            p["out_ch"] = g * max(1, p["out_ch"] // g // 2)
+        return p
+
+    @staticmethod
+    def _len(i: int, p: Params, axis: int) -> int:
+        k, s = (p["kh"], p["sh"]) if axis == 0 else (p["kw"], p["sw"])
+        return s * (i - 1) + p["output_padding"][axis] + k - p["pads"][axis] - p["pads"][axis + 2]
+
+    def _out(self, ins, p) -> tuple[int, ...]:
+        n, _, h, w = ins[0].shape
+        return (n, p["out_ch"], self._len(h, p, 0), self._len(w, p, 1))
+
+    def infer(self, ins, p):
+        return TensorType(self._out(ins, p))
+
+
+class DepthToSpace(Nchw):
+    """C must be a multiple of blocksize^2 (DCR: depth-column-row as TF, CRD as PyTorch's PixelShuffle)."""
+
+    def align(self, ins, p):
+        n, c, h, w = ins[0].shape
+        bb = p["blocksize"] ** 2
+        return [TensorType((n, bb * max(1, c // bb), h, w))]
+
+    def infer(self, ins, p):
+        n, c, h, w = ins[0].shape
+        b = p["blocksize"]
+        return TensorType((n, c // (b * b), h * b, w * b))
+
+
+class SpaceToDepth(Nchw):
+    def align(self, ins, p):
+        n, c, h, w = ins[0].shape
+        b = p["blocksize"]
+        return [TensorType((n, c, b * max(1, h // b), b * max(1, w // b)))]
+
+    def infer(self, ins, p):
+        n, c, h, w = ins[0].shape
+        b = p["blocksize"]
+        return TensorType((n, c * b * b, h // b, w // b))
+
+
 class Pool(Nchw):
     """MaxPool / AveragePool with explicit pads below the kernel (ORT requires it) and ceil_mode."""
 
@@ -203,6 +263,10 @@ class GlobalPool(Nchw):
 
 class BatchNorm(Nchw):
     """Inference-mode BatchNormalization on the channel axis 1 (rank >= 2)."""
+
+
+class InstanceNorm(Nchw):
+    """InstanceNormalization over the spatial dims of N, C, ... (rank >= 3)."""
 
 
 class LayerNorm(Nchw):
@@ -398,6 +462,19 @@ class Split(Nchw):
         s = list(ins[0].shape)
         s[p["axis"]] = p["split"][p["take"]]
         return TensorType(tuple(s), ins[0].dtype)
+
+
+class ShapeReshape(Nchw):
+    """x.view(x.size(0), ..., -1) as exporters write it: Shape -> Gather -> Concat(-1) -> Reshape,
+    the shape computed in the graph (MNN's converter must fold or run it)."""
+
+    def repair(self, rng, ins, p):
+        p["keep"] = max(1, min(p["keep"], ins[0].rank - 1)) if ins[0].rank > 1 else 1
+        return p
+
+    def infer(self, ins, p):
+        s = ins[0].shape
+        return TensorType(s[:p["keep"]] + (prod(s[p["keep"]:]),), ins[0].dtype)
 
 
 class Flatten(Nchw):
@@ -613,13 +690,22 @@ def _table() -> dict[str, Spec]:
         OnnxUnary("LeakyRelu", "LeakyRelu", domains={"alpha": FloatRange(0.01, 0.3)}),
         OnnxUnary("HardSigmoid", "HardSigmoid", domains={"alpha": FloatRange(0.1, 0.5), "beta": FloatRange(0.3, 0.7)}),
         OnnxUnary("Elu", "Elu", domains={"alpha": FloatRange(0.1, 2.0)}),
+        OnnxUnary("PRelu", "PRelu", ranks=(2, MAX_RANK), domains={"slope": Choice(("channel", "scalar"))}),
         Clip("Clip", "Clip", domains={"min": FloatRange(-6.0, 0.0), "max": FloatRange(0.0, 6.0)}),
         Conv("Conv", "Conv", ranks=R4, domains=conv),
+        ConvTranspose("ConvTranspose", "ConvTranspose", ranks=R4, domains={
+            "kh": IntRange(1, 4), "kw": IntRange(1, 4), "sh": IntRange(1, 3), "sw": IntRange(1, 3),
+            "out_ch": IntRange(1, 16), "bias": BOOL, "groups": Choice(("one", "some"))}),
+        DepthToSpace("DepthToSpace", "DepthToSpace", ranks=R4, domains={
+            "blocksize": IntRange(2, 3), "mode": Choice(("DCR", "CRD"))}),
+        SpaceToDepth("SpaceToDepth", "SpaceToDepth", ranks=R4, domains={"blocksize": IntRange(2, 3)}),
         Pool("MaxPool", "MaxPool", ranks=R4, domains=dict(pool)),
         Pool("AveragePool", "AveragePool", ranks=R4, domains={**pool, "count_include_pad": BOOL}),
         GlobalPool("GlobalAveragePool", "GlobalAveragePool", ranks=R4),
         BatchNorm("BatchNormalization", "BatchNormalization", ranks=(2, 5),
                   domains={"epsilon": FloatRange(1e-4, 1e-2)}),
+        InstanceNorm("InstanceNormalization", "InstanceNormalization", ranks=(3, 5),
+                     domains={"epsilon": FloatRange(1e-4, 1e-2)}),
         LayerNorm("LayerNormalization", "LayerNormalization", ranks=(2, MAX_RANK),
                   domains={"axis": ANY_AXIS, "epsilon": FloatRange(1e-4, 1e-2), "negative": BOOL}),
         Gemm("Gemm", "Gemm", frozenset({1, 2}), domains={
@@ -658,6 +744,7 @@ def _table() -> dict[str, Spec]:
         OnnxTranspose("Transpose", "Transpose", ranks=(2, MAX_RANK),
                       domains={"kind": Choice(("random", "swap_last"))}),
         OnnxReshape("Reshape", "Reshape", float_in=False, domains={"rank": IntRange(1, 5), "minus_one": BOOL}),
+        ShapeReshape("ShapeReshape", "Reshape", float_in=False, domains={"keep": IntRange(1, 3)}),
         Flatten("Flatten", "Flatten", float_in=False, domains={"axis": IntRange(-6, 6)}),
         OnnxSqueeze("Squeeze", "Squeeze", float_in=False),
         OnnxUnsqueeze("Unsqueeze", "Unsqueeze", float_in=False, ranks=(1, MAX_RANK - 1), domains={"axis": ANY_AXIS}),

@@ -169,6 +169,39 @@ def _conv(ctx, xs, p):
     ctx.op("Conv", ins, **attrs)
 
 
+@emits("ConvTranspose")
+def _conv_transpose(ctx, xs, p):
+    c = ctx.type(xs[0]).shape[1]
+    w = ctx.const("w", uniform(ctx.rng, (c, p["out_ch"] // p["group"], p["kh"], p["kw"])))
+    ins = [xs[0], w] + ([ctx.const("bias", uniform(ctx.rng, (p["out_ch"],)))] if p["bias"] else [])
+    ctx.op("ConvTranspose", ins, kernel_shape=[p["kh"], p["kw"]], strides=[p["sh"], p["sw"]], pads=list(p["pads"]),
+           output_padding=list(p["output_padding"]), group=p["group"])
+
+
+@emits("DepthToSpace")
+def _depth_to_space(ctx, xs, p):
+    ctx.op("DepthToSpace", xs, blocksize=p["blocksize"], mode=p["mode"])
+
+
+@emits("SpaceToDepth")
+def _space_to_depth(ctx, xs, p):
+    ctx.op("SpaceToDepth", xs, blocksize=p["blocksize"])
+
+
+@emits("PRelu")
+def _prelu(ctx, xs, p):
+    s = ctx.type(xs[0]).shape
+    shape = (s[1],) + (1,) * (len(s) - 2) if p["slope"] == "channel" else (1,)
+    ctx.op("PRelu", [xs[0], ctx.const("slope", uniform(ctx.rng, shape))])
+
+
+@emits("InstanceNormalization")
+def _instance_norm(ctx, xs, p):
+    c = ctx.type(xs[0]).shape[1]
+    scale, bias = ctx.const("scale", uniform(ctx.rng, (c,))), ctx.const("bias", uniform(ctx.rng, (c,)))
+    ctx.op("InstanceNormalization", [xs[0], scale, bias], epsilon=float(p["epsilon"]))
+
+
 @emits("MaxPool", "AveragePool")
 def _pool(ctx, xs, p):
     attrs = {"kernel_shape": [p["kh"], p["kw"]], "strides": [p["sh"], p["sw"]], "pads": list(p["pads"]),
@@ -290,6 +323,15 @@ def _reshape(ctx, xs, p):
     if p.get("infer_at", -1) >= 0:
         shape[p["infer_at"]] = -1
     ctx.op("Reshape", [xs[0], ctx.ints("shape", shape)])
+
+
+@emits("ShapeReshape")
+def _shape_reshape(ctx, xs, p):
+    i = ctx.node.id
+    shape = ctx.op("Shape", xs, out=f"{i}_shape")
+    kept = ctx.op("Gather", [shape, ctx.ints("keep", list(range(p["keep"])))], out=f"{i}_kept", axis=0)
+    target = ctx.op("Concat", [kept, ctx.ints("rest", [-1])], out=f"{i}_target", axis=0)
+    ctx.op("Reshape", [xs[0], target])
 
 
 @emits("Flatten")
