@@ -36,7 +36,6 @@ from .specs import (
     Squeeze,
     Tile,
     Transpose,
-    Unary,
 )
 
 I64 = "int64"
