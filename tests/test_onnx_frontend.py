@@ -395,3 +395,17 @@ def test_shape_reshape_computes_its_shape_in_the_graph(tmp_path):
     assert [n.op_type for n in onnx_emit.build(g).graph.node] == ["Shape", "Gather", "Concat", "Reshape"]
     x, y = _ort(g, tmp_path)
     np.testing.assert_array_equal(y, x.reshape(2, 3, 20))
+
+
+def test_repairs_keep_every_choice_of_the_domains_reachable():
+    """No repair erases a whole enum value (a mode, a coordinate transformation, a padding)."""
+    from gbft_action.ops.domains import Choice
+
+    seen: dict[tuple[str, str], set[str]] = {}
+    for seed in range(1500):
+        for n in _graph(seed, (1, 10)).block_nodes():
+            for k, v in n.params.items():
+                seen.setdefault((n.op, k), set()).add(str(v))
+    missing = [(op, k, v) for b in CORPUS.blocks for op in b.ops for k, dom in CORPUS.specs[op].domains.items()
+               if isinstance(dom, Choice) and (op, k) in seen for v in dom.values if str(v) not in seen[(op, k)]]
+    assert missing == []
