@@ -62,8 +62,10 @@ def single_node(g: Graph, node_id: str) -> tuple[Graph, dict[str, str]]:
     sources = list(dict.fromkeys(n.inputs))
     names = {src: f"in{i}" for i, src in enumerate(sources)}
     alone = Node(n.id, n.op, [names[x] for x in n.inputs], dict(n.params), n.out, n.block or n.op, "block", n.gnode)
-    g1 = Graph({names[x]: g.tensor_type(x) for x in sources}, [alone], [n.id], g.seed,
-               {"isolated": node_id, "blocks": [n.op]}, values=g.values)
+    meta: dict[str, Any] = {"isolated": node_id, "blocks": [n.op]}
+    if "frontend" in g.meta:  # an ONNX node stays an ONNX node (TF graphs carry no key)
+        meta["frontend"] = g.meta["frontend"]
+    g1 = Graph({names[x]: g.tensor_type(x) for x in sources}, [alone], [n.id], g.seed, meta, values=g.values)
     return g1, {names[x]: x for x in sources}
 
 

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from ..graph.ir import Graph
 from ..ops.domains import Choice
-from ..ops.specs import SPECS
+from ..ops.registry import registry
 
 
 class Symptom(str, Enum):
@@ -189,7 +189,7 @@ def salient_params(g: Graph, node: str) -> str:
         n = g.node(node)
     except KeyError:
         return ""
-    spec = SPECS.get(n.op)
+    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(n.op)
     if spec is None:
         return ""
     out = [f"{k}={n.params[k]}" for k, dom in sorted(spec.domains.items())
