@@ -54,3 +54,13 @@ def test_onnxruntime_adapter_runs_outputs_and_intermediates_and_rejects_a_broken
         eng.convert(tmp_path / "bad.onnx", "onnx", tmp_path)
     with pytest.raises(ConvertError, match="reads ONNX models"):
         eng.convert(tmp_path / "model.onnx", "pb", tmp_path)
+
+
+def test_root_cause_keys_name_a_front_end_other_than_tf():
+    from gbft_action.bugs.rootcause import RootKey, root_key
+    lrn = RootKey("wrong-result", ("Lrn",), "", True)
+    assert lrn.id == "rc-591413f00fb9"  # as keyed before front ends (issue markers, state)
+    onnx_concat = root_key("wrong-result", {"op": "Concat", "frontend": "onnx"}, None, minimized=False)
+    tf_concat = root_key("wrong-result", {"op": "Concat"}, None, minimized=False)
+    assert onnx_concat.id != tf_concat.id and onnx_concat.title == "[onnx] Concat: wrong results"
+    assert RootKey.from_json(onnx_concat.to_json()) == onnx_concat and "frontend" not in tf_concat.to_json()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -140,6 +140,7 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
     meta, _, small = load_bundle(book.bundle_dir(fid))
     assert small is not None
     key = _key(lane, meta, small, max(until, time.monotonic() + KEY_MIN_S))
+    key = replace(key, frontend=str(meta["fingerprint"].get("frontend", "")))  # keys made without root_key too
     book.set_root_cause(fid, key.to_json())
     return {**stats, "root_cause": key.id, "symptom_was": meta0.get("symptom", ""),
             "wall": round(time.monotonic() - until + time_limit, 2)}  # minimising and isolating
