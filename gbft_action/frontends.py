@@ -33,7 +33,7 @@ class Frontend:
 
 FRONTENDS: dict[str, Frontend] = {
     "tf": Frontend("tf", "tf", "model.pb", "pb", "tensorflow-mnn.yaml"),
-    "tflite": Frontend("tflite", "tf", "model.tflite", "tflite", "tensorflow-mnn.yaml"),
+    "tflite": Frontend("tflite", "tf", "model.tflite", "tflite", "tflite-mnn.yaml"),
     "onnx": Frontend("onnx", "onnx", "model.onnx", "onnx", "onnx-mnn.yaml"),
 }
 DEFAULT_FRONTEND = FRONTENDS["tf"]

@@ -100,7 +100,28 @@ def load_corpus(path: str | Path = DEFAULT_CORPUS) -> Corpus:
         raw = _parse(p, text)
     except Exception as e:  # noqa: BLE001 - any parser error is a corpus error
         raise CorpusError(str(p), "-", "-", f"not valid YAML/JSON: {e}") from None
+    if isinstance(raw, dict) and "extends" in raw:
+        raw = _extended(p, raw)
     return parse_corpus(raw, str(p))
+
+
+def _extended(p: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    """A corpus written as another one (``extends``, a file beside it) less the blocks it
+    ``drop``s, with the blocks it lists under ``blocks`` replacing the base's of that name
+    (the TFLite front end: the paper's corpus less what TFLite cannot express)."""
+    base_path = p.parent / str(raw["extends"])
+    if base_path.resolve() == p.resolve():
+        raise CorpusError(str(p), "-", "extends", "a corpus cannot extend itself")
+    base = load_corpus(base_path).raw
+    drop = set(raw.get("drop") or [])
+    unknown = drop - {b.get("name") for b in base["blocks"]}
+    if unknown:
+        raise CorpusError(str(p), sorted(unknown)[0], "drop", f"not a block of {raw['extends']}")
+    own = {b.get("name"): b for b in raw.get("blocks") or [] if isinstance(b, dict)}
+    blocks = [own.pop(b["name"], b) for b in base["blocks"] if b["name"] not in drop]
+    merged = {k: v for k, v in base.items() if k != "blocks"}
+    merged.update({k: v for k, v in raw.items() if k not in ("extends", "drop", "blocks")})
+    return {**merged, "blocks": blocks + list(own.values())}
 
 
 def _parse(p: Path, text: str) -> Any:
