@@ -161,6 +161,8 @@ def _lrn(xs, p, node, rng):
 
 @emits("Concat")
 def _concat(xs, p, node, rng):
+    if len(xs) == 1:  # tf.concat of one tensor is an identity inside a name scope: "n3/n3"
+        return tf.identity(xs[0], name=node.id)
     return tf.concat(xs, axis=p["axis"], name=node.id)
 
 
