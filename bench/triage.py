@@ -207,6 +207,11 @@ def analyse(summary: dict[str, Any], fps: dict[str, dict[str, Any]], cat: Catalo
         "keys_per_defect": round(len(keys) / len(defects_found), 2) if defects_found else None,
         "matched_keys_per_defect": round(len(matched_real) / len(defects_found), 2) if defects_found else None,
         "real_share": round(len(matched_real) / len(keys), 3) if keys else None,
+        # Issue 13 asks for NaN/Inf differences "one per operator that creates or drops the special
+        # value, per special value and direction": counted so, a catalogued family (exp's clamp
+        # behind Exp, Sigmoid, Tanh, Selu) is several reports the issue wants, not variants.
+        "issue_units": len(units := {(k.defect, k.title if k.symptom == "nan-inf" else "") for k in matched_real}),
+        "keys_per_issue_unit": round(len(keys) / len(units), 2) if units else None,
         "unmatched": [_brief(k) for k in unmatched],
         "controls": [_brief(k) for k in suspects],
         "artefacts": [_brief(k) for k in artefacts],
@@ -255,6 +260,9 @@ def render(r: dict[str, Any], cat: Catalogue, out: Path) -> str:
     lines.append(f"catalogued defects found: {r['defects_found']} of {r['defects_catalogued']}")
     lines.append(f"reported keys per matched defect: {r['reported_keys']} / {r['defects_found']} = "
                  f"{kpd if kpd is not None else '-'} (keys matching a defect only: {r['matched_keys_per_defect']})")
+    lines.append(f"by the issue's unit (a NaN/Inf difference: one per operator, special value and direction): "
+                 f"{r['issue_units']} units, {r['reported_keys']} / {r['issue_units']} = {r['keys_per_issue_unit']} "
+                 f"reported keys per unit")
     share = r["real_share"]
     lines.append(f"share of reported keys matching a real defect: {r['matched_keys']} / {r['reported_keys']} = "
                  + (f"{100 * share:.1f}%" if share is not None else "-"))

@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from . import __version__
 from .corpus import DEFAULT_CORPUS, Corpus, load_corpus
+from .frontends import parse_frontend
 from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .oracle import Status, Tolerance
@@ -63,7 +64,8 @@ GRACE_S = 5.0  # in-flight cases may run this long past the budget before being 
 # while up to LAG cases are in flight.
 LAG = 8
 STATE_FILE = "state.json"
-DIAG_ESTIMATE_S = 1.5  # seconds per diagnosis (minimise + isolate) until one was measured
+DIAG_ESTIMATE_S = 3.0  # seconds per diagnosis (minimise + isolate) until one was measured (2.5 s mean, qemu)
+FREQUENT = 5  # cases: a fingerprint seen this often is diagnosed before the rarer ones
 MAX_RESERVE = 0.5  # the reserve never takes more of the budget than this
 
 
@@ -95,11 +97,14 @@ class FuzzConfig:
     platform_label: str = ""  # shown as the platform in bundles and reports (e.g. arm64-self-hosted)
     platforms: tuple[str, ...] = ()  # engine platforms (gbft_action.platforms); () = this machine
     arm_root: str = ""  # the arm64 root for arm64-qemu
+    frontend: str = "tf"  # the model format the engine converts (frontends.FRONTENDS)
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resumed campaign to be the same campaign."""
         state = Path(self.state) / STATE_FILE if self.state else None
-        return {"seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
+        # The front end only when not the first one: outputs written before it existed resume.
+        fe = {"frontend": self.frontend} if self.frontend != "tf" else {}
+        return {**fe, "seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
                 "corpus_sha256": _sha(self.corpus), "chooser": self.chooser, "mutations": self.mutations,
                 "special_share": self.special_share,
                 "state_sha256": _sha(str(state)) if state else "", "platforms": list(self.platforms),
@@ -264,7 +269,7 @@ class Campaign:
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
                           self.cfg.engine_mem_mb, engine_python=self.cfg.engine_python,
                           engine_env=dict(self.cfg.engine_env), want_tflite=self._first_of_its_kind,
-                          platforms=self.platforms, base=self.cfg.base)
+                          platforms=self.platforms, base=self.cfg.base, frontend=parse_frontend(self.cfg.frontend))
         lanes = [Lane(lcfg, i) for i in range(max(1, self.cfg.jobs))]
         self._lanes = lanes
         if self._hard_stop:  # cancelled before the lanes existed: close them here
@@ -318,15 +323,18 @@ class Campaign:
         """(heads, rest): the first fingerprint of each local key, then the others."""
         firsts = self._first_records()
         # Not hangs: each replay would take the stage limit (30 s, more under qemu) and overrun.
-        order = sorted((f for f in self.bugs.seen_this_run if f in firsts and firsts[f].get("symptom") != "timeout"),
+        seen = self.bugs.seen_this_run
+        # Reportable first; of those, the frequent ones first (an undiagnosed key seen in dozens
+        # of cases heads the report under the wrong operator), then the smallest models.
+        order = sorted((f for f in seen if f in firsts and firsts[f].get("symptom") != "timeout"),
                        key=lambda f: (policy_for(firsts[f].get("symptom", ""), self.cfg.symptom_policy) != "report",
-                                      firsts[f].get("n_nodes", 0), f))
-        seen: set[tuple[str, str, str]] = set()
+                                      seen[f] < FREQUENT, firsts[f].get("n_nodes", 0), f))
+        met: set[tuple[str, str, str]] = set()
         heads, rest = [], []
         for f in order:
             lk = _local(firsts[f])
-            (rest if lk in seen else heads).append(f)
-            seen.add(lk)
+            (rest if lk in met else heads).append(f)
+            met.add(lk)
         return heads, rest
 
     def _first_records(self) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .corpus import DEFAULT_CORPUS, CorpusError, load_corpus
+from .corpus import CorpusError, load_corpus
+from .frontends import DEFAULT_FRONTEND, FRONTENDS, Frontend, frontend_of, parse_frontend
 from .oracle import Tolerance
 
 # Exit codes, in one place.  replay: 1 = still fails the same way, 4 = fails differently.
@@ -38,6 +39,13 @@ def positive(kind: type) -> Any:
     return conv
 
 
+def _frontend(text: str) -> Frontend:
+    try:
+        return parse_frontend(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gbft", description="Graph-based fuzz testing of DL inference engines")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -59,7 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--graph", choices=["ws", "rn", "both"], default="both")
     f.add_argument("--out", type=Path, default=Path("gbft-out"))
     f.add_argument("--jobs", type=positive(int), default=2, help="parallel lanes (reference + engine worker)")
-    f.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    f.add_argument("--frontend", type=_frontend, default=DEFAULT_FRONTEND,
+                   help=f"the model format the engine converts: {' | '.join(FRONTENDS)} (default tf)")
+    f.add_argument("--corpus", default="", help="block corpus (default: the front end's, e.g. "
+                                                "corpora/tensorflow-mnn.yaml for tf and tflite)")
     f.add_argument("--resume", type=Path, metavar="OUT", help="continue the campaign in OUT")
     f.add_argument("--rtol", type=float, default=Tolerance.rtol)
     f.add_argument("--atol", type=float, default=Tolerance.atol)
@@ -194,7 +205,7 @@ def cmd_corpus_check(path: str) -> int:
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from .campaign import Campaign, FuzzConfig, install_signal_handlers
     from .platforms.armroot import ArmRootError
-    from .pipeline import Timeouts
+    from .pipeline import FrontendError, Timeouts
 
     out = args.resume or args.out
     try:
@@ -203,7 +214,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     cfg = FuzzConfig(out=out, engine=args.engine, budget=args.budget, max_models=args.max_models, seed=args.seed,
-                     blocks=args.blocks, graph=args.graph, jobs=args.jobs, corpus=args.corpus,
+                     blocks=args.blocks, graph=args.graph, jobs=args.jobs,
+                     corpus=args.corpus or str(args.frontend.default_corpus), frontend=args.frontend.name,
                      timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
                      tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
                      chooser=args.chooser, mutations=args.mutations == "on", state=args.state,
@@ -225,6 +237,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     install_signal_handlers(camp)
     try:
         summary = camp.run()
+    except FrontendError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except (ValueError, RuntimeError) as e:
         print(f"\nerror: {e}", file=sys.stderr)
         return EXIT_ERROR
@@ -269,7 +284,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_USAGE
         build = build_of_bundle(meta["engine"])
-        lane = Lane(LaneConfig(build.engine, Path(tmp), tolerance=tol, platforms=plats, engine_env=dict(build.env)), 0)
+        lane = Lane(LaneConfig(build.engine, Path(tmp), tolerance=tol, platforms=plats, engine_env=dict(build.env),
+                               frontend=frontend_of(meta["fingerprint"])), 0)
         try:
             info = lane.start()
             if args.cmd == "minimize":
@@ -334,7 +350,8 @@ def _replay_lane(meta: dict[str, Any]) -> Any:
 
     build = build_of_bundle(meta["engine"])
     lane = Lane(LaneConfig(build.engine, Path(tempfile.mkdtemp(prefix="gbft-fix-")), engine_env=dict(build.env),
-                           tolerance=Tolerance(**meta.get("tolerance", {}))), 0)
+                           tolerance=Tolerance(**meta.get("tolerance", {})),
+                           frontend=frontend_of(meta["fingerprint"])), 0)
     lane.start()
     return lane
 
@@ -349,6 +366,7 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     cfg.engine, cfg.corpus = old["engine"], old["corpus"]
     cfg.chooser, cfg.mutations, cfg.state = old["chooser"], old["mutations"], old["state"]
     cfg.special_share = old.get("special_share", cfg.special_share)
+    cfg.frontend = old.get("frontend", "tf")
     return cfg
 
 

@@ -19,7 +19,7 @@ import shutil
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,12 +31,17 @@ from .bugs.triage import case_verdict
 from .engines.adapter import knowledge_of, resolve
 from .engines.builds import EngineBuild
 from .engines.knowledge import EngineKnowledge
+from .frontends import DEFAULT_FRONTEND, Frontend
 from .graph.ir import Graph
 from .oracle import (ENGINE_FAILURES, VIEWS, OutputDiff, Status, Tolerance, compare, judge_node, judge_outputs,
-                     precision_only)
+                     precision_only, undefined_anywhere)
 from .workers.arrays import pack, unpack
 from .platforms import Platform, host_machine
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
+
+
+class FrontendError(ValueError):
+    """The engine's converter does not read the front end's format (a usage error)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,7 @@ class LaneConfig:
     engine_env: dict[str, str] = field(default_factory=dict)
     platforms: tuple[Platform, ...] = ()  # where engine workers run; () = natively, as "the host"
     base: EngineBuild | None = None  # the base build, run beside the first platform
+    frontend: Frontend = DEFAULT_FRONTEND  # the model format converted and the reference that judges it
     # Asked once per engine failure: write model.tflite too?  (TFLite conversion
     # costs ~0.25 s, so the campaign asks for it once per distinct failure.)
     want_tflite: Callable[[CaseResult], bool] = lambda res: False
@@ -118,7 +124,7 @@ class Lane:
         # Workers run in the work folder: a file an engine writes to a relative (or, with
         # MNN's heap damage, garbled) path lands there, never in the directory gbft ran from.
         cwd = str(cfg.workdir)
-        self.ref = Worker(WorkerSpec("reference", cwd=cwd), logs / f"reference-{lane_id}.log")
+        self.ref = Worker(WorkerSpec("reference", cfg.frontend.reference, cwd=cwd), logs / f"reference-{lane_id}.log")
         self.platforms = {p.name: p for p in (cfg.platforms or (Platform(host_machine()),))}
         pr = EngineBuild(cfg.engine, cfg.engine_python, dict(cfg.engine_env))
         self.engs: dict[str, Worker] = {}
@@ -155,6 +161,10 @@ class Lane:
         self.ref.start()
         for w in self._engines():
             w.start()
+        fe, formats = self.cfg.frontend, self.eng.hello.get("formats")
+        if formats is not None and fe.format not in formats:  # a usage error, before any model
+            raise FrontendError(f"engine {self.eng.hello.get('engine')!r} does not read {fe.name} models "
+                             f"(it reads: {', '.join(formats)})")
         return self.eng.hello
 
     def hellos(self) -> dict[str, dict[str, Any]]:
@@ -219,6 +229,8 @@ class Lane:
             for r in res.every_result():
                 r.fingerprint = fingerprint(str(r.status), r.stage, r.message, r.log, g, r.op, r.node, r.signal,
                                             r.mismatch, self.knowledge)
+                if r.fingerprint is not None and self.cfg.frontend.name != "tf":
+                    r.fingerprint = replace(r.fingerprint, frontend=self.cfg.frontend.name)
                 self._symptom(r, res, left)
             if res.base is not None:
                 v = case_verdict(res.fingerprint, res.base.fingerprint)
@@ -252,7 +264,8 @@ class Lane:
 
     def _reference(self, res: CaseResult, left: float, inputs: dict[str, np.ndarray] | None = None) -> bool:
         """TensorFlow builds the model, draws inputs (or takes ``inputs``), computes the expected outputs."""
-        msg: dict[str, Any] = {"op": "build", "graph": res.graph.to_json(), "dir": str(res.workdir)}
+        msg: dict[str, Any] = {"op": "build", "graph": res.graph.to_json(), "dir": str(res.workdir),
+                               "tflite": self.cfg.frontend.format == "tflite"}
         if inputs is not None:
             msg["inputs"] = pack(inputs)
         r = self._stage(res, "reference", self.ref, msg, self.cfg.timeouts.reference, left)
@@ -270,7 +283,8 @@ class Lane:
         assert d is not None
         out = self._engine_dir(res)
         out.mkdir(exist_ok=True)
-        convert = {"op": "convert", "model": str(d / "model.pb"), "format": "pb", "dir": str(out)}
+        fe = self.cfg.frontend
+        convert = {"op": "convert", "model": str(d / fe.model), "format": fe.format, "dir": str(out)}
         if self._stage(res, "convert", w, convert, to.convert * slow, left()) is None:
             return
         infer = {"op": "infer", "inputs": pack(res.arrays["inputs"]), "outputs": list(res.graph.outputs)}
@@ -347,7 +361,7 @@ class Lane:
         """Also save the model as TFLite (for the engine's other converter path)."""
         # One file serves every platform's failure: asked for each, so each fingerprint counts as seen.
         wanted = [r for r in res.per_platform() if r.status in ENGINE_FAILURES and self.cfg.want_tflite(r)]
-        if not wanted or left <= 1:
+        if not wanted or left <= 1 or self.cfg.frontend.format != "pb":
             return
         r = self.ref.call({"op": "tflite", "graph": res.graph.to_json(), "dir": str(res.workdir)}, min(20.0, left))
         res.timings["tflite"] = r.elapsed
@@ -455,9 +469,9 @@ class Lane:
     def _symptom(self, r: CaseResult, case: CaseResult, left: Callable[[], float]) -> None:
         """The symptom class of r (bugs.rootcause); a failing comparison is run once more with
         the heap perturbed: outputs that change read uninitialised memory."""
-        if r.status in (Status.DCF, Status.XPF, Status.XBF):
-            r.nondeterministic = self._changes_on_rerun(r, left())
         against = _compared_with(r, case)
+        if r.status in (Status.DCF, Status.XPF, Status.XBF):
+            r.nondeterministic = self._changes_on_rerun(r, against, left())
         loose = against is not None and "actual" in r.arrays and all(
             precision_only(against[k], r.arrays["actual"][k]) for k in r.graph.outputs
             if k in against and k in r.arrays["actual"])
@@ -469,8 +483,11 @@ class Lane:
                              kind=fp.kind if fp else "", mismatch="values" if made else r.mismatch,
                              loose_ok=loose and not made, nondeterministic=r.nondeterministic)
 
-    def _changes_on_rerun(self, r: CaseResult, left: float) -> bool:
-        if "actual" not in r.arrays or left <= 1:
+    def _changes_on_rerun(self, r: CaseResult, against: dict[str, np.ndarray] | None, left: float) -> bool:
+        """Whether an output that fails its comparison changes when inferred again with the heap
+        perturbed.  Only a failing one: a garbage output beside it (another operator's) does
+        not make a deterministic wrong answer nondeterministic."""
+        if "actual" not in r.arrays or against is None or left <= 1:
             return False
         slow = self.platforms[r.platform].slowdown
         # glibc fills fresh allocations with a pattern (mallopt M_PERTURB) for this call only.
@@ -480,8 +497,23 @@ class Lane:
             return False
         b = unpack(again.reply["outputs"])
         a = r.arrays["actual"]
-        return a.keys() == b.keys() and not all(
-            np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f") for k in a)
+        if a.keys() != b.keys():
+            return False
+        changed = [k for k in a if not np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f")]
+        shows = _downstream(r.graph, r.node) if r.localised and r.node else set(a)  # where r's difference shows
+        return any(k in shows and k in against and not compare(against[k], a[k], k, self.cfg.tolerance).ok
+                   for k in changed)
+
+
+def _downstream(g: Graph, node: str) -> set[str]:
+    """``node`` and every tensor computed from it."""
+    users, seen, todo = g.consumers(), {node}, [node]
+    while todo:
+        for u in users.get(todo.pop(), []):
+            if u not in seen:
+                seen.add(u)
+                todo.append(u)
+    return seen
 
 
 # How localisation went: a node found; every difference excused by the node rules; no node
@@ -526,10 +558,14 @@ def _first_difference(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarra
     outputs = set(g.outputs)
     excused: set[str] = set()  # nodes with excused differences, and everything they feed
     for n in g.nodes:
-        if n.id not in a or n.id not in b:
+        if n.id not in a:
             continue
         if any(i in excused for i in n.inputs):
             excused.add(n.id)  # judged against TensorFlow's own inputs, it would differ again
+            continue
+        if n.id not in b:  # fused away by the engine: unjudged, but what it leaves undefined taints
+            if undefined_anywhere(n.op, n.params, [a[i] for i in n.inputs if i in a], a[n.id]):
+                excused.add(n.id)
             continue
         x, y = np.asarray(a[n.id]), np.asarray(b[n.id])
         if n.op in VIEWS and n.id not in outputs and x.shape != y.shape and x.size == y.size:

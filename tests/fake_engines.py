@@ -119,3 +119,21 @@ class ScriptedRejects(MNNEngine):
             if op.encode() in data:
                 raise ConvertError(f"fake build {tag}: rejects {op}")
         return super().convert(model, fmt, workdir)
+
+
+class WrongBesideGarbage(MNNEngine):
+    """One output deterministically wrong (+1), the other garbage that changes from call to
+    call (as an uninitialised read does when the heap is perturbed); ``GBFT_FAKE_GARBAGE``
+    says which output index is the garbage one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.garbage = int(os.environ.get("GBFT_FAKE_GARBAGE", "1"))
+
+    def infer(self, artifact, inputs, outputs):
+        self.calls += 1
+        got = super().infer(artifact, inputs, outputs)
+        for k, name in enumerate(outputs):
+            got[name] = got[name] + (1000.0 * self.calls if k == self.garbage else 1.0)
+        return got

@@ -2,8 +2,8 @@
 provider conformance tests on every backend).
 
 Parametrised over the registry (``engines.adapter.ENGINES``): an engine added there is
-tested here with no change to this file, unless it needs configuration (``SETUP``) or its
-package is not installed (skipped, saying which).  Each engine runs through the real
+tested here with no change to this file, unless it needs configuration (``SETUP``: settings,
+the front end its converter reads) or its package is not installed (skipped, saying which).  Each engine runs through the real
 pipeline, a ``Lane`` with TensorFlow's worker and the engine's, and its adapter wrapped
 by ``tests/conformance_engine.py``, which crashes, hangs or lies on chosen cases:
 
@@ -25,12 +25,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Iterator
+from typing import Iterator
 
 import numpy as np
 import pytest
 
 from gbft_action.engines.adapter import ENGINES, resolve
+from gbft_action.frontends import DEFAULT_FRONTEND, FRONTENDS, Frontend
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status
 from gbft_action.pipeline import CaseResult, Lane, LaneConfig, Timeouts
@@ -49,7 +50,7 @@ class Setup:
 
     env: dict[str, str] = field(default_factory=dict)  # for its adapter
     requires: tuple[str, ...] = ()  # distributions it needs besides its own package
-    lane: dict[str, Any] = field(default_factory=dict)  # LaneConfig settings (e.g. the model format it reads)
+    frontend: Frontend = DEFAULT_FRONTEND  # the model format its converter reads
 
 
 _SCRIPTS = TESTS / "data" / "command_engine"  # a converter and a runner around the installed MNN
@@ -58,19 +59,33 @@ SETUP: dict[str, Setup] = {
                       "GBFT_RUNNER_COMMAND": f"{sys.executable} {{build}}/run.py {{artifact}} {{inputs}} "
                                              "{outputs_dir} {outputs}",
                       "GBFT_ENGINE_BUILD": str(_SCRIPTS), "GBFT_ENGINE_VERSION": "test-scripts"}, ("MNN",)),
+    "onnxruntime": Setup(frontend=FRONTENDS["onnx"]),
 }
 
 T = TensorType((1, 4, 4, 3))
 
 
-def _model(seed: int, *ops: tuple[str, list[str]]) -> Graph:
+def _model(frontend: Frontend, seed: int, *ops: tuple[str, list[str]]) -> Graph:
     nodes = [Node(f"n{k}", op, ins, {}, T, op) for k, (op, ins) in enumerate(ops)]
-    return Graph({"in0": T, "in1": T}, nodes, [nodes[-1].id], seed=seed)
+    meta = {} if frontend is DEFAULT_FRONTEND else {"frontend": frontend.name}
+    return Graph({"in0": T, "in1": T}, nodes, [nodes[-1].id], seed=seed, meta=meta)
 
 
-# Two small models every engine should get right (elementwise ops, float32, one output).
-GOOD_A = _model(11, ("Add", ["in0", "in1"]), ("Relu", ["n0"]), ("Tanh", ["n1"]))
-GOOD_B = _model(12, ("Mul", ["in0", "in1"]), ("Sigmoid", ["n0"]), ("Sub", ["n1", "in0"]))
+def _good(frontend: Frontend) -> tuple[Graph, Graph]:
+    """Two small models every engine should get right (elementwise ops every front end has,
+    float32, one output)."""
+    return (_model(frontend, 11, ("Add", ["in0", "in1"]), ("Relu", ["n0"]), ("Tanh", ["n1"])),
+            _model(frontend, 12, ("Mul", ["in0", "in1"]), ("Sigmoid", ["n0"]), ("Sub", ["n1", "in0"])))
+
+
+@dataclass
+class Conformer:
+    """One engine's lane and its two good models."""
+
+    name: str
+    lane: Lane
+    a: Graph
+    b: Graph
 
 
 def _missing(name: str) -> str:
@@ -90,17 +105,18 @@ def _env(name: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module", params=sorted(ENGINES))
-def engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Lane]]:
+def engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conformer]:
     name = request.param
     if why := _missing(name):
         pytest.skip(why)
+    fe = SETUP.get(name, Setup()).frontend
     cfg = LaneConfig("conformance_engine:Conformance", tmp_path_factory.mktemp(f"conf-{name}"),
                      timeouts=Timeouts(reference=60.0, convert=20.0, infer=HANG_LIMIT), engine_env=_env(name),
-                     **SETUP.get(name, Setup()).lane)
+                     frontend=fe)
     lane = Lane(cfg, 0)
     try:
         lane.start()
-        yield name, lane
+        yield Conformer(name, lane, *_good(fe))
     finally:
         lane.stop()
 
@@ -116,7 +132,7 @@ def _passes(lane: Lane, index: int, g: Graph) -> CaseResult:
 
 
 def test_hello_names_the_engine_and_its_version(engine, tmp_path):
-    name, lane = engine
+    name, lane = engine.name, engine.lane
     # The registered adapter itself, unwrapped: what a campaign's hello would say.
     w = Worker(WorkerSpec("engine", resolve(name), env=SETUP.get(name, Setup()).env), tmp_path / "w.log")
     try:
@@ -129,18 +145,18 @@ def test_hello_names_the_engine_and_its_version(engine, tmp_path):
 
 
 def test_a_known_good_model_passes(engine):
-    _, lane = engine
-    res = _passes(lane, 1, GOOD_A)
-    assert res.fingerprint is None and set(res.arrays["actual"]) == set(GOOD_A.outputs)
+    lane = engine.lane
+    res = _passes(lane, 1, engine.a)
+    assert res.fingerprint is None and set(res.arrays["actual"]) == set(engine.a.outputs)
 
 
 def test_no_state_leaks_between_cases(engine):
-    _, lane = engine
+    lane = engine.lane
     pid = lane.eng.proc.pid if lane.eng.proc else None
-    first = _passes(lane, 2, GOOD_A)
-    again = _passes(lane, 3, GOOD_A)  # the same model twice in one worker
-    _passes(lane, 4, GOOD_B)
-    after = _passes(lane, 5, GOOD_A)  # and after another model
+    first = _passes(lane, 2, engine.a)
+    again = _passes(lane, 3, engine.a)  # the same model twice in one worker
+    _passes(lane, 4, engine.b)
+    after = _passes(lane, 5, engine.a)  # and after another model
     assert lane.eng.proc is not None and lane.eng.proc.pid == pid, "the worker was replaced: not one worker"
     for other in (again, after):
         for k in ("inputs", "actual"):
@@ -149,37 +165,37 @@ def test_no_state_leaks_between_cases(engine):
 
 
 def test_a_crash_in_conversion_is_an_mcf_with_its_signal(engine):
-    _, lane = engine
-    res = _run(lane, 901, GOOD_A)
+    lane = engine.lane
+    res = _run(lane, 901, engine.a)
     assert (res.status, res.stage, res.signal) == (Status.MCF, "convert", signal.SIGSEGV), res.message
     assert res.fingerprint is not None and res.fingerprint.code.startswith("SIGSEGV")
-    _passes(lane, 6, GOOD_A)  # the worker is replaced
+    _passes(lane, 6, engine.a)  # the worker is replaced
 
 
 def test_a_crash_in_inference_is_an_if_with_its_signal(engine):
-    _, lane = engine
-    res = _run(lane, 902, GOOD_A)
+    lane = engine.lane
+    res = _run(lane, 902, engine.a)
     assert (res.status, res.stage, res.signal) == (Status.IF, "infer", signal.SIGABRT), res.message
     assert res.fingerprint is not None and res.fingerprint.code.startswith("SIGABRT")
-    _passes(lane, 7, GOOD_B)
+    _passes(lane, 7, engine.b)
 
 
 def test_a_hang_is_a_timeout_of_its_stage(engine):
-    _, lane = engine
+    lane = engine.lane
     t0 = time.monotonic()
-    res = _run(lane, 903, GOOD_A)
+    res = _run(lane, 903, engine.a)
     assert (res.status, res.stage) == (Status.TIMEOUT, "infer"), res.message
     assert res.timings["infer"] < HANG_LIMIT + 2.0 and time.monotonic() - t0 < 30
     assert res.fingerprint is not None and res.fingerprint.kind == "timeout"
-    _passes(lane, 8, GOOD_A)
+    _passes(lane, 8, engine.a)
 
 
 def test_wrong_outputs_are_a_dcf(engine):
-    _, lane = engine
-    res = _run(lane, 904, GOOD_B)
+    lane = engine.lane
+    res = _run(lane, 904, engine.b)
     assert (res.status, res.stage) == (Status.DCF, "compare"), f"{res.status}: {res.message}"
     assert res.fingerprint is not None and res.fingerprint.kind == "mismatch"
-    assert res.fingerprint.op in {n.op for n in GOOD_B.nodes}  # localised onto an operator of the model
+    assert res.fingerprint.op in {n.op for n in engine.b.nodes}  # localised onto an operator of the model
 
 
 def test_an_engine_whose_package_is_missing_is_skipped_saying_so(monkeypatch):

@@ -382,3 +382,17 @@ def test_cli_check_missing_file(tmp_path, capsys):
     assert rc != 0
     assert out == ""
     assert str(p) in err and "cannot read" in err
+
+
+def test_a_corpus_extending_another_drops_and_replaces_blocks(tmp_path):
+    from gbft_action.corpus import CorpusError, DEFAULT_CORPUS, load_corpus
+    from gbft_action.frontends import FRONTENDS
+    tfl = load_corpus(FRONTENDS["tflite"].default_corpus)
+    full = load_corpus(DEFAULT_CORPUS)
+    assert {b.name for b in full.blocks} - {b.name for b in tfl.blocks} == {"Cropandresize"}
+    assert set(tfl.block("Resize").params[0]["method"].values) == {"bilinear", "nearest"}
+    assert tfl.block("Lrn") == full.block("Lrn")  # the rest as in the base corpus
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"extends: {DEFAULT_CORPUS}\ndrop: [NoSuchBlock]\nblocks: []\n")
+    with pytest.raises(CorpusError, match="NoSuchBlock.*drop"):
+        load_corpus(bad)

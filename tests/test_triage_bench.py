@@ -187,6 +187,9 @@ def test_before_format_each_fingerprint_is_a_key(cat: C.Catalogue) -> None:
     found = {d["defect"] for d in r["per_defect"] if d["keys"] and not d["control"]}
     assert r["defects_found"] == len(found) == 10
     assert r["keys_per_defect"] == round(14 / 10, 2) and r["real_share"] == round(11 / 14, 3)
+    # The issue's unit: each NaN/Inf key (Relu, Sigmoid, SpaceToBatchND) is one; the other 8
+    # matched keys are 7 defects (two missing-output keys).
+    assert r["issue_units"] == 10 and r["keys_per_issue_unit"] == round(14 / 10, 2)
     assert [k["key"] for k in r["unmatched"]] == ["b4", "b3"]  # most cases first
     text = T.render(r, cat, Path("OUT"))
     assert "reported keys: 14" in text and "11 / 14 = 78.6%" in text and "b4" in text
@@ -243,6 +246,7 @@ def test_root_cause_format_keys_are_the_reported_root_causes(cat: C.Catalogue) -
     assert by["conv-explicit-pad"]["keys"] == 1 and by["depthwise-multiplier"]["keys"] == 0  # merged away
     assert [k["key"] for k in r["controls"]] == ["rc-concat"] and r["unmatched"] == []
     assert r["matched_keys"] == 9 and r["defects_found"] == 9 and r["keys_per_defect"] == round(10 / 9, 2)
+    assert r["issue_units"] == 9  # Relu's and Sigmoid's NaN are two units, as two defects here
     assert r["over_merged"] == [{"key": "rc-dw", "title": "Depthwise: wrong results", "symptom": "wrong-result",
                                  "ops": ["Depthwise"], "cases": 1, "fingerprints": 2, "defect": "conv-explicit-pad",
                                  "defects": ["conv-explicit-pad", "depthwise-multiplier"]}]

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..bugs.policy import parse_policy
 from ..engines.adapter import ENGINES as _REGISTRY
+from ..frontends import FRONTENDS
 
 ENGINES = tuple(_REGISTRY)  # every registered engine (module:Class adapters are for tests)
 REPORTS = ("issues", "summary", "none")
@@ -23,6 +24,7 @@ FAIL_ON = ("new", "any", "never")
 # input name -> (field, default); the action.yml inputs must be exactly these (a test checks).
 INPUTS: dict[str, tuple[str, str]] = {
     "engine": ("engine", "mnn"),
+    "frontend": ("frontend", "tf"),
     "engine-build": ("engine_build", ""),
     "base-build": ("base_build", ""),
     "converter-command": ("converter_command", ""),
@@ -51,6 +53,7 @@ class ConfigError(ValueError):
 @dataclass
 class ActionConfig:
     engine: str = "mnn"
+    frontend: str = "tf"  # frontends.FRONTENDS: the model format the engine converts
     engine_build: str = ""
     base_build: str = ""
     converter_command: str = ""
@@ -104,6 +107,7 @@ class ActionConfig:
 
     def validate(self) -> ActionConfig:
         _choice("engine", self.engine, ENGINES)
+        _choice("frontend", self.frontend, tuple(FRONTENDS))
         _choice("report", self.report, REPORTS)
         _choice("fail-on", self.fail_on, FAIL_ON)
         _number("budget-seconds", self.budget_seconds, float, 10, 6 * 3600, "a number of seconds from 10 to 21600")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bugs.triage import failing
-from ..corpus import DEFAULT_CORPUS
+from ..frontends import FRONTENDS
 from ..report.sanitize import inline
 from .config import ActionConfig, ConfigError
 
@@ -96,7 +96,8 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
         reserve += min(REPORT_RESERVE_S, 0.15 * cfg.budget)
     fuzz = FuzzConfig(out=out, engine=pr.engine, budget=max(5.0, deadline - time.monotonic() - reserve),
                       seed=int(cfg.seed), blocks=cfg.block_range, special_share=float(cfg.special_share),
-                      corpus=str(cfg.path(cfg.corpus)) if cfg.corpus else str(DEFAULT_CORPUS),
+                      corpus=str(cfg.path(cfg.corpus)) if cfg.corpus else str(FRONTENDS[cfg.frontend].default_corpus),
+                      frontend=cfg.frontend,
                       state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
                       engine_python=pr.python, engine_env=dict(pr.env), base=base,
                       symptom_policy=cfg.policy_overrides,

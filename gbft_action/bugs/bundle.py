@@ -214,6 +214,8 @@ def repro_data(d: Path, minimized: bool) -> ReproData | None:
 
 
 def write_repros(env: jinja2.Environment, d: Path, graph: Graph, meta: dict[str, Any]) -> None:
+    if graph.meta.get("frontend", "tf") != "tf":  # the repro scripts rebuild TensorFlow graphs only
+        return
     (d / "repro.py").write_text(render_repro(env, graph, meta))
     (d / "repro.py").chmod(0o755)
     data = repro_data(d, bool(meta.get("minimized")))

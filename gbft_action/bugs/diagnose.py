@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -62,8 +62,10 @@ def single_node(g: Graph, node_id: str) -> tuple[Graph, dict[str, str]]:
     sources = list(dict.fromkeys(n.inputs))
     names = {src: f"in{i}" for i, src in enumerate(sources)}
     alone = Node(n.id, n.op, [names[x] for x in n.inputs], dict(n.params), n.out, n.block or n.op, "block", n.gnode)
-    g1 = Graph({names[x]: g.tensor_type(x) for x in sources}, [alone], [n.id], g.seed,
-               {"isolated": node_id, "blocks": [n.op]}, values=g.values)
+    meta: dict[str, Any] = {"isolated": node_id, "blocks": [n.op]}
+    if "frontend" in g.meta:  # an ONNX node stays an ONNX node (TF graphs carry no key)
+        meta["frontend"] = g.meta["frontend"]
+    g1 = Graph({names[x]: g.tensor_type(x) for x in sources}, [alone], [n.id], g.seed, meta, values=g.values)
     return g1, {names[x]: x for x in sources}
 
 
@@ -138,6 +140,7 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
     meta, _, small = load_bundle(book.bundle_dir(fid))
     assert small is not None
     key = _key(lane, meta, small, max(until, time.monotonic() + KEY_MIN_S))
+    key = replace(key, frontend=str(meta["fingerprint"].get("frontend", "")))  # keys made without root_key too
     book.set_root_cause(fid, key.to_json())
     return {**stats, "root_cause": key.id, "symptom_was": meta0.get("symptom", ""),
             "wall": round(time.monotonic() - until + time_limit, 2)}  # minimising and isolating

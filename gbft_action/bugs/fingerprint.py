@@ -61,14 +61,21 @@ class Fingerprint:
     code: str  # normalised check / signal / message / mismatch shape
     op: str  # the failing operator ("" when the engine does not say)
     structure: str = ""  # DCF: in-degree and input ranks of the diverging node
+    # The model format converted (frontends): each converter is its own code path, so its bugs
+    # are its own.  "" for tf, the first one, whose fingerprint ids predate front ends.
+    frontend: str = ""
 
     @property
     def id(self) -> str:
-        key = "|".join((self.stage, self.status, self.kind, self.code, self.op, self.structure))
+        parts = (self.stage, self.status, self.kind, self.code, self.op, self.structure)
+        key = "|".join((*parts, self.frontend) if self.frontend else parts)
         return hashlib.sha256(key.encode()).hexdigest()[:12]
 
     @property
     def title(self) -> str:
+        return f"[{self.frontend}] {self._title()}" if self.frontend else self._title()
+
+    def _title(self) -> str:
         op = self.op or "an unidentified operator"
         if self.kind == "unsupported":
             return f"MCF: converter does not support {op}"
@@ -89,11 +96,15 @@ class Fingerprint:
         return f"{self.status}: {self.stage} error ({op}): {self.code[:80]}"
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "id": self.id, "title": self.title}
+        d = asdict(self)
+        if not self.frontend:  # tf: stored as before front ends
+            del d["frontend"]
+        return {**d, "id": self.id, "title": self.title}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Fingerprint:
-        return Fingerprint(d["stage"], d["status"], d["kind"], d["code"], d["op"], d.get("structure", ""))
+        return Fingerprint(d["stage"], d["status"], d["kind"], d["code"], d["op"], d.get("structure", ""),
+                           d.get("frontend", ""))
 
 
 def fingerprint(status: str, stage: str, message: str, log: str, g: Graph, op: str = "", node: str = "",

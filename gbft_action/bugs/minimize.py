@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Protocol
 from ..graph.ir import Graph, TensorType
 from ..graph.solver import Builder, GenError
 from ..ops.domains import Choice, FloatRange, IntRange
-from ..ops.specs import SPECS
+from ..ops.registry import registry
 
 GRAPH_INPUT = -1
 
@@ -40,6 +40,7 @@ class Program:
     seed: int
     salt: int = 0  # varies the solver's adapter draws (slice offsets, pad splits)
     values: str = "normal"  # Graph.values: a special model stays special (and unguarded)
+    frontend: str = "tf"  # the operator registry (ops.registry) its steps name: g.meta["frontend"]
 
     def key(self) -> tuple[int, int, int, int]:
         """Smaller is simpler: fewer operators, fewer edges, fewer input elements, shorter params."""
@@ -49,12 +50,16 @@ class Program:
         return (len(self.steps), sum(len(s.inputs) for s in self.steps), n_in, sum(len(s.params) for s in self.steps))
 
     def realise(self) -> Graph:
-        b = Builder(random.Random(f"gbft-min:{self.seed}:{self.salt}"), self.seed, self.values)
+        b = Builder(random.Random(f"gbft-min:{self.seed}:{self.salt}"), self.seed, self.values,
+                    registry(self.frontend))
         names = {GRAPH_INPUT: b.add_input("in0", TensorType(self.input_shape))}
         for i, s in enumerate(self.steps):
             names[i] = b.add_op(s.op, [names[j] for j in s.inputs], None, block=s.block, gnode=i,
                                 fixed=json.loads(s.params))
-        return b.finish({"minimized": True, "blocks": [s.block for s in self.steps]})
+        meta: dict[str, Any] = {"minimized": True, "blocks": [s.block for s in self.steps]}
+        if self.frontend != "tf":  # absent for TF: its minimised graphs keep their bytes
+            meta["frontend"] = self.frontend
+        return b.finish(meta)
 
     @staticmethod
     def from_graph(g: Graph) -> Program:
@@ -70,7 +75,7 @@ class Program:
         steps = tuple(Step(n.op, tuple(source(x) for x in n.inputs), json.dumps(n.params, sort_keys=True), n.block)
                       for n in g.block_nodes())
         shape = next(iter(g.inputs.values())).shape
-        return Program(shape, steps, g.seed, values=g.values)
+        return Program(shape, steps, g.seed, values=g.values, frontend=str(g.meta.get("frontend", "tf")))
 
 
 # --------------------------------------------------------------------------- the shrinker
@@ -178,10 +183,11 @@ class DropInputs:
 
     def run(self, s: Shrinker) -> bool:
         changed = False
+        specs = registry(s.current.frontend).specs
         for i in range(len(s.current.steps)):  # this pass never removes steps
             for k in range(len(s.current.steps[i].inputs)):
                 step = s.current.steps[i]
-                if k >= len(step.inputs) or len(step.inputs) - 1 not in SPECS[step.op].arity:
+                if k >= len(step.inputs) or len(step.inputs) - 1 not in specs[step.op].arity:
                     continue
                 ins = step.inputs[:k] + step.inputs[k + 1:]
                 steps = s.current.steps[:i] + (replace(step, inputs=ins),) + s.current.steps[i + 1:]
@@ -226,7 +232,7 @@ class SimplifyParams:
         for i in range(len(s.current.steps)):  # this pass never removes steps
             step = s.current.steps[i]
             params = json.loads(step.params)
-            for name, dom in SPECS[step.op].domains.items():
+            for name, dom in registry(s.current.frontend).specs[step.op].domains.items():
                 simple = _simplest(dom)
                 if name in params and params[name] != simple:
                     new = dict(json.loads(s.current.steps[i].params), **{name: simple})

@@ -21,13 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any, Callable
 
 from ..graph.ir import Graph
 from ..ops.domains import Choice
-from ..ops.specs import SPECS
+from ..ops.registry import registry
 
 
 class Symptom(str, Enum):
@@ -95,10 +95,14 @@ class RootKey:
     # Not part of the key: the minimised model's operators when the defect shows only in a
     # pattern (every operator right alone); the key names the operator where it shows.
     pattern: tuple[str, ...] = ()
+    # The front end (frontends) whose converter showed it: "" for tf, whose keys predate front
+    # ends; another front end's Concat is another converter's defect.
+    frontend: str = ""
 
     @property
     def id(self) -> str:
-        raw = json.dumps([self.symptom, list(self.ops), self.detail], separators=(",", ":"))
+        parts = [self.symptom, list(self.ops), self.detail] + ([self.frontend] if self.frontend else [])
+        raw = json.dumps(parts, separators=(",", ":"))
         return "rc-" + hashlib.sha256(raw.encode()).hexdigest()[:12]
 
     @property
@@ -111,6 +115,9 @@ class RootKey:
 
     @property
     def title(self) -> str:
+        return f"[{self.frontend}] {self._title()}" if self.frontend else self._title()
+
+    def _title(self) -> str:
         s, subj, d = self.symptom, self.subject, self.detail
         if s == Symptom.WRONG.value and len(self.pattern) > 1:
             return f"{subj}: wrong results after " + " -> ".join(self.pattern[:-1]) + " (each right alone)"
@@ -141,13 +148,15 @@ class RootKey:
         return f"engine error with {subj}" + (f": {d}" if d else "")
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "ops": list(self.ops), "pattern": list(self.pattern), "key": self.id,
-                "title": self.title}
+        d = {**asdict(self), "ops": list(self.ops), "pattern": list(self.pattern), "key": self.id, "title": self.title}
+        if not self.frontend:  # tf: stored as before front ends
+            del d["frontend"]
+        return d
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> RootKey:
         return RootKey(d["symptom"], tuple(d.get("ops", ())), d.get("detail", ""), bool(d.get("isolated")),
-                       tuple(d.get("pattern", ())))
+                       tuple(d.get("pattern", ())), d.get("frontend", ""))
 
 
 MAX_PATTERN = 4  # a minimised model with more operators than this names no pattern
@@ -189,7 +198,7 @@ def salient_params(g: Graph, node: str) -> str:
         n = g.node(node)
     except KeyError:
         return ""
-    spec = SPECS.get(n.op)
+    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(n.op)
     if spec is None:
         return ""
     out = [f"{k}={n.params[k]}" for k, dom in sorted(spec.domains.items())
@@ -201,7 +210,14 @@ def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str 
              direction: str = "", minimized: bool = True) -> RootKey:
     """The key of a (minimised) failure.  ``blamed``: the node found wrong in isolation ("" when
     every operator was right alone: the key names the minimised model's operators); for an
-    unminimised failure the case's own operator stands in."""
+    unminimised failure the case's own operator stands in.  The fingerprint's front end
+    carries over."""
+    key = _root_key(symptom, fp, small, blamed, isolated, direction, minimized)
+    return replace(key, frontend=str(fp.get("frontend", "")))
+
+
+def _root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str, isolated: bool,
+              direction: str, minimized: bool) -> RootKey:
     if symptom in (Symptom.HEAP_DAMAGE.value,):
         return RootKey(symptom, (), _signal_only(fp.get("code", "")))
     ops: tuple[str, ...]
@@ -211,6 +227,10 @@ def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str 
         ops = pattern_ops(small)
     else:  # not minimised far enough to name a pattern: the case's own operator stands in
         ops = (fp["op"],) if fp.get("op") else ()
+    if symptom == Symptom.NAN_INF.value and moves_data(ops, small, blamed):
+        # An operator that only moves elements cannot make or drop a NaN or an Inf: one that
+        # appears or vanishes there was read from the wrong place, the operator's wrong result.
+        symptom = Symptom.WRONG.value
     if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
         salient = salient_params(small, blamed) if blamed and minimized and small is not None else ""
         return RootKey(symptom, ops, ", ".join(x for x in (_shape(fp), salient) if x), isolated)
@@ -225,6 +245,26 @@ def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str 
     missing = fp.get("kind") == "missing-output" or _MISSING_OUTPUT.search(fp.get("code", ""))
     code = "a model output is missing" if missing else fp.get("code", "")
     return RootKey(symptom, ops, code[:120], isolated)
+
+
+# Operators whose every output element is a copy of an input element (or a constant pad).
+DATA_MOVEMENT = frozenset({
+    # TensorFlow front end
+    "Squeeze", "Reshape", "Expanddims", "Concat", "Slice", "Stridedslice", "Pad", "Tile", "Transpose", "GatherV2",
+    "Spacetobatchnd", "Batchtospacend", "Resizenearestneighbor",
+    # ONNX front end (Pad in any mode copies or pads with a constant)
+    "Unsqueeze", "Flatten", "Expand", "Split", "Gather", "GatherElements", "GatherND", "DepthToSpace",
+    "SpaceToDepth", "Identity"})
+
+
+def moves_data(ops: tuple[str, ...], small: Graph | None, blamed: str) -> bool:
+    """Whether the key's one operator only moves data (Resize only in its nearest mode)."""
+    if len(ops) != 1:
+        return False
+    if ops[0] == "Resize":  # TensorFlow's method, ONNX's mode
+        node = small.node(blamed) if blamed and small is not None else None
+        return node is not None and "nearest" in (node.params.get("method"), node.params.get("mode"))
+    return ops[0] in DATA_MOVEMENT
 
 
 def _shape(fp: dict[str, Any]) -> str:

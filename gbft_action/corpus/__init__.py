@@ -3,7 +3,9 @@
 A block is one operator or a subgraph of operators with inner edges.  Each has
 the set of in-degrees and out-degrees it may take in a generated graph and,
 optionally, narrowed parameter domains.  The loader rejects a bad corpus with a
-``CorpusError`` naming the file, the block and the field.
+``CorpusError`` naming the file, the block and the field.  A top-level
+``frontend:`` (``tf`` by default, or ``onnx``) names the operator registry
+(``ops.registry``) the block names refer to.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ..ops.domains import Domain, parse_domain
-from ..ops.specs import SPECS
+from ..ops.registry import FRONTENDS, TF, Registry, registry
+from ..ops.specs import Spec
 
 DEFAULT_CORPUS = Path(str(files("gbft_action") / "corpora" / "tensorflow-mnn.yaml"))  # package data
+ONNX_CORPUS = Path(str(files("gbft_action") / "corpora" / "onnx-mnn.yaml"))
 
 
 class CorpusError(ValueError):
@@ -61,6 +65,15 @@ class Corpus:
     path: str = ""
     n_maxspc: int = 200
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    reg: Registry = TF  # the operator registry its blocks name (``frontend:`` in the file, tf by default)
+
+    @property
+    def frontend(self) -> str:
+        return self.reg.frontend
+
+    @property
+    def specs(self) -> dict[str, Spec]:
+        return self.reg.specs
 
     def block(self, name: str) -> Block:
         for b in self.blocks:
@@ -87,7 +100,28 @@ def load_corpus(path: str | Path = DEFAULT_CORPUS) -> Corpus:
         raw = _parse(p, text)
     except Exception as e:  # noqa: BLE001 - any parser error is a corpus error
         raise CorpusError(str(p), "-", "-", f"not valid YAML/JSON: {e}") from None
+    if isinstance(raw, dict) and "extends" in raw:
+        raw = _extended(p, raw)
     return parse_corpus(raw, str(p))
+
+
+def _extended(p: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    """A corpus written as another one (``extends``, a file beside it) less the blocks it
+    ``drop``s, with the blocks it lists under ``blocks`` replacing the base's of that name
+    (the TFLite front end: the paper's corpus less what TFLite cannot express)."""
+    base_path = p.parent / str(raw["extends"])
+    if base_path.resolve() == p.resolve():
+        raise CorpusError(str(p), "-", "extends", "a corpus cannot extend itself")
+    base = load_corpus(base_path).raw
+    drop = set(raw.get("drop") or [])
+    unknown = drop - {b.get("name") for b in base["blocks"]}
+    if unknown:
+        raise CorpusError(str(p), sorted(unknown)[0], "drop", f"not a block of {raw['extends']}")
+    own = {b.get("name"): b for b in raw.get("blocks") or [] if isinstance(b, dict)}
+    blocks = [own.pop(b["name"], b) for b in base["blocks"] if b["name"] not in drop]
+    merged = {k: v for k, v in base.items() if k != "blocks"}
+    merged.update({k: v for k, v in raw.items() if k not in ("extends", "drop", "blocks")})
+    return {**merged, "blocks": blocks + list(own.values())}
 
 
 def _parse(p: Path, text: str) -> Any:
@@ -101,10 +135,14 @@ def _parse(p: Path, text: str) -> Any:
 def parse_corpus(raw: Any, file: str = "<corpus>") -> Corpus:
     if not isinstance(raw, dict) or not isinstance(raw.get("blocks"), list) or not raw["blocks"]:
         raise CorpusError(file, "-", "blocks", "the corpus needs a non-empty list 'blocks'")
+    frontend = raw.get("frontend", "tf")
+    if frontend not in FRONTENDS:
+        raise CorpusError(file, "-", "frontend", f"unknown frontend {frontend!r} (known: {', '.join(FRONTENDS)})")
+    reg = registry(frontend)
     blocks = []
     seen: set[str] = set()
     for i, rb in enumerate(raw["blocks"]):
-        b = _parse_block(rb, i, file)
+        b = _parse_block(rb, i, file, reg.specs)
         if b.name in seen:
             raise CorpusError(file, b.name, "name", "duplicate block name")
         seen.add(b.name)
@@ -112,10 +150,10 @@ def parse_corpus(raw: Any, file: str = "<corpus>") -> Corpus:
     n_max = raw.get("n_maxspc", 200)
     if not isinstance(n_max, int) or n_max < 1:
         raise CorpusError(file, "-", "n_maxspc", "must be a positive integer")
-    return Corpus(str(raw.get("name", Path(file).stem)), blocks, file, n_max, raw)
+    return Corpus(str(raw.get("name", Path(file).stem)), blocks, file, n_max, raw, reg)
 
 
-def _parse_block(rb: Any, i: int, file: str) -> Block:
+def _parse_block(rb: Any, i: int, file: str, specs: dict[str, Spec]) -> Block:
     if not isinstance(rb, dict) or not isinstance(rb.get("name"), str):
         raise CorpusError(file, f"#{i}", "name", "each block is a mapping with a string 'name'")
     name = rb["name"]
@@ -127,14 +165,14 @@ def _parse_block(rb: Any, i: int, file: str) -> Block:
     if not isinstance(ops, list) or not ops:
         raise err("ops", "must be a non-empty list of operator names")
     for op in ops:
-        if op not in SPECS:
-            raise err("ops", f"unknown operator {op!r} (known: {', '.join(sorted(SPECS))})")
+        if op not in specs:
+            raise err("ops", f"unknown operator {op!r} (known: {', '.join(sorted(specs))})")
     edges = _parse_edges(rb.get("inner_edges", []), len(ops), err)
     in_deg = _degrees(rb.get("in_degree"), "in_degree", err, lo=1)
     out_deg = _degrees(rb.get("out_degree"), "out_degree", err, lo=0)
-    params = _parse_params(rb.get("params", {}), ops, err)
+    params = _parse_params(rb.get("params", {}), ops, err, specs)
     block = Block(name, tuple(ops), edges, in_deg, out_deg, params)
-    _check_arity(block, err)
+    _check_arity(block, err, specs)
     return block
 
 
@@ -167,7 +205,7 @@ def _degrees(raw: Any, fld: str, err, lo: int) -> frozenset[int]:
     return frozenset(raw)
 
 
-def _parse_params(raw: Any, ops: list[str], err) -> tuple[dict[str, Domain], ...]:
+def _parse_params(raw: Any, ops: list[str], err, specs: dict[str, Spec]) -> tuple[dict[str, Domain], ...]:
     per_op: list[dict[str, Domain]] = [{} for _ in ops]
     if not isinstance(raw, dict):
         raise err("params", "must be a mapping")
@@ -177,7 +215,7 @@ def _parse_params(raw: Any, ops: list[str], err) -> tuple[dict[str, Domain], ...
         idx = int(k) if str(k).isdigit() else -1
         if not 0 <= idx < len(ops) or not isinstance(doms, dict):
             raise err("params", f"key {k!r} must be an operator index 0..{len(ops) - 1} with a mapping")
-        spec = SPECS[ops[idx]]
+        spec = specs[ops[idx]]
         for pname, pdom in doms.items():
             if pname not in spec.domains:
                 raise err(f"params.{pname}", f"{ops[idx]} has no parameter {pname!r} "
@@ -189,8 +227,11 @@ def _parse_params(raw: Any, ops: list[str], err) -> tuple[dict[str, Domain], ...
     return tuple(per_op)
 
 
-def subgraph_problem(b: Block) -> str | None:
-    """Why a (possibly mutated) subgraph block is malformed, or None if it is fine."""
+def subgraph_problem(b: Block, specs: dict[str, Spec] | None = None) -> str | None:
+    """Why a (possibly mutated) subgraph block is malformed, or None if it is fine.
+
+    ``specs``: the corpus's registry (TensorFlow's by default)."""
+    specs = TF.specs if specs is None else specs
     n = len(b.ops)
     if any(not (0 <= s < d < n) for s, d in b.inner_edges):
         return "inner edges must go forward between existing operators"
@@ -199,23 +240,23 @@ def subgraph_problem(b: Block) -> str | None:
         return "a subgraph needs exactly one output operator"
     for i, op in enumerate(b.ops):
         k = len(b.inner_preds(i)) or 1
-        if k not in SPECS[op].arity:
-            return f"operator {i} ({op}) gets {k} inputs, it takes {sorted(SPECS[op].arity)}"
+        if k not in specs[op].arity:
+            return f"operator {i} ({op}) gets {k} inputs, it takes {sorted(specs[op].arity)}"
     if n > 1 and max(b.in_degree) > len(b.entries):
         return f"the subgraph has {len(b.entries)} entry operators, so at most {len(b.entries)} inputs"
     return None
 
 
-def _check_arity(b: Block, err) -> None:
+def _check_arity(b: Block, err, specs: dict[str, Spec]) -> None:
     if not b.is_subgraph:
-        bad = sorted(b.in_degree - SPECS[b.ops[0]].arity)
+        bad = sorted(b.in_degree - specs[b.ops[0]].arity)
         if bad:
-            raise err("in_degree", f"{b.ops[0]} cannot take {bad} inputs (it takes {sorted(SPECS[b.ops[0]].arity)})")
+            raise err("in_degree", f"{b.ops[0]} cannot take {bad} inputs (it takes {sorted(specs[b.ops[0]].arity)})")
         return
     n_entries = len(b.entries)
     if max(b.in_degree) > n_entries:
         raise err("in_degree", f"the subgraph has {n_entries} entry operators, so at most {n_entries} inputs")
     for i, op in enumerate(b.ops):
         k = len(b.inner_preds(i)) or 1
-        if k not in SPECS[op].arity:
-            raise err("inner_edges", f"operator {i} ({op}) gets {k} inputs, it takes {sorted(SPECS[op].arity)}")
+        if k not in specs[op].arity:
+            raise err("inner_edges", f"operator {i} ({op}) gets {k} inputs, it takes {sorted(specs[op].arity)}")

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 import numpy as np
 
 from ..workers.arrays import pack, unpack
-from .knowledge import GENERIC, CommandKnowledge, EngineKnowledge
+from .knowledge import GENERIC, CommandKnowledge, EngineKnowledge, Package
 from .mnn_knowledge import MNNKnowledge
 
 
@@ -49,6 +49,7 @@ class EngineAdapter(Protocol):
 ENGINES: dict[str, EngineKnowledge] = {
     "mnn": MNNKnowledge("gbft_action.engines.mnn:MNNEngine"),
     "command": CommandKnowledge("gbft_action.engines.command:CommandEngine"),
+    "onnxruntime": EngineKnowledge("gbft_action.engines.onnxruntime:OnnxRuntimeEngine", Package(pip="onnxruntime")),
 }
 
 
@@ -87,7 +88,8 @@ class EngineHandler:
     def hello(self) -> dict[str, Any]:
         # An adapter may say more of itself (the command engine: its commands, for bundles).
         extra = self.adapter.describe() if hasattr(self.adapter, "describe") else {}
-        return {**extra, "engine": self.adapter.name, "version": self.adapter.version()}
+        return {**extra, "engine": self.adapter.name, "version": self.adapter.version(),
+                "formats": list(self.adapter.formats)}
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg["op"]

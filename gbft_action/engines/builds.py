@@ -75,19 +75,24 @@ def prepare_builds(engine: str, pr: Path | None, base: Path | None, out: Path,
     return this, prepare_build(engine, base, out / ".engine-base", commands) if base is not None else None
 
 
-def _mnn(path: Path | None, venv_dir: Path, commands: Commands) -> EngineBuild:
-    if path is None:
-        return EngineBuild("mnn")
-    wheels = [path] if path.suffix == ".whl" else sorted(path.glob("*.whl"))
-    if not wheels:
-        raise BuildError(f"{path}: no MNN wheel (*.whl) there")
-    venv.EnvBuilder(system_site_packages=True, clear=True, with_pip=False).create(venv_dir)
-    _see_own_packages(venv_dir)
-    py = venv_dir / "bin" / "python"
-    # A local wheel needs no network; --no-deps keeps the tool's numpy underneath.
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-index",
-                    "--no-deps", "--force-reinstall", str(wheels[0])], check=True)
-    return EngineBuild("mnn", str(py), source=str(wheels[0]))
+def _wheel(engine: str, package: str) -> Callable[[Path | None, Path, Commands], EngineBuild]:
+    """An engine shipped as a Python wheel (MNN, ONNX Runtime): a private venv holding it."""
+
+    def make(path: Path | None, venv_dir: Path, commands: Commands) -> EngineBuild:
+        if path is None:
+            return EngineBuild(engine)
+        wheels = [path] if path.suffix == ".whl" else sorted(path.glob("*.whl"))
+        if not wheels:
+            raise BuildError(f"{path}: no {package} wheel (*.whl) there")
+        venv.EnvBuilder(system_site_packages=True, clear=True, with_pip=False).create(venv_dir)
+        _see_own_packages(venv_dir)
+        py = venv_dir / "bin" / "python"
+        # A local wheel needs no network; --no-deps keeps the tool's numpy underneath.
+        subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-index",
+                        "--no-deps", "--force-reinstall", str(wheels[0])], check=True)
+        return EngineBuild(engine, str(py), source=str(wheels[0]))
+
+    return make
 
 
 def _command(path: Path | None, venv_dir: Path, commands: Commands) -> EngineBuild:
@@ -99,7 +104,8 @@ def _command(path: Path | None, venv_dir: Path, commands: Commands) -> EngineBui
     return EngineBuild("command", env=env, source=str(path or ""))
 
 
-_PREPARE: dict[str, Callable[[Path | None, Path, Commands], EngineBuild]] = {"mnn": _mnn, "command": _command}
+_PREPARE: dict[str, Callable[[Path | None, Path, Commands], EngineBuild]] = {
+    "mnn": _wheel("mnn", "MNN"), "onnxruntime": _wheel("onnxruntime", "onnxruntime"), "command": _command}
 
 
 def _see_own_packages(venv_dir: Path) -> None:

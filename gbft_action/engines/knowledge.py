@@ -70,9 +70,11 @@ class EngineKnowledge:
     #: ... unless it holds one of these (a summary line that says nothing of the cause)
     not_errors: tuple[str, ...] = ()
 
-    def __init__(self, adapter: str = "") -> None:
+    def __init__(self, adapter: str = "", package: Package | None = None) -> None:
         #: ``module:Class`` of the adapter, imported by the engine worker only
         self.adapter = adapter
+        if package is not None:  # an engine with no log patterns still has a package
+            self.package = package
 
     def explain(self, stage: str, log: str, message: str) -> Failure | None:
         """What failed, read from the worker's log and the adapter's message; None when

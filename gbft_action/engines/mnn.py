@@ -21,7 +21,7 @@ FRAMEWORK_FLAG = {"pb": "TF", "tflite": "TFLITE", "onnx": "ONNX"}
 
 class MNNEngine:
     name = "mnn"
-    formats = ("pb", "tflite")
+    formats = ("pb", "tflite", "onnx")
 
     def __init__(self) -> None:
         import _tools  # noqa: F401 - MNN's compiled converter; see the module docstring
@@ -43,6 +43,8 @@ class MNNEngine:
         self._tools.mnnconvert(argv)
         if not out.exists() or out.stat().st_size == 0:
             raise ConvertError("MNNConvert produced no model (see the converter log)")
+        # ONNX models are NCHW: their inputs and outputs are fed and read in that layout.
+        self.layout = self.F.NCHW if fmt == "onnx" else self.F.NHWC
         return out
 
     def infer(self, artifact: Path, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
@@ -50,13 +52,14 @@ class MNNEngine:
         prec = {"high": F.PrecisionMode.High, "normal": F.PrecisionMode.Normal, "low": F.PrecisionMode.Low}
         names = sorted(inputs)
         net = self.MNN.nn.load_module_from_file(str(artifact), names, outputs, precision_mode=prec[self.precision])
-        xs = [F.const(inputs[k], list(inputs[k].shape), F.NHWC) for k in names]
+        layout = getattr(self, "layout", F.NHWC)
+        xs = [F.const(inputs[k], list(inputs[k].shape), layout) for k in names]
         ys = net.forward(xs)
         if len(ys) != len(outputs):  # the repro script checks the same thing
             raise RuntimeError(f"MNN returned {len(ys)} of {len(outputs)} outputs")
         result = {}
         for name, y in zip(outputs, ys):
             if y.data_format == F.NC4HW4:
-                y = F.convert(y, F.NHWC)
+                y = F.convert(y, layout)
             result[name] = np.array(y.read()).copy()
         return result

@@ -86,7 +86,7 @@ def draw_edges(rng: random.Random, corpus: Corpus, opts: GenOptions,
     model, k, edges = make_graph(rng, model, n, arm[1] if arm else None)
     edges = trim_degrees(rng, n, edges, *max_degrees(corpus))
     sk = Skeleton(model, k, n, edges)
-    sk.input_shape = draw_input_shape(rng, opts)
+    sk.input_shape = corpus_input_shape(rng, corpus, opts)
     return sk
 
 
@@ -96,6 +96,13 @@ def max_degrees(corpus: Corpus) -> tuple[int, int]:
 
 def draw_input_shape(rng: random.Random, opts: GenOptions) -> tuple[int, ...]:
     return (1, rng.randint(*opts.height), rng.randint(*opts.width), rng.randint(*opts.channels))
+
+
+def corpus_input_shape(rng: random.Random, corpus: Corpus, opts: GenOptions) -> tuple[int, ...]:
+    """``draw_input_shape`` laid out as the corpus's front end wants: NHWC for TF, NCHW for ONNX
+    (as exported models are; the same draws, so the same rng stream)."""
+    b, h, w, c = draw_input_shape(rng, opts)
+    return (b, c, h, w) if corpus.frontend == "onnx" else (b, h, w, c)
 
 
 def assign_block(rng: random.Random, corpus: Corpus, chosen: list[Block] | None,
@@ -121,13 +128,15 @@ def draw_values(seed: int, share: float) -> str:
 
 def realise(rng: random.Random, corpus: Corpus, sk: Skeleton, seed: int) -> Graph:
     """Turn a skeleton into a valid IR graph (shapes and parameters solved)."""
-    b = Builder(rng, seed, sk.values)
+    b = Builder(rng, seed, sk.values, corpus.reg)
     x = b.add_input("in0", TensorType(sk.input_shape))
     out: list[str] = []
     for j in range(sk.n):
         inputs = [out[p] for p in sk.preds(j)] or [x]
         out.append(_place_block(b, sk.block_of(corpus, j), inputs, j, sk.fixed_params))
     meta = {"model": sk.model, "k": sk.k, "n": sk.n, "edges": [list(e) for e in sk.edges], "blocks": list(sk.blocks)}
+    if corpus.frontend != "tf":  # absent for TF: its graphs keep their bytes
+        meta["frontend"] = corpus.frontend
     if sk.overrides:
         meta["mutant_blocks"] = {str(j): {"ops": list(bl.ops), "inner_edges": [list(e) for e in bl.inner_edges]}
                                  for j, bl in sorted(sk.overrides.items())}

@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Protocol
 
 from ..corpus import Block, Corpus, subgraph_problem
-from ..ops.specs import SPECS
-from .generate import GenOptions, Skeleton, draw_input_shape, max_degrees
+from .generate import GenOptions, Skeleton, corpus_input_shape, max_degrees
 
 RATES = (0.0, 0.1, 0.2)
 
@@ -75,7 +74,7 @@ def _mutate_subgraphs(rng: random.Random, sk: Skeleton, corpus: Corpus, r: float
         if not b.is_subgraph or len(b.ops) < min_ops or rng.random() >= r:
             continue
         mutant = surgery(b, rng.randrange(len(b.ops)))
-        if mutant is not None and subgraph_problem(mutant) is None and max(1, len(sk.preds(j))) in mutant.in_degree:
+        if mutant is not None and subgraph_problem(mutant, corpus.specs) is None and max(1, len(sk.preds(j))) in mutant.in_degree:
             sk.overrides[j] = mutant
             changed = True
     return changed
@@ -113,7 +112,7 @@ class TSM:
         old = sk.input_shape
         new = list(old)
         axis = rng.randrange(1, len(old))
-        new[axis] = draw_input_shape(rng, self.opts)[axis]
+        new[axis] = corpus_input_shape(rng, corpus, self.opts)[axis]
         sk.input_shape = tuple(new)
         return sk.input_shape != old
 
@@ -127,7 +126,7 @@ class PM:
         j = rng.randrange(sk.n)
         b = sk.block_of(corpus, j)
         i = rng.randrange(len(b.ops))
-        doms = {**SPECS[b.ops[i]].domains, **b.params[i]}
+        doms = {**corpus.specs[b.ops[i]].domains, **b.params[i]}
         if not doms:
             return False
         name = rng.choice(sorted(doms))

@@ -21,7 +21,8 @@ from typing import Any
 from ..ops import ranges
 from ..ops.domains import Domain
 from ..ops.shapes import MAX_ELEMS, prod
-from ..ops.specs import F32, SPECS
+from ..ops.registry import TF, Registry
+from ..ops.specs import F32
 from .ir import Graph, Node, TensorType
 
 
@@ -30,8 +31,9 @@ class GenError(RuntimeError):
 
 
 class Builder:
-    def __init__(self, rng: random.Random, seed: int, values: str = "normal") -> None:
+    def __init__(self, rng: random.Random, seed: int, values: str = "normal", reg: Registry = TF) -> None:
         self.rng = rng
+        self.reg = reg  # the corpus's operator registry: specs, range rules (adapter names are shared)
         self.g = Graph(inputs={}, nodes=[], outputs=[], seed=seed, values=values)
         self.g.check()  # an unknown ``values`` fails here, not in a later stage
         self._types: dict[str, TensorType] = {}
@@ -70,13 +72,14 @@ class Builder:
         return nid
 
     def _out_range(self, op: str, inputs: list[str], params: dict[str, Any], out: TensorType) -> ranges.Interval:
-        return ranges.out_range(op, [self._ranges[i] for i in inputs], [self._types[i] for i in inputs], params, out)
+        return ranges.out_range(op, [self._ranges[i] for i in inputs], [self._types[i] for i in inputs], params, out,
+                                self.reg.rules)
 
     # -- operators ----------------------------------------------------------------
     def add_op(self, op: str, inputs: list[str], doms: dict[str, Domain] | None = None,
                block: str = "", gnode: int = -1, fixed: dict[str, Any] | None = None) -> str:
         """Place ``op`` on ``inputs``; returns the tensor later ops should read."""
-        spec = SPECS[op]
+        spec = self.reg.specs[op]
         if len(inputs) not in spec.arity:
             raise GenError(f"{op} cannot take {len(inputs)} inputs")
         ins = [self._types[i] for i in inputs]

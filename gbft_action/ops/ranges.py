@@ -48,11 +48,15 @@ def rule(*ops: str) -> Callable[[Rule], Rule]:
     return deco
 
 
-def out_range(op: str, ins: list[Interval], types: list[TensorType], p: Params, out: TensorType) -> Interval:
-    """The interval of ``op``'s output; unknown operators may produce anything."""
+def out_range(op: str, ins: list[Interval], types: list[TensorType], p: Params, out: TensorType,
+              rules: dict[str, Rule] | None = None) -> Interval:
+    """The interval of ``op``'s output; unknown operators may produce anything.
+
+    ``rules`` is the registry's table (``ops.registry``): TensorFlow's by default.
+    """
     if out.dtype == "bool":
         return (0.0, 1.0)
-    fn = RULES.get(op)
+    fn = (RULES if rules is None else rules).get(op)
     return fn(ins, types, p, out) if fn else UNKNOWN
 
 
@@ -316,7 +320,7 @@ def domain(op: str, i: int, out: TensorType) -> str:
         return "positive"
     if op == "Sqrt":
         return "non-negative"
-    if op == "Realdiv" and i == 1:
+    if op in ("Realdiv", "Div") and i == 1:  # Div: ONNX's name (no TF spec is called so)
         return "non-zero"
     if op == "Cast" and out.dtype != "float32":
         return "int32"

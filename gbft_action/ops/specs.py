@@ -6,7 +6,8 @@ A spec knows three things about its operator and nothing about any framework:
   * ``sample``/``repair``: parameters drawn from the (corpus-narrowed) domains,
     then repaired so that they are valid for the actual input shapes;
   * ``infer``: the output type.
-Emitters (TensorFlow today) live in ``gbft_action.reference``, apart from specs.
+Emitters live in ``gbft_action.reference``, apart from specs.  This is the
+TensorFlow registry; ONNX's is ``ops.onnx_specs`` (a corpus picks one: ``ops.registry``).
 """
 
 from __future__ import annotations

@@ -197,6 +197,8 @@ def _lrn(g: Graph, n: Node, xs: list[str]) -> list[str]:
 
 @code("Concat")
 def _concat(g: Graph, n: Node, xs: list[str]) -> list[str]:
+    if len(xs) == 1:  # as tf_emit: tf.concat of one tensor would name its op "n3/n3"
+        return _call(n, "tf.identity", xs[0])
     return _call(n, "tf.concat", f"[{', '.join(xs)}]", axis=n.params["axis"])
 
 

@@ -9,35 +9,19 @@ always yields the same model bytes.
 
 from __future__ import annotations
 
-import zlib
 from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
 
 from ..graph.ir import Graph, Node
+from .weights import divisor, uniform, weights_rng  # noqa: F401  (re-exported: older imports)
 
 tf1 = tf.compat.v1
 DTYPES = {"float32": tf.float32, "int32": tf.int32, "int64": tf.int64, "bool": tf.bool}
 
 Emitter = Callable[[list[Any], dict[str, Any], Node, np.random.Generator], Any]
 EMITTERS: dict[str, Emitter] = {}
-
-
-def weights_rng(seed: int, node_id: str) -> np.random.Generator:
-    return np.random.default_rng([seed & 0xFFFFFFFF, zlib.crc32(node_id.encode())])
-
-
-def uniform(rng: np.random.Generator, shape: Any, lo: float = -1.0, hi: float = 1.0) -> np.ndarray:
-    return rng.uniform(lo, hi, size=shape).astype(np.float32)
-
-
-def divisor(rng: np.random.Generator, shape: Any) -> np.ndarray:
-    """A constant divisor, +-U[0.5, 1]: never near zero (ops.ranges.DIVISOR_RANGE).
-
-    The magnitude is drawn first, then the sign's source; tf_code writes the same.
-    """
-    return np.copysign(uniform(rng, shape, 0.5, 1.0), uniform(rng, shape))
 
 
 def emits(*names: str) -> Callable[[Emitter], Emitter]:
@@ -177,6 +161,8 @@ def _lrn(xs, p, node, rng):
 
 @emits("Concat")
 def _concat(xs, p, node, rng):
+    if len(xs) == 1:  # tf.concat of one tensor is an identity inside a name scope: "n3/n3"
+        return tf.identity(xs[0], name=node.id)
     return tf.concat(xs, axis=p["axis"], name=node.id)
 
 

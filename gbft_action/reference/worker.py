@@ -64,22 +64,32 @@ class ReferenceHandler:
             return _invalid(e)
         except tf.errors.OpError as e:
             return {"ok": False, "kind": "reference", "error": f"{type(e).__name__}: {e.message}"}
+        if msg.get("tflite"):  # the tflite front end: the engine converts this file instead
+            try:
+                _write_tflite(tg, names, g, outdir)
+            except Exception as e:  # noqa: BLE001 - TFLite cannot express the model: not this front end's
+                return _invalid(e, "TFLite conversion")
         return {"ok": True, "inputs": pack(inputs), "expected": pack(dict(zip(fetch, vals))),
                 "t_build": t1 - t0, "t_run": time.perf_counter() - t1}
 
     def tflite(self, msg: dict[str, Any]) -> dict[str, Any]:
         g = Graph.from_json(msg["graph"])
         tg, names = build(g)
-        with tf1.Session(graph=tg, config=session_config()) as s:
-            ins = [tg.get_tensor_by_name(names[k]) for k in sorted(g.inputs)]
-            outs = [tg.get_tensor_by_name(names[o]) for o in g.outputs]
-            conv = tf1.lite.TFLiteConverter.from_session(s, ins, outs)
-            data = conv.convert()
-        path = Path(msg["dir"]) / "model.tflite"
-        path.write_bytes(data)
-        return {"ok": True, "path": str(path)}
+        return {"ok": True, "path": str(_write_tflite(tg, names, g, Path(msg["dir"])))}
 
 
-def _invalid(e: Exception) -> dict[str, Any]:
+def _write_tflite(tg: Any, names: dict[str, str], g: Graph, outdir: Path) -> Path:
+    with tf1.Session(graph=tg, config=session_config()) as s:
+        ins = [tg.get_tensor_by_name(names[k]) for k in sorted(g.inputs)]
+        outs = [tg.get_tensor_by_name(names[o]) for o in g.outputs]
+        data = tf1.lite.TFLiteConverter.from_session(s, ins, outs).convert()
+    path = outdir / "model.tflite"
+    path.write_bytes(data)
+    return path
+
+
+def _invalid(e: Exception, what: str = "") -> dict[str, Any]:
     text = getattr(e, "message", None) or str(e)
+    if what:  # the TFLite converter's errors run to pages: the first line says which operator
+        text = f"{what}: {text.strip().splitlines()[0] if text.strip() else ''}"
     return {"ok": False, "kind": "invalid", "error": f"{type(e).__name__}: {text}".strip()}

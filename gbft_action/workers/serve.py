@@ -21,11 +21,18 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 
+# Reference frameworks by front end (frontends.Frontend.reference): imported only here, in
+# the worker, so that an ONNX run never starts TensorFlow.
+REFERENCES = {
+    "tf": "gbft_action.reference.worker:ReferenceHandler",
+    "onnx": "gbft_action.reference.onnx_worker:OnnxReferenceHandler",
+}
+
+
 def load_handler(role: str, target: str) -> Any:
     if role == "reference":
-        from ..reference.worker import ReferenceHandler
-
-        return ReferenceHandler()
+        mod, _, cls = REFERENCES[target or "tf"].partition(":")
+        return getattr(importlib.import_module(mod), cls)()
     if role == "engine":
         mod, _, cls = target.partition(":")
         from ..engines.adapter import EngineHandler

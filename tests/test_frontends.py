@@ -1,0 +1,66 @@
+"""Front ends (issue 14): parsing, fingerprints that name the front end, the ONNX Runtime adapter."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gbft_action.bugs.fingerprint import Fingerprint
+from gbft_action.engines.adapter import ConvertError
+from gbft_action.frontends import FRONTENDS, frontend_of, parse_frontend
+
+onnx = pytest.importorskip("onnx")
+
+
+def test_front_ends_parse_and_bad_ones_name_the_choices():
+    assert parse_frontend("ONNX") is FRONTENDS["onnx"] and parse_frontend("") is FRONTENDS["tf"]
+    with pytest.raises(ValueError, match="unknown front end 'caffe' .*tf, tflite, onnx"):
+        parse_frontend("caffe")
+    assert frontend_of({"id": "x"}).name == "tf" and frontend_of({"frontend": "tflite"}).model == "model.tflite"
+
+
+def test_a_tf_fingerprint_keeps_its_id_and_other_front_ends_get_their_own():
+    fp = Fingerprint("compare", "DCF", "mismatch", "values", "Lrn", "in-degree 1, input ranks [4]")
+    assert fp.id == "c8c87aeed8f9"  # as filed before front ends existed (users' issue markers)
+    onnx_fp = replace(fp, frontend="onnx")
+    assert onnx_fp.id != fp.id and onnx_fp.title.startswith("[onnx] DCF: wrong results from Lrn")
+    assert Fingerprint.from_json(onnx_fp.to_json()) == onnx_fp and "frontend" not in fp.to_json()
+
+
+def _model(path: Path) -> Path:
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("in0", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("n1", TensorProto.FLOAT, [1, 4])
+    c = helper.make_tensor("c", TensorProto.FLOAT, [1, 4], [1.0, -2.0, 3.0, -4.0])
+    nodes = [helper.make_node("Relu", ["in0"], ["n0"], name="n0"), helper.make_node("Add", ["n0", "c"], ["n1"], name="n1")]
+    m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [c]), opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(m, str(path))
+    return path
+
+
+def test_onnxruntime_adapter_runs_outputs_and_intermediates_and_rejects_a_broken_model(tmp_path):
+    pytest.importorskip("onnxruntime")
+    from gbft_action.engines.onnxruntime import OnnxRuntimeEngine
+    eng = OnnxRuntimeEngine()
+    art = eng.convert(_model(tmp_path / "model.onnx"), "onnx", tmp_path)
+    x = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
+    out = eng.infer(art, {"in0": x}, ["n1", "n0"])
+    assert np.array_equal(out["n0"], [[0, 2, 0, 4]]) and np.array_equal(out["n1"], [[1, 0, 3, 0]])
+    (tmp_path / "bad.onnx").write_bytes(b"not a model")
+    with pytest.raises(ConvertError):
+        eng.convert(tmp_path / "bad.onnx", "onnx", tmp_path)
+    with pytest.raises(ConvertError, match="reads ONNX models"):
+        eng.convert(tmp_path / "model.onnx", "pb", tmp_path)
+
+
+def test_root_cause_keys_name_a_front_end_other_than_tf():
+    from gbft_action.bugs.rootcause import RootKey, root_key
+    lrn = RootKey("wrong-result", ("Lrn",), "", True)
+    assert lrn.id == "rc-591413f00fb9"  # as keyed before front ends (issue markers, state)
+    onnx_concat = root_key("wrong-result", {"op": "Concat", "frontend": "onnx"}, None, minimized=False)
+    tf_concat = root_key("wrong-result", {"op": "Concat"}, None, minimized=False)
+    assert onnx_concat.id != tf_concat.id and onnx_concat.title == "[onnx] Concat: wrong results"
+    assert RootKey.from_json(onnx_concat.to_json()) == onnx_concat and "frontend" not in tf_concat.to_json()
