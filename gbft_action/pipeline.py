@@ -28,7 +28,7 @@ import numpy as np
 from .bugs.fingerprint import Fingerprint, fingerprint, op_named_in
 from .bugs.rootcause import classify
 from .bugs.triage import case_verdict
-from .engines.adapter import knowledge_of, resolve
+from .engines.registry import knowledge_of, resolve
 from .engines.builds import EngineBuild
 from .engines.knowledge import EngineKnowledge
 from .frontends import DEFAULT_FRONTEND, Frontend

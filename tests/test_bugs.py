@@ -13,7 +13,7 @@ import pytest
 from gbft_action.bugs.bundle import TEMPLATES, mermaid, render_repro
 from gbft_action.bugs.fingerprint import Fingerprint, fingerprint, normalise, top_frames
 from gbft_action.campaign import Campaign, FuzzConfig
-from gbft_action.engines.adapter import ENGINES
+from gbft_action.engines.registry import ENGINES
 from gbft_action.graph.ir import Graph
 
 from .conftest import ROOT, gbft_cmd

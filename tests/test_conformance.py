@@ -1,7 +1,7 @@
 """One conformance suite that every registered engine passes (as Hypothesis runs its
 provider conformance tests on every backend).
 
-Parametrised over the registry (``engines.adapter.ENGINES``): an engine added there is
+Parametrised over the registry (``engines.registry.ENGINES``): an engine added there is
 tested here with no change to this file, unless it needs configuration (``SETUP``: settings,
 the front end its converter reads) or its package is not installed (skipped, saying which).  Each engine runs through the real
 pipeline, a ``Lane`` with TensorFlow's worker and the engine's, and its adapter wrapped
@@ -30,7 +30,7 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from gbft_action.engines.adapter import ENGINES, resolve
+from gbft_action.engines.registry import ENGINES, resolve
 from gbft_action.frontends import DEFAULT_FRONTEND, FRONTENDS, Frontend
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status

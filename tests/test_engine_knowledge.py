@@ -20,7 +20,8 @@ from gbft_action.bugs.bundle import TEMPLATES
 from gbft_action.bugs.fingerprint import fingerprint, op_named_in
 from gbft_action.bugs.repro import engine_needs, render_repro
 from gbft_action.bugs.rootcause import classify
-from gbft_action.engines.adapter import ENGINES, knowledge_of, resolve
+from gbft_action.engines.registry import ENGINES, knowledge_of, resolve
+from gbft_action.engines.builds import BuildError, EngineBuild, prepare_build
 from gbft_action.engines.knowledge import GENERIC, CommandKnowledge, EngineKnowledge, Package
 from gbft_action.engines.mnn_knowledge import MNNKnowledge
 from gbft_action.graph.ir import Graph
@@ -109,11 +110,23 @@ def test_the_registry_names_adapters_and_knowledge():
 
 
 def test_importing_the_registry_imports_no_adapter():
-    code = ("import sys, gbft_action.engines.adapter, gbft_action.bugs.repro\n"
-            "bad = [m for m in ('MNN', '_tools', 'gbft_action.engines.mnn', 'gbft_action.engines.command')"
-            " if m in sys.modules]\n"
+    adapters = "'MNN', '_tools', 'onnxruntime', 'gbft_action.engines.mnn', 'gbft_action.engines.command'"
+    code = ("import sys, gbft_action.engines.registry, gbft_action.engines.builds\n"
+            "assert 'numpy' not in sys.modules  # the registry and builds are import-free\n"
+            "import gbft_action.engines.adapter, gbft_action.bugs.repro\n"
+            f"bad = [m for m in ({adapters}) if m in sys.modules]\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_engine_with_a_pip_package_builds_from_its_wheel(tmp_path):
+    """A build folder for a pip-packaged engine must hold its wheel; the error names the package."""
+    for name, known in ENGINES.items():
+        if known.package.pip:
+            with pytest.raises(BuildError, match=f"no {known.package.pip} wheel"):
+                prepare_build(name, tmp_path, tmp_path / "venv")
+    assert prepare_build("mnn", None, tmp_path / "venv") == EngineBuild("mnn")  # the installed one
+    assert prepare_build("x.y:Engine", tmp_path, tmp_path / "venv").source == str(tmp_path)
 
 
 def test_the_repro_names_the_package_pinned_to_the_version():

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bugs.policy import parse_policy
-from ..engines.adapter import ENGINES as _REGISTRY
+from ..engines.registry import ENGINES as _REGISTRY
 from ..frontends import FRONTENDS
 
 ENGINES = tuple(_REGISTRY)  # every registered engine (module:Class adapters are for tests)

@@ -1,13 +1,13 @@
 """The engine interface, its registry, and the worker-side handler.
 
 An engine adapter runs inside an engine worker process; the host never imports
-it.  The registry maps a name to the engine's ``EngineKnowledge`` (engines/knowledge.py:
-what the host knows of it, import-free), which names the adapter as a ``module:Class``
-string, so that importing ``gbft_action`` imports no engine.  ``--engine module:Class``
-names any adapter directly (the tests use this for engines that crash on purpose).
+it.  The registry (engines/registry.py, re-exported here) maps a name to the engine's
+``EngineKnowledge`` (what the host knows of it, import-free), which names the adapter as a
+``module:Class`` string, so that importing ``gbft_action`` imports no engine.
+``--engine module:Class`` names any adapter directly (the tests use this for engines that
+crash on purpose).
 
-May import: engines.knowledge and its per-engine subclasses, workers.arrays, numpy
-(the host imports this module for the registry; the handler runs in the worker).
+May import: engines.registry, workers.arrays, numpy (the handler runs in the worker).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 import numpy as np
 
 from ..workers.arrays import pack, unpack
-from .knowledge import GENERIC, CommandKnowledge, EngineKnowledge, Package
-from .mnn_knowledge import MNNKnowledge
+from .registry import ENGINES, knowledge_of, resolve  # noqa: F401 - the registry, as it was found here
 
 
 class ConvertError(RuntimeError):
@@ -42,40 +41,6 @@ class EngineAdapter(Protocol):
 
     def infer(self, artifact: Path, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         """Run the converted model; return every requested output."""
-
-
-# One line per engine: its knowledge (a subclass, or EngineKnowledge for an engine whose log
-# has no known patterns) naming its adapter.  tests/test_conformance.py runs every entry.
-ENGINES: dict[str, EngineKnowledge] = {
-    "mnn": MNNKnowledge("gbft_action.engines.mnn:MNNEngine"),
-    "command": CommandKnowledge("gbft_action.engines.command:CommandEngine"),
-    "onnxruntime": EngineKnowledge("gbft_action.engines.onnxruntime:OnnxRuntimeEngine", Package(pip="onnxruntime")),
-}
-
-
-def resolve(name: str) -> str:
-    """Engine name -> ``module:Class`` target for the worker."""
-    if name in ENGINES:
-        return ENGINES[name].adapter
-    if ":" in name:
-        return name
-    raise ValueError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))}, or module:Class)")
-
-
-def knowledge_of(engine: str, reported: str = "") -> EngineKnowledge:
-    """What the host knows of ``engine`` (a registry name or ``module:Class``).
-
-    ``reported`` is the name the adapter gave in its hello: an adapter named by
-    ``module:Class`` that wraps a registered one (the tests' fakes wrap MNN's) speaks
-    that engine's log.  It only selects a registry entry, nothing is imported by it.
-    Anything else gets the generic knowledge (no log patterns).
-    """
-    if engine in ENGINES:
-        return ENGINES[engine]
-    for known in ENGINES.values():
-        if known.adapter == engine:
-            return known
-    return ENGINES.get(reported, GENERIC)
 
 
 class EngineHandler:

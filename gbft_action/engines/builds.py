@@ -3,14 +3,16 @@
 The build under test (a pull request's) and the base build it is judged against
 are both an ``EngineBuild``: the adapter (a registry name or ``module:Class``),
 the worker's interpreter, and environment variables for the adapter.  How a
-build on disk becomes one is engine knowledge, kept here per engine:
+build on disk becomes one:
 
-  mnn      a wheel (or a folder holding one) goes into a private virtual
+  an engine with a pip package (its knowledge's ``Package``: mnn, onnxruntime)
+           a wheel (or a folder holding one) goes into a private virtual
            environment, with the tool's own packages visible behind it;
   command  a build folder, reached by the adapter as ``{build}``, with the
            converter and runner command templates.
 
-May import: the standard library only (the host side never imports an adapter).
+May import: the standard library and engines.registry (import-free: the host side never
+imports an adapter).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import venv
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+from .registry import ENGINES
 
 
 @dataclass(frozen=True)
@@ -45,10 +49,17 @@ class Commands:
 
 def prepare_build(engine: str, path: Path | None, venv_dir: Path, commands: Commands = Commands()) -> EngineBuild:
     """An ``EngineBuild`` for ``engine`` from ``path`` (None: the engine the tool runs with)."""
-    make = _PREPARE.get(engine)
+    make = _preparer(engine)
     if make is None:  # module:Class (tests, out-of-tree adapters): runs with the host's packages
         return EngineBuild(engine, source=str(path or ""))
     return make(path, venv_dir, commands)
+
+
+def _preparer(engine: str) -> Callable[[Path | None, Path, Commands], EngineBuild] | None:
+    if engine == "command":
+        return _command
+    package = ENGINES[engine].package.pip if engine in ENGINES else ""
+    return _wheel(engine, package) if package else None
 
 
 def build_of_bundle(engine: dict[str, str | dict[str, str]]) -> EngineBuild:
@@ -102,10 +113,6 @@ def _command(path: Path | None, venv_dir: Path, commands: Commands) -> EngineBui
     if path is not None:
         env["GBFT_ENGINE_BUILD"] = str(path.resolve())
     return EngineBuild("command", env=env, source=str(path or ""))
-
-
-_PREPARE: dict[str, Callable[[Path | None, Path, Commands], EngineBuild]] = {
-    "mnn": _wheel("mnn", "MNN"), "onnxruntime": _wheel("onnxruntime", "onnxruntime"), "command": _command}
 
 
 def _see_own_packages(venv_dir: Path) -> None:

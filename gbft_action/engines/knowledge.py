@@ -5,7 +5,7 @@ The adapter (``engines/<name>.py``) runs in the engine worker and imports the en
 library; the host process never imports it (MNN's converter and TensorFlow abort when
 loaded together).  Everything the engine-neutral modules (fingerprints, repro scripts,
 issues) need to know about one engine lives in an ``EngineKnowledge`` instead, which the
-registry (``engines.adapter.ENGINES``) holds beside the adapter's ``module:Class``.
+registry (``engines.registry.ENGINES``) holds beside the adapter's ``module:Class``.
 
 ``EngineKnowledge`` itself is the generic engine: no log patterns (a failure is the first
 line of its message), no package name, a repro stage that says it has to be written.  An
