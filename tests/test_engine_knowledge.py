@@ -16,12 +16,12 @@ import sys
 import jinja2
 import pytest
 
-from gbft_action.bugs.bundle import TEMPLATES
+from gbft_action.bugs.bundle import TEMPLATES, engine_meta
 from gbft_action.bugs.fingerprint import fingerprint, op_named_in
 from gbft_action.bugs.repro import engine_needs, render_repro
 from gbft_action.bugs.rootcause import classify
 from gbft_action.engines.registry import ENGINES, knowledge_of, resolve
-from gbft_action.engines.builds import BuildError, EngineBuild, prepare_build
+from gbft_action.engines.builds import BuildError, EngineBuild, build_of_bundle, prepare_build
 from gbft_action.engines.knowledge import GENERIC, CommandKnowledge, EngineKnowledge, Package
 from gbft_action.engines.mnn_knowledge import MNNKnowledge
 from gbft_action.graph.ir import Graph
@@ -150,3 +150,25 @@ def test_an_engine_without_a_repro_stage_gets_a_script_that_says_so(tmp_path):
     script.write_text(render_repro(env, g, meta))
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "no engine stage for newengine" in p.stdout, p.stdout + p.stderr
+
+
+def test_engine_settings_reach_the_repro_and_the_replay():
+    """MNN's precision mode (GBFT_MNN_PRECISION): the hello says it, the bundle keeps it, the
+    repro and a replay run with it; anything else a bundle says there is ignored (data)."""
+    meta = engine_meta({"engine": "mnn", "version": "3.6.1", "settings": {"precision": "low"}})
+    assert meta["settings"] == {"precision": "low"} and MNN.settings(meta) == {"precision": "low"}
+    assert build_of_bundle(meta).env == {"GBFT_MNN_PRECISION": "low"}
+    for bad in ({"precision": "Low()); import os"}, "low", {"threads": "4"}):
+        assert MNN.settings({"engine": "mnn", "settings": bad}) == {}
+    assert build_of_bundle({"engine": "mnn"}) == EngineBuild("mnn") and GENERIC.settings(meta) == {}
+
+    data = json.loads((TESTS / "data" / "repro" / "mcf-resize-area.json").read_text())
+    g = Graph.from_dict(data["graph"])
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
+    base = {**data["meta"], "id": "1e577ab4506c", "seed": 0, "case_index": 1, "tool_version": "0",
+            "platforms": ["x86_64"],
+            "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio}}
+    low = render_repro(env, g, {**base, "engine": meta})
+    high = render_repro(env, g, {**base, "engine": {"engine": "mnn", "version": "3.6.1"}})
+    assert "precision_mode=F.PrecisionMode.Low)" in low and "precision_mode=F.PrecisionMode.High)" in high
+    assert low.replace(".Low)", ".High)") == high

@@ -178,10 +178,13 @@ class BugBook:
 
 def engine_meta(hello: dict[str, Any]) -> dict[str, Any]:
     """What a bundle keeps of the engine worker's hello: name, version, machine, and how to
-    run the build again where the adapter says (the command engine's commands)."""
+    run the build again where the adapter says (the command engine's commands, an engine's
+    settings)."""
     meta = {k: hello.get(k, "") for k in ("engine", "version", "machine")}
     if hello.get("commands"):
         meta["commands"] = dict(hello["commands"])
+    if hello.get("settings"):  # e.g. MNN's precision mode
+        meta["settings"] = {str(k): str(v) for k, v in dict(hello["settings"]).items()}
     return meta
 
 

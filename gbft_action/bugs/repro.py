@@ -80,8 +80,9 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
         raise ValueError(f"meta.json: engine {engine!r} is not an engine name")
     status = str(meta.get("status", ""))
     commands = {k: repr(str(v)) for k, v in (meta["engine"].get("commands") or {}).items()}
-    engine_stage = env.get_template(knowledge_of(engine).repro_template).render(commands=commands,
-                                                                               engine_name=engine)
+    known = knowledge_of(engine)
+    engine_stage = env.get_template(known.repro_template).render(commands=commands, engine_name=engine,
+                                                                 settings=known.settings(meta["engine"]))
     tol = Tolerance(**{k: float(v) for k, v in meta["tolerance"].items()})
     return env.get_template("repro.py.j2").render(
         fp_id=doc(meta["id"], 64), title=doc(meta["title"]), engine_name=engine,

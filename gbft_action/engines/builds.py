@@ -63,14 +63,15 @@ def _preparer(engine: str) -> Callable[[Path | None, Path, Commands], EngineBuil
 
 
 def build_of_bundle(engine: dict[str, str | dict[str, str]]) -> EngineBuild:
-    """The build a bundle's ``meta["engine"]`` names, to replay it with (the installed engine,
-    or for the command engine the commands and build folder it ran with)."""
+    """The build a bundle's ``meta["engine"]`` names, to replay it with (the installed engine
+    with the settings it ran with, or for the command engine the commands and build folder)."""
     name = str(engine.get("engine") or "mnn")
     cmds = engine.get("commands")
     if name == "command" and isinstance(cmds, dict):
         return _command(Path(cmds["build"]) if cmds.get("build") else None, Path(),
                         Commands(cmds.get("converter", ""), cmds.get("runner", "")))
-    return EngineBuild(name)
+    known = ENGINES.get(name)
+    return EngineBuild(name, env=known.env_for(known.settings(engine)) if known else {})
 
 
 def prepare_builds(engine: str, pr: Path | None, base: Path | None, out: Path,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,16 @@ class EngineKnowledge:
     def op_named(self, log: str) -> str:
         """An operator type the log names in the engine's own notation ("" if none)."""
         return ""
+
+    def settings(self, engine: dict[str, Any]) -> dict[str, str]:
+        """The settings a bundle's ``meta["engine"]`` says the engine ran with (its adapter's
+        hello, ``settings``) that a repro and a replay must use too; only values this
+        knowledge recognises (a bundle is untrusted data)."""
+        return {}
+
+    def env_for(self, settings: dict[str, str]) -> dict[str, str]:
+        """The adapter's environment for ``settings`` (a replay runs the engine as found)."""
+        return {}
 
     def error_line(self, log: str) -> str:
         """The first line of the log that reads like an error ("" if none)."""

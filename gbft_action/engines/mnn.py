@@ -34,6 +34,10 @@ class MNNEngine:
     def version(self) -> str:
         return str(self.MNN.version())
 
+    def describe(self) -> dict[str, dict[str, str]]:
+        """Settings a repro and a replay must use too (bundles keep them; mnn_knowledge reads them)."""
+        return {"settings": {"precision": self.precision}}
+
     def convert(self, model: Path, fmt: str, workdir: Path) -> Path:
         out = workdir / "model.mnn"
         if out.exists():

@@ -22,6 +22,7 @@ May import: the standard library and engines.knowledge (never MNN: the host uses
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .knowledge import ERROR_WORDS, EngineKnowledge, Failure, Package
 
@@ -31,6 +32,7 @@ _NO_OUTPUT = re.compile(r"Can't find output (\S+) from the model")
 _OP_TYPE = re.compile(r"(?:Tensorflow|TF|Onnx|Tflite)::(\w+)", re.I)
 _SHAPE_MISMATCH = "output_shape is not consistent with inferred output shape"
 _OP_FAILED = re.compile(r"Converte \w+'s Op \S+ , type = (\w+), failed")
+PRECISIONS = ("high", "normal", "low")  # MNN's PrecisionMode, GBFT_MNN_PRECISION (engines/mnn.py)
 
 
 class MNNKnowledge(EngineKnowledge):
@@ -57,6 +59,14 @@ class MNNKnowledge(EngineKnowledge):
     def op_named(self, log: str) -> str:
         m = _OP_TYPE.search(log)
         return m.group(1) if m else ""
+
+    def settings(self, engine: dict[str, Any]) -> dict[str, str]:
+        given = engine.get("settings")
+        precision = str(given.get("precision", "")) if isinstance(given, dict) else ""
+        return {"precision": precision} if precision in PRECISIONS else {}
+
+    def env_for(self, settings: dict[str, str]) -> dict[str, str]:
+        return {"GBFT_MNN_PRECISION": settings["precision"]} if "precision" in settings else {}
 
 
 def _not_supported(m: re.Match[str], log: str) -> Failure:
