@@ -150,7 +150,8 @@ BEFORE = [  # key, status, kind, code, op, title, message, the defect it must ma
      "IF: infer error (Reshape): RuntimeError: MNN returned N of N outputs", "", "missing-output"),
     ("a7", "IF", "signal", "SIGABRT", "Batchtospacend", "IF: SIGABRT during infer (Batchtospacend)", "", "batchtospace-heap"),
     ("a8", "DCF", "mismatch", "shape", "Depthwise", "DCF: wrong results from Depthwise", "", "depthwise-multiplier"),
-    ("a9", "DCF", "mismatch", "values", "Depthwise", "DCF: wrong results from Depthwise", "", "conv-explicit-pad"),
+    # a Depthwise value mismatch without a model names no defect (SAME or EXPLICIT padding decides): NaN here
+    ("a9", "DCF", "mismatch", "nan", "Depthwise", "DCF: wrong results from Depthwise", "", "conv-inf-clamp"),
     ("b1", "DCF", "mismatch", "values", "Resize", "DCF: wrong results from Resize", "", "resize-nearest-coords"),
     ("b2", "DCF", "mismatch", "values", "Concat", "DCF: wrong results from Concat", "", "control"),
     ("b3", "DCF", "mismatch", "values", "Pad", "DCF: wrong results from Pad", "", ""),
@@ -226,7 +227,7 @@ def test_root_cause_format_keys_are_the_reported_root_causes(cat: C.Catalogue) -
             "missing", ["a5", "a6"], detail="a model output is missing"),
         _rc("rc-bts", "crash", ["Cast", "Batchtospacend", "Sub"], "SIGSEGV with the pattern Cast -> "
             "Batchtospacend -> Sub", ["a7"], detail="SIGSEGV"),
-        _rc("rc-dw", "wrong-result", ["Depthwise"], "Depthwise: wrong results", ["a8", "a9"]),  # two defects
+        _rc("rc-dw", "nan-inf", ["Depthwise"], "Depthwise maps NaN to a finite number", ["a8", "a9"]),  # two defects
         _rc("rc-resize", "wrong-result", ["Resize"], "Resize: wrong results (method=nearest)", ["b1"],
             detail="method=nearest"),
         _rc("rc-concat", "wrong-result", ["Concat"], "Concat: wrong results", ["b2"]),
@@ -243,13 +244,13 @@ def test_root_cause_format_keys_are_the_reported_root_causes(cat: C.Catalogue) -
     assert by["missing-output"]["keys"] == 1 and by["missing-output"]["fingerprints"] == 2
     assert by["exp-clamp"]["keys"] == by["batchtospace-heap"]["keys"] == by["resize-nearest-coords"]["keys"] == 1
     assert by["spacetobatch-geometry"]["keys"] == 1 and by["resize-area-unsupported"]["keys"] == 1
-    assert by["conv-explicit-pad"]["keys"] == 1 and by["depthwise-multiplier"]["keys"] == 0  # merged away
+    assert by["conv-inf-clamp"]["keys"] == 1 and by["depthwise-multiplier"]["keys"] == 0  # merged away
     assert [k["key"] for k in r["controls"]] == ["rc-concat"] and r["unmatched"] == []
     assert r["matched_keys"] == 9 and r["defects_found"] == 9 and r["keys_per_defect"] == round(10 / 9, 2)
     assert r["issue_units"] == 9  # Relu's and Sigmoid's NaN are two units, as two defects here
-    assert r["over_merged"] == [{"key": "rc-dw", "title": "Depthwise: wrong results", "symptom": "wrong-result",
-                                 "ops": ["Depthwise"], "cases": 1, "fingerprints": 2, "defect": "conv-explicit-pad",
-                                 "defects": ["conv-explicit-pad", "depthwise-multiplier"]}]
+    assert r["over_merged"] == [{"key": "rc-dw", "title": "Depthwise maps NaN to a finite number", "symptom": "nan-inf",
+                                 "ops": ["Depthwise"], "cases": 1, "fingerprints": 2, "defect": "conv-inf-clamp",
+                                 "defects": ["conv-inf-clamp", "depthwise-multiplier"]}]
     assert r["as_fingerprints"]["keys"] == len(BEFORE) and r["as_fingerprints"]["defects_found"] == 10
     text = T.render(r, cat, Path("OUT"))
     assert "over-merged root causes (fingerprints of several defects): 1" in text and "rc-dw" in text
