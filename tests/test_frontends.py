@@ -64,3 +64,16 @@ def test_root_cause_keys_name_a_front_end_other_than_tf():
     tf_concat = root_key("wrong-result", {"op": "Concat"}, None, minimized=False)
     assert onnx_concat.id != tf_concat.id and onnx_concat.title == "[onnx] Concat: wrong results"
     assert RootKey.from_json(onnx_concat.to_json()) == onnx_concat and "frontend" not in tf_concat.to_json()
+
+
+def test_an_onnx_repro_is_printed_from_the_graph_and_rejects_names_that_would_write_code():
+    from gbft_action.graph.ir import Graph, Node, TensorType
+    from gbft_action.reference.onnx_code import check_graph, model_source
+    t = TensorType((1, 2, 3, 3))
+    g = Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu")], ["n0"], seed=4, meta={"frontend": "onnx"})
+    src = model_source(g)
+    assert src.nodes == ["helper.make_node('Relu', ['in0'], ['n0'], name='n0')"] and not src.blob
+    bad = Graph({"in0": t}, [Node('n0"]; import os', "Relu", ["in0"], {}, t, "Relu")], ['n0"]; import os'], seed=4,
+                meta={"frontend": "onnx"})
+    with pytest.raises(ValueError, match="is not a tensor name"):
+        check_graph(bad)

@@ -98,3 +98,32 @@ def test_the_engine_only_repro_needs_no_tensorflow(tmp_path, name):
                           env={**env_vars, "PYTHONPATH": str(blocker)})
     assert real.returncode == 1, real.stdout[-2000:] + real.stderr[-2000:]
     assert "import tensorflow" not in script.read_text()
+
+
+def test_an_onnx_bugs_repro_prints_the_model_and_runs_as_pasted(tmp_path):
+    """An ONNX front end's bug (MNN 3.6.1's AveragePool ignores count_include_pad with an end
+    pad): the repro builds the model with onnx.helper, a line per node with its attributes,
+    runs ONNX Runtime (optimisations off) as the reference and MNN's ONNX converter."""
+    data = json.loads((TESTS / "data" / "repro_onnx" / "dcf-averagepool.json").read_text())
+    g = Graph.from_dict(data["graph"])
+    d = tmp_path / "bugs" / data["meta"]["fingerprint"]["id"]
+    d.mkdir(parents=True)
+    meta = {**data["meta"], "id": data["meta"]["fingerprint"]["id"], "seed": 2, "case_index": 94, "tool_version": "0",
+            "engine": {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}, "platforms": ["x86_64"],
+            "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio},
+            "minimized": True, "minimized_size": len(g.nodes), "original_size": len(g.nodes)}
+    for f in ("graph.json", "minimized.json"):
+        (d / f).write_text(g.to_json())
+    (d / "meta.json").write_text(json.dumps(meta))
+    _, body = Renderer().issue(d, meta, RunContext())
+    script = tmp_path / "repro.py"
+    script.write_text(pasted_repro(body))
+    text = script.read_text()
+    assert "helper.make_node('AveragePool', ['in0'], ['n0'], name='n0', ceil_mode=1, count_include_pad=1" in text
+    assert "import tensorflow" not in text and '"-f", "ONNX"' in text
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert real.returncode == 1, real.stdout[-2000:] + real.stderr[-2000:]
+    fake = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**env, "PYTHONPATH": str(TESTS / "data" / "fake_mnn")})
+    assert fake.returncode == 0, fake.stdout[-2000:] + fake.stderr[-2000:]

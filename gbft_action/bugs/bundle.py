@@ -217,11 +217,11 @@ def repro_data(d: Path, minimized: bool) -> ReproData | None:
 
 
 def write_repros(env: jinja2.Environment, d: Path, graph: Graph, meta: dict[str, Any]) -> None:
-    if graph.meta.get("frontend", "tf") != "tf":  # the repro scripts rebuild TensorFlow graphs only
-        return
     (d / "repro.py").write_text(render_repro(env, graph, meta))
     (d / "repro.py").chmod(0o755)
-    data = repro_data(d, bool(meta.get("minimized")))
+    # The engine-only script embeds the frozen TensorFlow model: for the tf front end only (an
+    # ONNX repro holds its model already; a TFLite one is converted from TensorFlow's session).
+    data = repro_data(d, bool(meta.get("minimized"))) if meta["fingerprint"].get("frontend", "tf") == "tf" else None
     engine_only = d / "repro_engine.py"
     if data is not None and data.small():
         engine_only.write_text(render_repro(env, graph, meta, data))

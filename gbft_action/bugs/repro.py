@@ -74,7 +74,13 @@ def doc(text: Any, limit: int = 200) -> str:
 
 def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], data: ReproData | None = None) -> str:
     """repro.py for ``graph`` (TensorFlow rebuilds it), or with ``data`` the engine-only script."""
-    check_graph(graph)
+    frontend = str(meta["fingerprint"].get("frontend") or "tf")
+    onnx = None
+    if frontend == "onnx":  # imported here: onnx is only needed for an ONNX bug's repro
+        from ..reference.onnx_code import model_source
+        onnx = model_source(graph)  # (it checks the graph)
+    else:
+        check_graph(graph)
     engine = str(meta["engine"].get("engine") or "mnn")
     if not re.fullmatch(r"[a-z0-9_]+", engine):
         raise ValueError(f"meta.json: engine {engine!r} is not an engine name")
@@ -82,7 +88,8 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
     commands = {k: repr(str(v)) for k, v in (meta["engine"].get("commands") or {}).items()}
     known = knowledge_of(engine)
     engine_stage = env.get_template(known.repro_template).render(commands=commands, engine_name=engine,
-                                                                 settings=known.settings(meta["engine"]))
+                                                                 settings=known.settings(meta["engine"]),
+                                                                 frontend=frontend)
     tol = Tolerance(**{k: float(v) for k, v in meta["tolerance"].items()})
     return env.get_template("repro.py.j2").render(
         fp_id=doc(meta["id"], 64), title=doc(meta["title"]), engine_name=engine,
@@ -91,7 +98,8 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
         seed=_int(meta.get("seed")), case_index=_int(meta.get("case_index")), seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=tol,
         signal=_signal(meta["fingerprint"]),
-        engine_pip=doc(engine_needs(meta["engine"])), helpers=HELPERS, model=(lines := model_lines(graph)),
+        engine_pip=doc(engine_needs(meta["engine"])), helpers=HELPERS, frontend=frontend, onnx=onnx,
+        model=(lines := model_lines(graph) if onnx is None else []),
         weights=any("rng(" in line for line in lines),
         special=graph.values == "special", special_source=special_values_source(),
         inputs=sorted(graph.inputs.items()), engine_stage=engine_stage, embedded=data is not None,

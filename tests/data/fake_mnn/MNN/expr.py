@@ -1,6 +1,6 @@
 import numpy as np
 
-NHWC, NC4HW4 = "NHWC", "NC4HW4"
+NHWC, NCHW, NC4HW4 = "NHWC", "NCHW", "NC4HW4"
 
 
 class PrecisionMode:

@@ -10,6 +10,9 @@ class _Module:
         self.path, self.inputs, self.outputs = path, inputs, outputs
 
     def forward(self, xs):
+        with open(self.path, "rb") as f:
+            if f.read(1) == b"\x08":  # an ONNX model (ir_version first), not a GraphDef (nodes first)
+                return self._onnx(xs)
         import tensorflow as tf
 
         tf1 = tf.compat.v1
@@ -24,6 +27,15 @@ class _Module:
         with tf1.Session(graph=g, config=cfg) as s:
             vals = s.run([o + ":0" for o in self.outputs], {k + ":0": x for k, x in zip(self.inputs, xs)})
         return [Var(v) for v in vals]
+
+
+    def _onnx(self, xs):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        s = ort.InferenceSession(self.path, so, providers=["CPUExecutionProvider"])
+        return [Var(v) for v in s.run(self.outputs, dict(zip(self.inputs, xs)))]
 
 
 def load_module_from_file(path, inputs, outputs, precision_mode=None):

@@ -1,0 +1,110 @@
+"""An ONNX model as the Python that builds it, for the repro script of an ONNX bug.
+
+The model is emitted from the (minimised) graph by ``onnx_emit`` (never read from a bundle,
+a pull request's artifact) and printed one ``helper.make_node(...)`` line per ONNX node,
+with its attributes written out; small constants are printed as array literals, larger
+ones (weights) travel in one base64 blob the script decodes.  Names become Python string
+literals only after the same checks as the TensorFlow code (``tf_code.check_graph``).
+
+May import: graph.ir, reference.onnx_emit, onnx, numpy.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from dataclasses import dataclass
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..graph.ir import Graph
+from .onnx_emit import DTYPES, EMITTERS, IR_VERSION, OPSET, build
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+LITERAL_MAX = 8  # constants of at most this many elements are printed; the rest go in the blob
+_TYPE_NAMES = {v: f"TensorProto.{onnx.TensorProto.DataType.Name(v)}" for v in DTYPES.values()}
+
+
+@dataclass
+class OnnxSource:
+    """What the repro template prints: nodes, initializers and the graph's typed inputs/outputs."""
+
+    nodes: list[str]
+    inits: list[str]
+    inputs: list[str]
+    outputs: list[str]
+    blob: str  # base64 npz of the constants too large to print ("" when none)
+    opset: int = OPSET
+    ir_version: int = IR_VERSION
+
+
+def check_graph(g: Graph) -> None:
+    """Names are identifiers, operators known to the ONNX emitter: ValueError names the bad part."""
+    for name in [*g.inputs, *(n.id for n in g.nodes), *g.outputs, *(i for n in g.nodes for i in n.inputs)]:
+        if not _IDENT.fullmatch(name):
+            raise ValueError(f"graph: {name[:40]!r} is not a tensor name")
+    for n in g.nodes:
+        if n.op not in EMITTERS:
+            raise ValueError(f"graph: node {n.id} has unknown ONNX operator {n.op[:40]!r}")
+    for t in [*g.inputs.values(), *(n.out for n in g.nodes)]:
+        if t.dtype not in DTYPES:
+            raise ValueError(f"graph: unknown dtype {t.dtype[:20]!r}")
+
+
+def model_source(g: Graph) -> OnnxSource:
+    check_graph(g)
+    m = build(g)
+    big: dict[str, np.ndarray] = {}
+    inits = [_init(t, big) for t in m.graph.initializer]
+    return OnnxSource(nodes=[_node(n) for n in m.graph.node], inits=inits,
+                      inputs=[_value_info(v) for v in m.graph.input], outputs=[_value_info(v) for v in m.graph.output],
+                      blob=_blob(big))
+
+
+def _node(n: onnx.NodeProto) -> str:
+    attrs = "".join(f", {a.name}={_attr(a)}" for a in n.attribute)
+    return f"helper.make_node({n.op_type!r}, {list(n.input)!r}, {list(n.output)!r}, name={n.name!r}{attrs})"
+
+
+def _attr(a: onnx.AttributeProto) -> str:
+    v = helper.get_attribute_value(a)
+    if isinstance(v, onnx.TensorProto):
+        arr = numpy_helper.to_array(v)
+        return f"numpy_helper.from_array(np.array({arr.tolist()!r}, np.{arr.dtype.name}))"
+    if isinstance(v, bytes):
+        return repr(v.decode())
+    if isinstance(v, list) and v and isinstance(v[0], bytes):
+        return repr([x.decode() for x in v])
+    return repr(v)
+
+
+def _init(t: onnx.TensorProto, big: dict[str, np.ndarray]) -> str:
+    arr = numpy_helper.to_array(t)
+    if arr.size <= LITERAL_MAX:
+        value = f"np.array({arr.tolist()!r}, np.{arr.dtype.name})"
+    else:
+        big[t.name] = arr
+        value = f"W[{t.name!r}]"
+    return f"numpy_helper.from_array({value}, {t.name!r})"
+
+
+def _value_info(v: onnx.ValueInfoProto) -> str:
+    tt = v.type.tensor_type
+    shape = [d.dim_value for d in tt.shape.dim]
+    return f"helper.make_tensor_value_info({v.name!r}, {_TYPE_NAMES[tt.elem_type]}, {shape!r})"
+
+
+def _blob(arrays: dict[str, np.ndarray]) -> str:
+    if not arrays:
+        return ""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def is_onnx(g: Graph) -> bool:
+    """Whether a graph is an ONNX front end's (its operators are ONNX specs)."""
+    return g.meta.get("frontend") == "onnx"
+
