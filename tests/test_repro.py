@@ -28,8 +28,8 @@ pytestmark = pytest.mark.slow
 CASES = sorted(p.stem for p in (TESTS / "data" / "repro").glob("*.json"))
 
 
-def bundle(tmp: Path, name: str) -> tuple[Path, dict]:
-    data = json.loads((TESTS / "data" / "repro" / f"{name}.json").read_text())
+def bundle(tmp: Path, name: str, folder: str = "repro") -> tuple[Path, dict]:
+    data = json.loads((TESTS / "data" / folder / f"{name}.json").read_text())
     g = Graph.from_dict(data["graph"])
     d = tmp / "bugs" / data["meta"]["fingerprint"]["id"]
     d.mkdir(parents=True)
@@ -104,17 +104,7 @@ def test_an_onnx_bugs_repro_prints_the_model_and_runs_as_pasted(tmp_path):
     """An ONNX front end's bug (MNN 3.6.1's AveragePool ignores count_include_pad with an end
     pad): the repro builds the model with onnx.helper, a line per node with its attributes,
     runs ONNX Runtime (optimisations off) as the reference and MNN's ONNX converter."""
-    data = json.loads((TESTS / "data" / "repro_onnx" / "dcf-averagepool.json").read_text())
-    g = Graph.from_dict(data["graph"])
-    d = tmp_path / "bugs" / data["meta"]["fingerprint"]["id"]
-    d.mkdir(parents=True)
-    meta = {**data["meta"], "id": data["meta"]["fingerprint"]["id"], "seed": 2, "case_index": 94, "tool_version": "0",
-            "engine": {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}, "platforms": ["x86_64"],
-            "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio},
-            "minimized": True, "minimized_size": len(g.nodes), "original_size": len(g.nodes)}
-    for f in ("graph.json", "minimized.json"):
-        (d / f).write_text(g.to_json())
-    (d / "meta.json").write_text(json.dumps(meta))
+    d, meta = bundle(tmp_path, "dcf-averagepool", "repro_onnx")
     _, body = Renderer().issue(d, meta, RunContext())
     script = tmp_path / "repro.py"
     script.write_text(pasted_repro(body))

@@ -46,15 +46,11 @@ INT64_MIN = -(2**63)
 class Nchw(Spec):
     """Rank-4 inputs coerced to NCHW (an image-like N, C, H, W), not TensorFlow's NHWC."""
 
-    def _want_one(self, rng: random.Random, t: TensorType) -> TensorType:
-        dtype = F32 if self.float_in else t.dtype
-        lo, hi = self.ranks
-        if lo <= t.rank <= hi:
-            return TensorType(t.shape, dtype)
-        if lo <= 4 <= hi:
-            n, h, w, c = to_rank4(rng, t.size)
-            return TensorType((n, c, h, w), dtype)
-        return TensorType(factorize(rng, t.size, max(lo, min(hi, 3))), dtype)
+    fallback_rank = 3
+
+    def rank4(self, rng: random.Random, size: int) -> tuple[int, ...]:
+        n, h, w, c = to_rank4(rng, size)
+        return (n, c, h, w)
 
 
 class OnnxUnary(Nchw):

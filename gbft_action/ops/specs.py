@@ -53,8 +53,15 @@ class Spec:
         if lo <= t.rank <= hi:
             return TensorType(t.shape, dtype)
         if lo <= 4 <= hi:
-            return TensorType(to_rank4(rng, t.size), dtype)
-        return TensorType(factorize(rng, t.size, max(lo, min(hi, 2))), dtype)
+            return TensorType(self.rank4(rng, t.size), dtype)
+        return TensorType(factorize(rng, t.size, max(lo, min(hi, self.fallback_rank))), dtype)
+
+    #: the rank an input of a rank the operator cannot take is factorised to, when not 4
+    fallback_rank = 2
+
+    def rank4(self, rng: random.Random, size: int) -> tuple[int, ...]:
+        """A rank-4 shape of ``size`` elements in the operator's layout (TensorFlow's NHWC)."""
+        return to_rank4(rng, size)
 
     # -- parameters -----------------------------------------------------------
     def sample(self, rng: random.Random, ins: list[TensorType], doms: dict[str, Domain] | None = None) -> Params:

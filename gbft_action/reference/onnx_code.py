@@ -6,23 +6,22 @@ with its attributes written out; small constants are printed as array literals, 
 ones (weights) travel in one base64 blob the script decodes.  Names become Python string
 literals only after the same checks as the TensorFlow code (``tf_code.check_graph``).
 
-May import: graph.ir, reference.onnx_emit, onnx, numpy.
+May import: graph.ir, reference.onnx_emit and tf_code (its name checks; no TensorFlow), onnx, numpy.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import re
 from dataclasses import dataclass
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
 from ..graph.ir import Graph
+from . import tf_code
 from .onnx_emit import DTYPES, EMITTERS, IR_VERSION, OPSET, build
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 LITERAL_MAX = 8  # constants of at most this many elements are printed; the rest go in the blob
 _TYPE_NAMES = {v: f"TensorProto.{onnx.TensorProto.DataType.Name(v)}" for v in DTYPES.values()}
 
@@ -42,15 +41,7 @@ class OnnxSource:
 
 def check_graph(g: Graph) -> None:
     """Names are identifiers, operators known to the ONNX emitter: ValueError names the bad part."""
-    for name in [*g.inputs, *(n.id for n in g.nodes), *g.outputs, *(i for n in g.nodes for i in n.inputs)]:
-        if not _IDENT.fullmatch(name):
-            raise ValueError(f"graph: {name[:40]!r} is not a tensor name")
-    for n in g.nodes:
-        if n.op not in EMITTERS:
-            raise ValueError(f"graph: node {n.id} has unknown ONNX operator {n.op[:40]!r}")
-    for t in [*g.inputs.values(), *(n.out for n in g.nodes)]:
-        if t.dtype not in DTYPES:
-            raise ValueError(f"graph: unknown dtype {t.dtype[:20]!r}")
+    tf_code.check_graph(g, EMITTERS, DTYPES)
 
 
 def model_source(g: Graph) -> OnnxSource:

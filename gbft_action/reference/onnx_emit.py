@@ -22,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..graph.ir import Graph, Node, TensorType
 from ..ops.onnx_specs import ONNX_SPECS, MatMul
+from . import registrar
 from .weights import divisor, uniform, weights_rng
 
 OPSET = 17  # the newest opset both MNN 3.6's converter and ONNX Runtime read; LayerNormalization needs 17
@@ -64,12 +65,7 @@ Emitter = Callable[[Ctx, list[str], dict[str, Any]], Any]
 EMITTERS: dict[str, Emitter] = {}
 
 
-def emits(*names: str) -> Callable[[Emitter], Emitter]:
-    def deco(fn: Emitter) -> Emitter:
-        for n in names:
-            EMITTERS[n] = fn
-        return fn
-    return deco
+emits = registrar(EMITTERS)
 
 
 def value_info(name: str, t: TensorType) -> onnx.ValueInfoProto:

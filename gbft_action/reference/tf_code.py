@@ -13,9 +13,10 @@ Host side: imports no TensorFlow.  May import: graph.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from ..graph.ir import Graph, Node
+from . import registrar
 
 # The helpers a script needs for the lines below (SEED is the graph's seed).
 HELPERS = '''def rng(node):  # the fuzzer's weights: one generator per node, seeded by the graph seed and the node id
@@ -40,25 +41,21 @@ RESIZE = {"bilinear": "ResizeBilinear", "nearest": "ResizeNearestNeighbor", "bic
 DTYPES = {"float32": "tf.float32", "int32": "tf.int32", "int64": "tf.int64", "bool": "tf.bool"}
 
 
-def code(*ops: str) -> Callable[[Code], Code]:
-    def deco(fn: Code) -> Code:
-        for op in ops:
-            CODE[op] = fn
-        return fn
-    return deco
+code = registrar(CODE)
 
 
-def check_graph(g: Graph) -> None:
+def check_graph(g: Graph, ops: Collection[str] = (), dtypes: Collection[str] = ()) -> None:
     """Names become Python identifiers and parameters Python literals: a graph from a bundle
-    (a pull request's artifact) must not be able to write code.  ValueError names the bad part."""
+    (a pull request's artifact) must not be able to write code.  ValueError names the bad part.
+    ``ops``/``dtypes``: what the code printer knows (default: this TensorFlow one's)."""
     for name in [*g.inputs, *(n.id for n in g.nodes), *g.outputs, *(i for n in g.nodes for i in n.inputs)]:
         if not _IDENT.fullmatch(name):
             raise ValueError(f"graph: {name[:40]!r} is not a tensor name")
     for n in g.nodes:
-        if n.op not in CODE:
+        if n.op not in (ops or CODE):
             raise ValueError(f"graph: node {n.id} has unknown operator {n.op[:40]!r}")
     for t in [*g.inputs.values(), *(n.out for n in g.nodes)]:
-        if t.dtype not in DTYPES:
+        if t.dtype not in (dtypes or DTYPES):
             raise ValueError(f"graph: unknown dtype {t.dtype[:20]!r}")
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..graph.ir import Graph, Node
+from . import registrar
 from .weights import divisor, uniform, weights_rng  # noqa: F401  (re-exported: older imports)
 
 tf1 = tf.compat.v1
@@ -24,12 +25,7 @@ Emitter = Callable[[list[Any], dict[str, Any], Node, np.random.Generator], Any]
 EMITTERS: dict[str, Emitter] = {}
 
 
-def emits(*names: str) -> Callable[[Emitter], Emitter]:
-    def deco(fn: Emitter) -> Emitter:
-        for n in names:
-            EMITTERS[n] = fn
-        return fn
-    return deco
+emits = registrar(EMITTERS)
 
 
 def build(g: Graph) -> tuple[tf.Graph, dict[str, str]]:
