@@ -1,8 +1,10 @@
 """Throughput of the fuzz loop on the real MNN: models/s and where the time goes.
 
     .venv/bin/python bench/throughput.py [--budget 30] [--blocks 10-10] [--jobs 2] [--base-build installed|PATH]
+                                         [--frontend tf|tflite|onnx] [--engine mnn|onnxruntime]
 
-Runs one campaign and splits wall time into TensorFlow (reference worker),
+Runs one campaign and splits wall time into the reference (TensorFlow, or ONNX Runtime
+for ``--frontend onnx``; the reference worker),
 the engine (convert + infer) and the harness (everything else: generation,
 judging, IPC, recording).  Shares are of lane time (summed over lanes).  With
 ``--base-build`` every model also runs on a base build (``installed``: the MNN
@@ -21,6 +23,7 @@ from pathlib import Path
 from gbft_action.campaign import Campaign, FuzzConfig
 from gbft_action.cli import parse_range
 from gbft_action.engines.builds import prepare_build
+from gbft_action.frontends import FRONTENDS, parse_frontend
 
 
 def main() -> None:
@@ -32,14 +35,17 @@ def main() -> None:
     ap.add_argument("--base-build", default="", help="installed, or an MNN wheel / folder holding one")
     ap.add_argument("--minimize-share", type=float, default=0.35,
                     help="0: the fuzz loop only (no minimisation or confirmation reserve)")
+    ap.add_argument("--frontend", type=parse_frontend, default=FRONTENDS["tf"])
+    ap.add_argument("--engine", default="mnn")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         base = None
         if a.base_build:
             path = None if a.base_build == "installed" else Path(a.base_build)
             base = prepare_build("mnn", path, Path(d) / "base-venv")
-        cfg = FuzzConfig(out=Path(d) / "o", engine="mnn", budget=a.budget, seed=a.seed, blocks=a.blocks, jobs=a.jobs,
-                         base=base, minimize_share=a.minimize_share)
+        cfg = FuzzConfig(out=Path(d) / "o", engine=a.engine, budget=a.budget, seed=a.seed, blocks=a.blocks,
+                         jobs=a.jobs, base=base, minimize_share=a.minimize_share, frontend=a.frontend.name,
+                         corpus=str(a.frontend.default_corpus))
         t0 = time.monotonic()
         s = Campaign(cfg).run()
         wall = time.monotonic() - t0
@@ -50,14 +56,15 @@ def main() -> None:
     tfl = sum(r["timings"].get("tflite", 0) for r in recs)  # TFLite copies of first-of-a-kind failures
     ref += tfl
     lane_time = wall * a.jobs
-    print(f"blocks {a.blocks[0]}-{a.blocks[1]}, jobs {a.jobs}, budget {a.budget:.0f} s, wall {wall:.1f} s, "
+    print(f"engine {a.engine}, front end {a.frontend.name}, "
+          f"blocks {a.blocks[0]}-{a.blocks[1]}, jobs {a.jobs}, budget {a.budget:.0f} s, wall {wall:.1f} s, "
           f"base build: {a.base_build or 'none'}, minimize share {a.minimize_share}")
     print(f"models {s['models']}, models/s {s['models'] / wall:.1f} (wall, including worker start-up)")
-    print(f"time share of lane time: TensorFlow {100 * ref / lane_time:.1f}%, engine {100 * eng / lane_time:.1f}%, "
+    print(f"time share of lane time: reference {100 * ref / lane_time:.1f}%, engine {100 * eng / lane_time:.1f}%, "
           f"harness {100 * (lane_time - ref - eng) / lane_time:.1f}%")
     print(f"of which TFLite conversion of {sum(1 for r in recs if 'tflite' in r['timings'])} failing models: "
           f"{100 * tfl / lane_time:.1f}%")
-    print(f"per model: TensorFlow {1000 * ref / len(recs):.1f} ms, engine {1000 * eng / len(recs):.1f} ms")
+    print(f"per model: reference {1000 * ref / len(recs):.1f} ms, engine {1000 * eng / len(recs):.1f} ms")
     print(f"by status: {s['by_status']}")
     if s.get("triage"):
         print(f"verdicts: {s['triage']['counts']}")
