@@ -117,3 +117,18 @@ def test_an_onnx_bugs_repro_prints_the_model_and_runs_as_pasted(tmp_path):
     fake = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
                           env={**env, "PYTHONPATH": str(TESTS / "data" / "fake_mnn")})
     assert fake.returncode == 0, fake.stdout[-2000:] + fake.stderr[-2000:]
+
+
+def test_an_onnxruntime_repro_runs_the_optimised_session_and_says_when_the_bug_does_not_show(tmp_path):
+    """The ONNX Runtime engine's repro stage: the same model with ORT's optimisations on.  ORT
+    agrees with itself here, so the script must say "does not show" (exit 0), never 1."""
+    d, meta = bundle(tmp_path, "dcf-averagepool", "repro_onnx")
+    meta["engine"] = {"engine": "onnxruntime", "version": "1.32.0", "settings": {"level": "extended"}}
+    (d / "meta.json").write_text(json.dumps(meta))
+    _, body = Renderer().issue(d, meta, RunContext())
+    script = tmp_path / "repro.py"
+    script.write_text(pasted_repro(body))
+    assert "ORT_ENABLE_EXTENDED" in script.read_text() and "pip install onnxruntime==1.32.0" in script.read_text()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0 and "the bug does not show" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]

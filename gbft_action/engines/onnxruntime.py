@@ -41,6 +41,10 @@ class OnnxRuntimeEngine:
     def version(self) -> str:
         return str(self.ort.__version__)
 
+    def describe(self) -> dict[str, dict[str, str]]:
+        """The optimisation level, which a repro and a replay must use too (bundles keep it)."""
+        return {"settings": {"level": self.level}}
+
     def convert(self, model: Path, fmt: str, workdir: Path) -> Path:
         if fmt != "onnx":
             raise ConvertError(f"onnxruntime reads ONNX models, not {fmt!r}")

@@ -11,15 +11,16 @@ importing the registry imports no engine).
 
 from __future__ import annotations
 
-from .knowledge import GENERIC, CommandKnowledge, EngineKnowledge, Package
+from .knowledge import GENERIC, CommandKnowledge, EngineKnowledge
 from .mnn_knowledge import MNNKnowledge
+from .onnxruntime_knowledge import OnnxRuntimeKnowledge
 
 # One line per engine: its knowledge (a subclass, or EngineKnowledge for an engine whose log
 # has no known patterns) naming its adapter.  tests/test_conformance.py runs every entry.
 ENGINES: dict[str, EngineKnowledge] = {
     "mnn": MNNKnowledge("gbft_action.engines.mnn:MNNEngine"),
     "command": CommandKnowledge("gbft_action.engines.command:CommandEngine"),
-    "onnxruntime": EngineKnowledge("gbft_action.engines.onnxruntime:OnnxRuntimeEngine", Package(pip="onnxruntime")),
+    "onnxruntime": OnnxRuntimeKnowledge("gbft_action.engines.onnxruntime:OnnxRuntimeEngine"),
 }
 
 
