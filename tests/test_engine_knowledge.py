@@ -84,6 +84,16 @@ def test_a_shape_check_failure_is_not_unsupported():
     assert (fp.kind, fp.op) == ("unsupported", "IsNan")
 
 
+def test_a_tflite_builtin_without_a_converter_is_unsupported():
+    """MNN's TFLite converter asserts ("Check failed: creator ==> NOT_SUPPORTED_OP: [ ARG_MAX ]")
+    where its TensorFlow one lists "Not Support": the same finding, an unsupported operator."""
+    _, _, g = _case("49d778ad5b80")
+    log = "[08:01:37] :337: Check failed: creator ==> NOT_SUPPORTED_OP: [ ARG_MAX ]\nConverted Failed!\n"
+    fp = fingerprint("MCF", "convert", "", log, g, knowledge=MNN)
+    assert (fp.kind, fp.op, fp.title) == ("unsupported", "ARG_MAX", "MCF: converter does not support ARG_MAX")
+    assert fingerprint("MCF", "convert", "", "Check failed: x > 0\n", g, knowledge=MNN).kind == "check"
+
+
 def test_the_generic_engine_reads_no_mnn_patterns():
     c, log, g = _case("1e577ab4506c")
     assert GENERIC.explain("convert", log, c["message"]) is None and GENERIC.op_named(log) == ""

@@ -8,6 +8,8 @@ MNN's converter and runtime write free-form English to stdout/stderr (the worker
       the converter computed another output shape than the model's: a conversion defect
       of an op it does support, which MNN then also lists under "Not Support";
   ``Check failed: <condition>``  an assertion in MNN's code;
+  ``Check failed: creator ==> NOT_SUPPORTED_OP: [ ARG_MAX ]``  its TFLite converter has no
+      conversion for this TFLite builtin (an unsupported operator, named as TFLite names it);
   ``PipelineModule:: Can't find output n18 from the model``  the converter dropped an
       output (folded it into a constant);
   ``Converted Failed!``  the converter's last words on any failure (says nothing of why).
@@ -28,6 +30,7 @@ from .knowledge import ERROR_WORDS, EngineKnowledge, Failure, Package
 
 _NOT_SUPPORT = re.compile(r"Not Support:\s*((?:\w+::\w+\s*\|?\s*)+)", re.I)
 _CHECK = re.compile(r"Check failed:\s*(.+)")
+_TFLITE_NOT_SUPPORTED = re.compile(r"NOT_SUPPORTED_OP: \[ (\w+) \]")
 _NO_OUTPUT = re.compile(r"Can't find output (\S+) from the model")
 _OP_TYPE = re.compile(r"(?:Tensorflow|TF|Onnx|Tflite)::(\w+)", re.I)
 _SHAPE_MISMATCH = "output_shape is not consistent with inferred output shape"
@@ -46,6 +49,9 @@ class MNNKnowledge(EngineKnowledge):
         m = _NOT_SUPPORT.search(log) or _NOT_SUPPORT.search(message)
         if m:
             return _not_supported(m, log)
+        m = _TFLITE_NOT_SUPPORTED.search(log) or _TFLITE_NOT_SUPPORTED.search(message)
+        if m:  # its TFLite converter asserts instead ("Check failed: creator ==> ..."): no creator for this builtin
+            return Failure("unsupported", "", m.group(1), m.group(0))
         m = _CHECK.search(log) or _CHECK.search(message)
         if m:
             return Failure("check", m.group(1), None, m.group(0))
