@@ -105,7 +105,7 @@ class FuzzConfig:
         # The front end only when not the first one: outputs written before it existed resume.
         fe = {"frontend": self.frontend} if self.frontend != "tf" else {}
         return {**fe, "seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
-                "corpus_sha256": _sha(self.corpus), "chooser": self.chooser, "mutations": self.mutations,
+                "corpus_sha256": _corpus_sha(self.corpus), "chooser": self.chooser, "mutations": self.mutations,
                 "special_share": self.special_share,
                 "state_sha256": _sha(str(state)) if state else "", "platforms": list(self.platforms),
                 "base": self.base.source if self.base else ""}
@@ -122,11 +122,23 @@ def _sha(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _corpus_sha(path: str) -> str:
+    """The corpus file's hash; with the one it extends (corpus ``extends``) when it extends one:
+    a changed base corpus generates other models, so it is another campaign."""
+    own = _sha(path)
+    base = load_corpus(path).raw.get("extends_file", "")
+    return own if not base else hashlib.sha256((own + _sha(base)).encode()).hexdigest()
+
+
 class Campaign:
     def __init__(self, cfg: FuzzConfig, source: CaseSource | None = None,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.cfg = cfg
         self.corpus: Corpus = load_corpus(cfg.corpus)
+        fe = parse_frontend(cfg.frontend)
+        if self.corpus.frontend != fe.reference:  # ONNX graphs for TensorFlow: every model a GEN
+            raise ValueError(f"corpus {cfg.corpus} is for the {self.corpus.frontend} front end, "
+                             f"not {fe.name} (give --corpus of that front end, or none for its default)")
         opts = GenOptions(blocks=cfg.blocks, graph=cfg.graph, special_share=cfg.special_share)
         opts.validate()
         self.source = source or self._make_source(opts)

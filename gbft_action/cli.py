@@ -266,7 +266,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     from .bugs.fingerprint import Fingerprint
     from .bugs.replay import bug_platforms, load_bundle, minimize_bug, replay
     from .engines.builds import build_of_bundle
-    from .pipeline import Lane, LaneConfig
+    from .pipeline import FrontendError, Lane, LaneConfig
     from .platforms import PlatformError
     from .platforms import resolve as resolve_platforms
     from .platforms.armroot import ArmRootError
@@ -284,10 +284,19 @@ def cmd_bundle(args: argparse.Namespace) -> int:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_USAGE
         build = build_of_bundle(meta["engine"])
-        lane = Lane(LaneConfig(build.engine, Path(tmp), tolerance=tol, platforms=plats, engine_env=dict(build.env),
-                               frontend=frontend_of(meta["fingerprint"])), 0)
         try:
-            info = lane.start()
+            frontend = frontend_of(meta["fingerprint"])
+        except ValueError as e:
+            print(f"error: {args.bundle}/meta.json: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        lane = Lane(LaneConfig(build.engine, Path(tmp), tolerance=tol, platforms=plats, engine_env=dict(build.env),
+                               frontend=frontend), 0)
+        try:
+            try:
+                info = lane.start()
+            except FrontendError as e:  # exit 1 would read "the same bug"
+                print(f"error: {e}", file=sys.stderr)
+                return EXIT_USAGE
             if args.cmd == "minimize":
                 book = BugBook(args.bundle.parent.parent)
                 stats = minimize_bug(lane, book, meta["id"], args.time_limit)

@@ -77,3 +77,11 @@ def test_an_onnx_repro_is_printed_from_the_graph_and_rejects_names_that_would_wr
                 meta={"frontend": "onnx"})
     with pytest.raises(ValueError, match="is not a tensor name"):
         check_graph(bad)
+    # Some emitters pass a node's params on as attributes: a key must not become code.
+    evil = Graph({"in0": t}, [Node("n0", "LeakyRelu", ["in0"], {'alpha=__import__("os").system("id"), beta': 0.1},
+                                   t, "LeakyRelu")], ["n0"], seed=4, meta={"frontend": "onnx"})
+    with pytest.raises(ValueError, match="not an identifier"):
+        model_source(evil)
+    nan = Graph({"in0": t}, [Node("n0", "LeakyRelu", ["in0"], {"alpha": float("nan")}, t, "LeakyRelu")], ["n0"],
+                seed=4, meta={"frontend": "onnx"})
+    assert model_source(nan).nodes[0].endswith('alpha=float("nan"))')  # Python reads it back

@@ -27,7 +27,7 @@ from .repro import ReproData, render_repro
 KNOWN_FILE = "known_bugs.json"
 # Package data: found the same way in a source checkout, an editable install and a wheel.
 TEMPLATES = Path(str(files("gbft_action") / "templates"))
-CASE_FILES = ("graph.json", "model.pb", "model.tflite", "inputs.npz", "expected.npz", "actual.npz", "engine.log",
+CASE_FILES = ("graph.json", "model.pb", "model.tflite", "model.onnx", "inputs.npz", "expected.npz", "actual.npz", "engine.log",
               "result.json", "actual-base.npz", "engine-base.log")  # -base: the base build's, if it ran
 
 

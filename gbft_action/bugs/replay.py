@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..graph.ir import Graph
-from ..oracle import judge_outputs
+from ..oracle import Status, judge_outputs
 from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
 from .fingerprint import Fingerprint
@@ -93,6 +93,10 @@ def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0, fre
     res = run_graph(lane, g, budget, fresh=fresh, platforms=platforms, base=needs_base(target))
     if matching(res, target) is not None:
         return Replay(SAME, target, res)
+    if res.aborted or res.status in (Status.GEN, Status.REF) or res.stage == "reference":
+        # The reference could not judge the model (another front end's lane, a cut replay): that
+        # says nothing of the bug, and "passes" would close its issue as fixed.
+        return Replay(DIFFERENT, None, res)
     fp = next((r.fingerprint for r in res.per_platform() if r.fingerprint is not None), None)
     return Replay(PASSES if fp is None else DIFFERENT, fp, res)
 

@@ -121,7 +121,7 @@ def _extended(p: Path, raw: dict[str, Any]) -> dict[str, Any]:
     blocks = [own.pop(b["name"], b) for b in base["blocks"] if b["name"] not in drop]
     merged = {k: v for k, v in base.items() if k != "blocks"}
     merged.update({k: v for k, v in raw.items() if k not in ("extends", "drop", "blocks")})
-    return {**merged, "blocks": blocks + list(own.values())}
+    return {**merged, "blocks": blocks + list(own.values()), "extends_file": str(base_path)}
 
 
 def _parse(p: Path, text: str) -> Any:

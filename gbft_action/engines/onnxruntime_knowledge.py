@@ -27,6 +27,6 @@ class OnnxRuntimeKnowledge(EngineKnowledge):
         return {"GBFT_ORT_LEVEL": settings["level"]} if "level" in settings else {}
 
 
-# The adapter's optimisation levels (engines/onnxruntime.py, GBFT_ORT_LEVEL): "disable" is the
-# reference's own; the repro names the others as ORT_ENABLE_<LEVEL>.
-LEVELS = ("basic", "extended", "all")
+# The adapter's optimisation levels (engines/onnxruntime.py, GBFT_ORT_LEVEL; "disable" is the
+# reference's own): the repro names them ORT_DISABLE_ALL and ORT_ENABLE_<LEVEL>.
+LEVELS = ("disable", "basic", "extended", "all")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import io
+import math
+import re
 from dataclasses import dataclass
 import numpy as np
 import onnx
@@ -22,6 +24,8 @@ from ..graph.ir import Graph
 from . import tf_code
 from .onnx_emit import DTYPES, EMITTERS, IR_VERSION, OPSET, build
 
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+LIMIT = 1 << 20  # elements of a tensor, or an integer parameter (channels, kernel sizes): generated ones are far below
 LITERAL_MAX = 8  # constants of at most this many elements are printed; the rest go in the blob
 _TYPE_NAMES = {v: f"TensorProto.{onnx.TensorProto.DataType.Name(v)}" for v in DTYPES.values()}
 
@@ -40,8 +44,22 @@ class OnnxSource:
 
 
 def check_graph(g: Graph) -> None:
-    """Names are identifiers, operators known to the ONNX emitter: ValueError names the bad part."""
+    """Names are identifiers, operators known to the ONNX emitter, and nothing so large that
+    emitting it (weights are drawn for real here) would exhaust memory: ValueError names the bad
+    part.  A bundle is a pull request's artifact."""
     tf_code.check_graph(g, EMITTERS, DTYPES)
+    for n in g.nodes:
+        if n.out.size > LIMIT or any(isinstance(v, int) and abs(v) > LIMIT for v in _ints(n.params)):
+            raise ValueError(f"graph: node {n.id} is larger than any generated model's")
+
+
+def _ints(value: object) -> list[object]:
+    """Every scalar in params, however nested (pads are lists of pairs)."""
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _ints(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _ints(v)]
+    return [value]
 
 
 def model_source(g: Graph) -> OnnxSource:
@@ -55,6 +73,11 @@ def model_source(g: Graph) -> OnnxSource:
 
 
 def _node(n: onnx.NodeProto) -> str:
+    # Attribute names become keyword arguments: some emitters take them from the graph's params
+    # (a bundle's, untrusted), so each must be a plain identifier, not code.
+    bad = next((a.name for a in n.attribute if not _IDENT.fullmatch(a.name)), None)
+    if bad is not None:
+        raise ValueError(f"graph: node {n.name[:40]!r} has an attribute name {bad[:40]!r} that is not an identifier")
     attrs = "".join(f", {a.name}={_attr(a)}" for a in n.attribute)
     return f"helper.make_node({n.op_type!r}, {list(n.input)!r}, {list(n.output)!r}, name={n.name!r}{attrs})"
 
@@ -63,18 +86,28 @@ def _attr(a: onnx.AttributeProto) -> str:
     v = helper.get_attribute_value(a)
     if isinstance(v, onnx.TensorProto):
         arr = numpy_helper.to_array(v)
-        return f"numpy_helper.from_array(np.array({arr.tolist()!r}, np.{arr.dtype.name}))"
+        return f"numpy_helper.from_array(np.array({_lit(arr.tolist())}, np.{arr.dtype.name}))"
     if isinstance(v, bytes):
         return repr(v.decode())
     if isinstance(v, list) and v and isinstance(v[0], bytes):
         return repr([x.decode() for x in v])
+    return _lit(v)
+
+
+def _lit(v: object) -> str:
+    """A literal Python reads back as the same value: repr, but NaN and the infinities as
+    float("...") (their repr is not Python)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return f'float("{v}")'
+    if isinstance(v, list):
+        return "[" + ", ".join(_lit(x) for x in v) + "]"
     return repr(v)
 
 
 def _init(t: onnx.TensorProto, big: dict[str, np.ndarray]) -> str:
     arr = numpy_helper.to_array(t)
     if arr.size <= LITERAL_MAX:
-        value = f"np.array({arr.tolist()!r}, np.{arr.dtype.name})"
+        value = f"np.array({_lit(arr.tolist())}, np.{arr.dtype.name})"
     else:
         big[t.name] = arr
         value = f"W[{t.name!r}]"

@@ -24,8 +24,8 @@ from .sanitize import cell, code_block, finalize, prose, title, truncate_body
 STATUS_TEXT = {"MCF": "model conversion failure", "IF": "inference failure", "DCF": "data comparison failure",
                "TIMEOUT": "timeout", "XPF": "cross-platform failure",
                "XBF": "cross-build failure"}
-WHAT = {"MCF": "fails to convert a valid TensorFlow model", "IF": "fails while running a converted model",
-        "DCF": "computes results that differ from TensorFlow", "TIMEOUT": "hangs on a valid model",
+WHAT = {"MCF": "fails to convert a valid model", "IF": "fails while running a converted model",
+        "DCF": "computes results that differ from the reference framework's", "TIMEOUT": "hangs on a valid model",
         "XPF": "computes different results on different platforms",
         "XBF": "computes different results from the base build"}
 TOOL_REPO = "gbft-action/gbft-action"
@@ -97,6 +97,7 @@ class Renderer:
             fp=fp, aliases=list(aliases), run_key=run_key, engine={"name": meta["engine"].get("engine", ""),
                                                                 "version": meta["engine"].get("version", "")},
             what=WHAT.get(fp["status"], "fails"), status_text=STATUS_TEXT.get(fp["status"], fp["status"]),
+            onnx=fp.get("frontend") == "onnx",
             tool_repo=TOOL_REPO, commit=ctx.commit, platforms=meta.get("platforms") or ["?"],
             pr_link=Markup(ctx.pr_link), run_link=Markup(ctx.run_link), occurrences=meta.get("occurrences", 1),
             first_seen=meta.get("first_seen", ""), last_seen=meta.get("last_seen", ""),
@@ -120,7 +121,7 @@ class Renderer:
         try:
             graph = Graph.from_json(path.read_text())
             return render_repro(self.code_env, graph, meta), graph
-        except (OSError, ValueError, KeyError, TypeError, jinja2.TemplateError) as e:
+        except Exception as e:  # noqa: BLE001 - an artifact's graph, any emitter failure: a line, not a crash
             return f"# no repro: {path.name} in the bundle is not a valid model ({type(e).__name__})\n", None
 
     def _details(self, bundle: Path) -> Markup:

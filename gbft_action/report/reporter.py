@@ -530,7 +530,7 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
 
     corpus = cfg.corpus or cfg.out / "bugs"
     seen: set[int] = set()
-    lane = None
+    lanes: dict[str, Any] = {}  # one per front end and engine settings: a bundle replays as it was found
     try:
         for fid, issue in sorted(index.items()):
             ids = marker_ids(issue.body) or [fid]
@@ -547,7 +547,9 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
                 res.skipped.append({**entry, "reason": "no bundle in the regression corpus"})
                 continue
             meta, g, small = load_bundle(bundle)
-            lane = lane or lane_factory(meta)
+            setup = json.dumps([meta["fingerprint"].get("frontend", ""), meta.get("engine", {}).get("engine", ""),
+                                meta.get("engine", {}).get("settings", {})], sort_keys=True, default=str)
+            lane = lanes[setup] = lanes.get(setup) or lane_factory(meta)
             v = replay(lane, small or g, Fingerprint.from_json(meta["fingerprint"]))
             entry["title"] = meta["title"]
             if v.outcome == "passes":
@@ -559,5 +561,5 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
             else:
                 res.still_failing.append({**entry, "reason": v.outcome})
     finally:
-        if lane is not None:
+        for lane in lanes.values():
             lane.stop()
