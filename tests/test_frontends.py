@@ -85,3 +85,39 @@ def test_an_onnx_repro_is_printed_from_the_graph_and_rejects_names_that_would_wr
     nan = Graph({"in0": t}, [Node("n0", "LeakyRelu", ["in0"], {"alpha": float("nan")}, t, "LeakyRelu")], ["n0"],
                 seed=4, meta={"frontend": "onnx"})
     assert model_source(nan).nodes[0].endswith('alpha=float("nan"))')  # Python reads it back
+
+
+def test_a_replay_the_reference_cannot_judge_is_never_a_pass():
+    """A bundle replayed on a lane of another front end (or cut short) gets GEN/REF or no
+    result: that says nothing of the bug, and a "passes" would close its issue as fixed."""
+    from gbft_action.bugs.replay import replay
+    from gbft_action.graph.ir import Graph, Node, TensorType
+    from gbft_action.oracle import Status
+    from gbft_action.pipeline import CaseResult
+
+    t = TensorType((1, 4))
+    g = Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu")], ["n0"], seed=1)
+
+    class Lane:
+        def __init__(self, **kw):
+            self.kw = kw
+
+        def restart_engines(self):
+            pass
+
+        def run(self, index, graph, budget, platforms=None, base=False, inputs=None):
+            return CaseResult(index, graph, workdir=None, **self.kw)
+
+    fp = Fingerprint("compare", "DCF", "mismatch", "values", "Relu")
+    assert replay(Lane(status=Status.GEN, stage="reference"), g, fp).outcome == "different"
+    assert replay(Lane(status=Status.DCP, aborted=True), g, fp).outcome == "different"
+    assert replay(Lane(status=Status.DCP, stage="compare"), g, fp).outcome == "passes"
+
+
+def test_a_corpus_of_another_front_end_is_a_usage_error(tmp_path):
+    from gbft_action.campaign import Campaign, FuzzConfig
+    from gbft_action.corpus import DEFAULT_CORPUS
+    with pytest.raises(ValueError, match="is for the tf front end, not onnx"):
+        Campaign(FuzzConfig(out=tmp_path / "o", frontend="onnx", corpus=str(DEFAULT_CORPUS)))
+    with pytest.raises(ValueError, match="is for the onnx front end, not tflite"):
+        Campaign(FuzzConfig(out=tmp_path / "o", frontend="tflite", corpus=str(FRONTENDS["onnx"].default_corpus)))
