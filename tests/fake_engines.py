@@ -137,3 +137,59 @@ class WrongBesideGarbage(MNNEngine):
         for k, name in enumerate(outputs):
             got[name] = got[name] + (1000.0 * self.calls if k == self.garbage else 1.0)
         return got
+
+
+class NoisyStderr(MNNEngine):
+    """Writes 100 MB to stderr in every inference, then answers right."""
+
+    def infer(self, artifact, inputs, outputs):
+        chunk = b"x" * (1 << 20)
+        for _ in range(100):
+            os.write(2, chunk)
+        return super().infer(artifact, inputs, outputs)
+
+
+class NaNEverywhere(MNNEngine):
+    """Every output element NaN."""
+
+    def infer(self, artifact, inputs, outputs):
+        import numpy as np
+        return {k: np.full_like(v, np.nan) for k, v in super().infer(artifact, inputs, outputs).items()}
+
+
+class WrongShapes(MNNEngine):
+    """Every output flattened and one element longer."""
+
+    def infer(self, artifact, inputs, outputs):
+        import numpy as np
+        return {k: np.append(v.ravel(), 0) for k, v in super().infer(artifact, inputs, outputs).items()}
+
+
+class GarbageArtifact(MNNEngine):
+    """The converter "succeeds" with random bytes as its model."""
+
+    def convert(self, model, fmt, workdir):
+        out = super().convert(model, fmt, workdir)
+        out.write_bytes(os.urandom(4096))
+        return out
+
+
+class ExitWithoutOutputs(MNNEngine):
+    """Inference ends the process with exit status 0 and no answer."""
+
+    def infer(self, artifact, inputs, outputs):
+        os._exit(0)
+
+
+class HangOnRestart(MNNEngine):
+    """Crashes in its first conversion; every later start-up (the restart) hangs."""
+
+    def __init__(self) -> None:
+        marker = Path(os.environ["GBFT_FAKE_MARKER"])
+        if marker.exists():
+            time.sleep(3600)
+        marker.write_text("started once")
+        super().__init__()
+
+    def convert(self, model, fmt, workdir):
+        os.kill(os.getpid(), signal.SIGSEGV)

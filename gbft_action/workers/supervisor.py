@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,14 @@ class WorkerSpec:
     pythonpath: str = ""
 
 
+class StartFailed(RuntimeError):
+    """A worker did not answer its hello: ``result`` says how (timeout, signal, exit code)."""
+
+    def __init__(self, message: str, result: CallResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 class WorkerClosed(RuntimeError):
     """The worker was closed for good (a cancelled run) and will not start again."""
 
@@ -87,7 +95,8 @@ class Worker:
                 raise WorkerClosed(f"{self.spec.role} worker closed while starting")
             tail = res.log or self._tail(0)
             self.stop()
-            raise RuntimeError(f"{self.spec.role} worker failed to start: {res.crash_summary}\n{tail}")
+            raise StartFailed(f"{self.spec.role} worker failed to start: {res.crash_summary}\n{tail}",
+                              CallResult(res.kind, res.reply, tail[-8000:], res.signal, res.exit_code, res.elapsed))
         self.hello = res.reply
         return res.reply
 
@@ -136,12 +145,12 @@ class Worker:
         if conn is not None:
             conn.close()
 
-    def ensure(self) -> None:
+    def ensure(self, timeout: float = 120.0) -> None:
         if not self.alive():
             if self.proc is not None:
                 self.restarts += 1
             self.stop()
-            self.start()
+            self.start(timeout)
 
     # -- calls ----------------------------------------------------------------------
     def close(self) -> None:
@@ -150,11 +159,15 @@ class Worker:
             self.stop()
 
     def call(self, msg: dict[str, Any], timeout: float) -> CallResult:
+        t_start = time.monotonic()
         try:
             if msg.get("op") != "hello":
-                self.ensure()
+                self.ensure(timeout)  # a restart that hangs or dies is this call's failure, within its limit
         except WorkerClosed:
             pass
+        except StartFailed as e:  # the engine could not start again (a hang, a crash in its import)
+            return replace(e.result, kind="crash" if e.result.kind == "error" else e.result.kind,
+                           elapsed=time.monotonic() - t_start)
         proc, conn = self.proc, self.conn  # close() may clear them from another thread
         if self.closed or proc is None or conn is None:
             return CallResult("crash", log="worker closed", exit_code=-9)

@@ -1,0 +1,67 @@
+"""The fault suite (issue 15): engines that misbehave in ways a real one may, each a finding or a
+clear error, never a harness that hangs, raises or runs out of memory.  Real TensorFlow and the
+real MNN, wrapped by the fakes in tests/fake_engines.py."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gbft_action.graph.ir import Graph, Node, TensorType
+from gbft_action.oracle import Status
+from gbft_action.pipeline import Lane, LaneConfig, Timeouts
+
+pytestmark = pytest.mark.slow
+T = TensorType((1, 4, 4, 2))
+
+
+def _graph(seed: int = 3) -> Graph:
+    return Graph({"in0": T}, [Node("n0", "Relu", ["in0"], {}, T, "Relu"), Node("n1", "Sigmoid", ["n0"], {}, T, "Sigmoid")],
+                 ["n1"], seed=seed)
+
+
+def _run(tmp_path, engine: str, n: int = 1, **kw):
+    lane = Lane(LaneConfig(f"fake_engines:{engine}", tmp_path, timeouts=Timeouts(convert=4.0, infer=4.0), **kw), 0)
+    lane.start()
+    try:
+        return [lane.run(i, _graph(), 60) for i in range(n)]
+    finally:
+        lane.stop()
+
+
+def test_an_engine_writing_100_mb_to_stderr_is_judged_and_its_log_kept_short(tmp_path, fake_engines_path):
+    res, = _run(tmp_path, "NoisyStderr")
+    assert res.status == Status.DCP and len(res.log) <= 8000
+
+
+def test_nan_everywhere_is_a_wrong_result_of_a_guarded_model(tmp_path, fake_engines_path):
+    res, = _run(tmp_path, "NaNEverywhere")
+    assert res.status == Status.DCF and res.mismatch == "nan" and res.direction == "finite->NaN"
+    assert res.symptom == "wrong-result"  # a NaN made from finite inputs: garbage, not NaN semantics
+
+
+def test_wrong_shapes_are_a_shape_mismatch(tmp_path, fake_engines_path):
+    res, = _run(tmp_path, "WrongShapes")
+    assert res.status == Status.DCF and res.mismatch == "shape"
+
+
+def test_a_garbage_artifact_is_an_inference_failure(tmp_path, fake_engines_path):
+    res, = _run(tmp_path, "GarbageArtifact")
+    assert res.status == Status.IF and res.stage == "infer"
+
+
+def test_an_engine_exiting_0_without_outputs_is_an_inference_failure(tmp_path, fake_engines_path):
+    res, = _run(tmp_path, "ExitWithoutOutputs")
+    assert res.status == Status.IF and res.exit_code == 0 and res.signal is None
+
+
+def test_an_engine_that_hangs_when_restarted_times_the_cases_out_and_the_run_goes_on(tmp_path, fake_engines_path,
+                                                                                      monkeypatch):
+    monkeypatch.setenv("GBFT_FAKE_MARKER", str(tmp_path / "marker"))
+    t0 = time.monotonic()
+    crash, hung, again = _run(tmp_path / "w", "HangOnRestart", n=3)
+    assert crash.status == Status.MCF and crash.signal == 11
+    # The restart's start-up is bounded by the stage's limit, and is the case's finding.
+    assert hung.status == again.status == Status.TIMEOUT and hung.stage == "convert"
+    assert time.monotonic() - t0 < 60
