@@ -55,6 +55,7 @@ from .bugs.rootcause import Diagnosed, RootKey, assemble, local_key
 from .engines.builds import EngineBuild
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
+from .statefile import corrupt, read_state
 from .store import ResultStore, per_platform
 from .workers.supervisor import WorkerClosed
 
@@ -175,7 +176,11 @@ class Campaign:
             path = Path(self.cfg.state) / STATE_FILE
             if not path.exists():
                 raise ValueError(f"--state {self.cfg.state}: no {STATE_FILE} there")
-            src.load_state(json.loads(path.read_text()))
+            data = read_state(path, "search state (coverage, MCTS)")
+            try:
+                src.load_state(data)
+            except (KeyError, TypeError, ValueError) as e:
+                raise corrupt(path, "search state (coverage, MCTS)", f"{type(e).__name__}: {e}") from None
         return src
 
     # -- public -------------------------------------------------------------------
@@ -245,7 +250,7 @@ class Campaign:
         path = self.cfg.out / "campaign.json"
         ident = self.cfg.identity()
         if path.exists():
-            old = json.loads(path.read_text())
+            old = read_state(path, "campaign record")
             if old.get("identity") != ident:
                 raise ValueError(f"{self.cfg.out} holds another campaign ({old.get('identity')}); "
                                  f"use a new --out or the same seed/blocks/graph/engine/corpus")

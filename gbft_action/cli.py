@@ -11,6 +11,7 @@ from typing import Any
 
 from .corpus import CorpusError, load_corpus
 from .frontends import DEFAULT_FRONTEND, FRONTENDS, Frontend, frontend_of, parse_frontend
+from .statefile import corrupt, read_state
 from .oracle import Tolerance
 
 # Exit codes, in one place.  replay: 1 = still fails the same way, 4 = fails differently.
@@ -227,7 +228,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         print(f"error: --minimize-share must be in [0, 1), got {args.minimize_share}", file=sys.stderr)
         return EXIT_USAGE
     if args.resume:
-        cfg = _resume_config(cfg, args)
+        try:
+            cfg = _resume_config(cfg, args)
+        except (ValueError, KeyError) as e:  # a missing or corrupt record: one line, exit 2
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_USAGE
     bar = Progress(enabled=not args.quiet)
     try:
         camp = Campaign(cfg, progress=bar.update)
@@ -369,8 +374,11 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     """Take the campaign's identity (seed, blocks, graph, engine, corpus) from OUT."""
     path = args.resume / "campaign.json"
     if not path.exists():
-        raise SystemExit(f"error: --resume {args.resume}: no campaign.json there")
-    old = json.loads(path.read_text())["config"]
+        raise ValueError(f"--resume {args.resume}: no campaign.json there")
+    record = read_state(path, "campaign record")
+    if not isinstance(record.get("config"), dict):
+        raise corrupt(path, "campaign record", "no config in it")
+    old = record["config"]
     cfg.seed, cfg.blocks, cfg.graph = old["seed"], tuple(old["blocks"]), old["graph"]
     cfg.engine, cfg.corpus = old["engine"], old["corpus"]
     cfg.chooser, cfg.mutations, cfg.state = old["chooser"], old["mutations"], old["state"]

@@ -21,6 +21,7 @@ import jinja2
 
 from .. import __version__
 from ..graph.ir import Graph
+from ..statefile import read_state
 from ..oracle import Tolerance
 from .repro import ReproData, render_repro
 
@@ -49,7 +50,7 @@ class BugBook:
         self.dir = out / "bugs"
         self.known: dict[str, dict[str, Any]] = {}
         if state_dir and (Path(state_dir) / KNOWN_FILE).exists():
-            self.known = json.loads((Path(state_dir) / KNOWN_FILE).read_text())
+            self.known = read_state(Path(state_dir) / KNOWN_FILE, "known bugs")
         self.before = set(self.known)
         self.seen_this_run: dict[str, int] = {}
         self.templates = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
@@ -79,7 +80,7 @@ class BugBook:
         """A resumed campaign: its own earlier sightings are this run's, not new ones again."""
         own = self.out / KNOWN_FILE
         if own.exists():
-            for fid, entry in json.loads(own.read_text()).items():
+            for fid, entry in read_state(own, "known bugs").items():
                 self.known.setdefault(fid, entry)
         for rec in records:
             if rec.get("fingerprint"):
