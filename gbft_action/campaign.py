@@ -136,10 +136,10 @@ class Campaign:
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.cfg = cfg
         self.corpus: Corpus = load_corpus(cfg.corpus)
-        fe = parse_frontend(cfg.frontend)
-        if self.corpus.frontend != fe.reference:  # ONNX graphs for TensorFlow: every model a GEN
-            raise ValueError(f"corpus {cfg.corpus} is for the {self.corpus.frontend} front end, "
-                             f"not {fe.name} (give --corpus of that front end, or none for its default)")
+        self.frontend = parse_frontend(cfg.frontend)
+        if self.corpus.frontend != self.frontend.reference:  # ONNX graphs for TensorFlow: every model a GEN
+            raise ValueError(f"corpus {cfg.corpus} is for the {self.corpus.frontend} front end, not "
+                             f"{self.frontend.name} (give --corpus of that front end, or none for its default)")
         opts = GenOptions(blocks=cfg.blocks, graph=cfg.graph, special_share=cfg.special_share)
         opts.validate()
         self.source = source or self._make_source(opts)
@@ -286,7 +286,7 @@ class Campaign:
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
                           self.cfg.engine_mem_mb, engine_python=self.cfg.engine_python,
                           engine_env=dict(self.cfg.engine_env), want_tflite=self._first_of_its_kind,
-                          platforms=self.platforms, base=self.cfg.base, frontend=parse_frontend(self.cfg.frontend))
+                          platforms=self.platforms, base=self.cfg.base, frontend=self.frontend)
         lanes = [Lane(lcfg, i) for i in range(max(1, self.cfg.jobs))]
         self._lanes = lanes
         if self._hard_stop:  # cancelled before the lanes existed: close them here
@@ -324,9 +324,9 @@ class Campaign:
         heads, rest = self._diagnosis_order()
         # Each pass shares what is left fairly among its own fingerprints (heads first: they
         # decide the keys); then the minimisations a share cut short go on once.
-        for todo, resume in ((heads, False), (rest, False), ([*heads, *rest], True)):
-            todo = [f for f in todo if (f in self.minimized) == resume
-                    and not (resume and self.minimized[f].get("complete", True))]
+        cut_short = lambda f: f in self.minimized and not self.minimized[f].get("complete", True)  # noqa: E731
+        for group, resume in ((heads, False), (rest, False), ([*heads, *rest], True)):
+            todo = [f for f in group if cut_short(f)] if resume else [f for f in group if f not in self.minimized]
             for k, fid in enumerate(todo):
                 left = deadline - time.monotonic() - GRACE_S
                 if left < 1 or self._interrupted:

@@ -87,15 +87,23 @@ class EngineKnowledge:
         """An operator type the log names in the engine's own notation ("" if none)."""
         return ""
 
+    #: the adapter's settings a repro and a replay must use too: name -> (the environment
+    #: variable the adapter reads it from, the values it takes)
+    setting_vars: dict[str, tuple[str, tuple[str, ...]]] = {}
+
     def settings(self, engine: dict[str, Any]) -> dict[str, str]:
         """The settings a bundle's ``meta["engine"]`` says the engine ran with (its adapter's
         hello, ``settings``) that a repro and a replay must use too; only values this
         knowledge recognises (a bundle is untrusted data)."""
-        return {}
+        given = engine.get("settings")
+        if not isinstance(given, dict):
+            return {}
+        return {name: str(given[name]) for name, (_, allowed) in self.setting_vars.items()
+                if str(given.get(name, "")) in allowed}
 
     def env_for(self, settings: dict[str, str]) -> dict[str, str]:
         """The adapter's environment for ``settings`` (a replay runs the engine as found)."""
-        return {}
+        return {self.setting_vars[k][0]: v for k, v in settings.items() if k in self.setting_vars}
 
     def error_line(self, log: str) -> str:
         """The first line of the log that reads like an error ("" if none)."""

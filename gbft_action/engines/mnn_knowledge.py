@@ -24,7 +24,6 @@ May import: the standard library and engines.knowledge (never MNN: the host uses
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from .knowledge import ERROR_WORDS, EngineKnowledge, Failure, Package
 
@@ -44,6 +43,7 @@ class MNNKnowledge(EngineKnowledge):
     repro_template = "engine_mnn.py.j2"
     error_words = re.compile(f"(Not Support|Check failed|{ERROR_WORDS})")
     not_errors = ("Converted Failed",)
+    setting_vars = {"precision": ("GBFT_MNN_PRECISION", PRECISIONS)}
 
     def explain(self, stage: str, log: str, message: str) -> Failure | None:
         m = _NOT_SUPPORT.search(log) or _NOT_SUPPORT.search(message)
@@ -66,13 +66,6 @@ class MNNKnowledge(EngineKnowledge):
         m = _OP_TYPE.search(log)
         return m.group(1) if m else ""
 
-    def settings(self, engine: dict[str, Any]) -> dict[str, str]:
-        given = engine.get("settings")
-        precision = str(given.get("precision", "")) if isinstance(given, dict) else ""
-        return {"precision": precision} if precision in PRECISIONS else {}
-
-    def env_for(self, settings: dict[str, str]) -> dict[str, str]:
-        return {"GBFT_MNN_PRECISION": settings["precision"]} if "precision" in settings else {}
 
 
 def _not_supported(m: re.Match[str], log: str) -> Failure:
