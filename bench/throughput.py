@@ -1,7 +1,7 @@
 """Throughput of the fuzz loop on the real MNN: models/s and where the time goes.
 
     .venv/bin/python bench/throughput.py [--budget 30] [--blocks 10-10] [--jobs 2] [--base-build installed|PATH]
-                                         [--frontend tf|tflite|onnx] [--engine mnn|onnxruntime]
+                                         [--frontend tf|tflite|onnx|tf,onnx] [--engine mnn|onnxruntime]
 
 Runs one campaign and splits wall time into the reference (TensorFlow, or ONNX Runtime
 for ``--frontend onnx``; the reference worker),
@@ -23,7 +23,7 @@ from pathlib import Path
 from gbft_action.campaign import Campaign, FuzzConfig
 from gbft_action.cli import parse_range
 from gbft_action.engines.builds import prepare_build
-from gbft_action.frontends import FRONTENDS, parse_frontend
+from gbft_action.frontends import parse_frontends
 
 
 def main() -> None:
@@ -35,7 +35,8 @@ def main() -> None:
     ap.add_argument("--base-build", default="", help="installed, or an MNN wheel / folder holding one")
     ap.add_argument("--minimize-share", type=float, default=0.35,
                     help="0: the fuzz loop only (no minimisation or confirmation reserve)")
-    ap.add_argument("--frontend", type=parse_frontend, default=FRONTENDS["tf"])
+    ap.add_argument("--frontend", type=parse_frontends, default=parse_frontends("tf"),
+                    help="one front end, or a comma list (a mixed campaign)")
     ap.add_argument("--engine", default="mnn")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -44,8 +45,8 @@ def main() -> None:
             path = None if a.base_build == "installed" else Path(a.base_build)
             base = prepare_build("mnn", path, Path(d) / "base-venv")
         cfg = FuzzConfig(out=Path(d) / "o", engine=a.engine, budget=a.budget, seed=a.seed, blocks=a.blocks,
-                         jobs=a.jobs, base=base, minimize_share=a.minimize_share, frontend=a.frontend.name,
-                         corpus=str(a.frontend.default_corpus))
+                         jobs=a.jobs, base=base, minimize_share=a.minimize_share,
+                         frontend=",".join(fe.name for fe in a.frontend))
         t0 = time.monotonic()
         s = Campaign(cfg).run()
         wall = time.monotonic() - t0
@@ -54,16 +55,17 @@ def main() -> None:
     eng = sum(x["timings"].get("convert", 0) + x["timings"].get("infer", 0)
               for r in recs for x in (r, r.get("base", {"timings": {}})))
     tfl = sum(r["timings"].get("tflite", 0) for r in recs)  # TFLite copies of first-of-a-kind failures
-    ref += tfl
+    cross = sum(r["timings"].get("crosscheck", 0) for r in recs)  # ONNX Runtime on failing TF cases
+    ref += tfl + cross
     lane_time = wall * a.jobs
-    print(f"engine {a.engine}, front end {a.frontend.name}, "
+    print(f"engine {a.engine}, front end {','.join(fe.name for fe in a.frontend)}, "
           f"blocks {a.blocks[0]}-{a.blocks[1]}, jobs {a.jobs}, budget {a.budget:.0f} s, wall {wall:.1f} s, "
           f"base build: {a.base_build or 'none'}, minimize share {a.minimize_share}")
     print(f"models {s['models']}, models/s {s['models'] / wall:.1f} (wall, including worker start-up)")
     print(f"time share of lane time: reference {100 * ref / lane_time:.1f}%, engine {100 * eng / lane_time:.1f}%, "
           f"harness {100 * (lane_time - ref - eng) / lane_time:.1f}%")
     print(f"of which TFLite conversion of {sum(1 for r in recs if 'tflite' in r['timings'])} failing models: "
-          f"{100 * tfl / lane_time:.1f}%")
+          f"{100 * tfl / lane_time:.1f}%; ONNX Runtime cross-checks of failing TF cases: {100 * cross / lane_time:.1f}%")
     print(f"per model: reference {1000 * ref / len(recs):.1f} ms, engine {1000 * eng / len(recs):.1f} ms")
     print(f"by status: {s['by_status']}")
     if s.get("triage"):

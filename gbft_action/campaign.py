@@ -6,6 +6,9 @@ through a reorder window, so ``cases.jsonl`` is always a prefix of the
 campaign and ``--resume`` continues at the next index.  New cases stop when the
 budget is near; anything still running at budget + grace is abandoned.
 
+With several front ends (``--frontend tf,onnx``) case i is the i mod k-th front end's: each
+has its own generator (search.mixed) and lanes of its own, and is counted apart in the summary.
+
 With a base build every model also runs on it, and the campaign ends with the
 pull request's verdict (``bugs.triage``): within the reserve, its new fingerprints
 are confirmed first (then the fixed and the changed ones), before anything is
@@ -15,6 +18,11 @@ Then every failure of the run is diagnosed (``bugs.diagnose``: minimised, its
 operator re-run alone) and the fingerprints are merged into root causes
 (``bugs.rootcause``), each with the policy of its symptom class (``bugs.policy``).
 The reserve grows with the distinct failures met, so that each is diagnosed.
+
+With ``shard`` (I, N) the campaign is part I of N of one campaign: the source draws its case
+seeds from shard I's residue class (``search.case_seed``), so shards never share a model;
+``merge`` makes their outputs one, with ``build_summary``, ``add_triage`` and
+``add_root_causes`` from here.
 
 May import: pipeline, store, search, graph, corpus, bugs, engines.builds, platforms;
 never report or action.
@@ -31,20 +39,22 @@ import uuid
 import time
 from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from queue import Queue
 from typing import Any, Callable
 
 from . import __version__
-from .corpus import DEFAULT_CORPUS, Corpus, load_corpus
-from .frontends import parse_frontend
+from .corpus import Corpus, load_corpus
+from .frontends import Frontend, parse_frontends
 from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .oracle import Status, Tolerance
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
-from .search import CaseSource
+from .search import CaseSource, shard_text
 from .search.guided import GuidedSource
+from .search.mixed import MixedSource, state_for
 from .bugs import triage
 from .bugs.bundle import BugBook
 from .bugs.fingerprint import Fingerprint
@@ -56,10 +66,11 @@ from .engines.builds import EngineBuild
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
 from .statefile import corrupt, read_state
-from .store import ResultStore, per_platform
+from .store import ResultStore, disk_full, no_space, per_platform
 from .workers.supervisor import WorkerClosed
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
+DISK_FULL = "disk full"  # the stop reason's prefix when the output disk filled (the CLI exits EXIT_ERROR)
 # Results of case i reach the generator just before case i + LAG is generated,
 # whatever the number of lanes: a fixed lag keeps guided generation deterministic
 # while up to LAG cases are in flight.
@@ -80,7 +91,7 @@ class FuzzConfig:
     blocks: tuple[int, int] = (1, 30)
     graph: str = "both"
     jobs: int = 2
-    corpus: str = str(DEFAULT_CORPUS)
+    corpus: str = ""  # the block corpus; "": the front end's default (each front end's own when mixed)
     timeouts: Timeouts = field(default_factory=Timeouts)
     tolerance: Tolerance = field(default_factory=Tolerance)
     engine_mem_mb: int = 4096
@@ -98,15 +109,33 @@ class FuzzConfig:
     platform_label: str = ""  # shown as the platform in bundles and reports (e.g. arm64-self-hosted)
     platforms: tuple[str, ...] = ()  # engine platforms (gbft_action.platforms); () = this machine
     arm_root: str = ""  # the arm64 root for arm64-qemu
-    frontend: str = "tf"  # the model format the engine converts (frontends.FRONTENDS)
+    # The model format the engine converts (frontends.FRONTENDS), or a comma list of them: a
+    # mixed campaign (search.mixed), case i going to the i mod k-th.
+    frontend: str = "tf"
+
+    def corpora(self) -> dict[str, str]:
+        """Each front end's corpus file.  ``corpus`` names one front end's blocks, so with
+        several front ends it is a usage error: each takes its default corpus."""
+        fes = parse_frontends(self.frontend)
+        if len(fes) > 1 and self.corpus:
+            raise ValueError(f"--corpus {self.corpus}: a corpus is one front end's blocks, and this campaign "
+                             f"mixes {self.frontend} (each uses its default corpus; run one front end to "
+                             f"use your own)")
+        return {fe.name: self.corpus or str(fe.default_corpus) for fe in fes}
+    shard: tuple[int, int] = (1, 1)  # (I, N): this run is part I of N of one campaign (search.case_seed)
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resumed campaign to be the same campaign."""
         state = Path(self.state) / STATE_FILE if self.state else None
         # The front end only when not the first one: outputs written before it existed resume.
         fe = {"frontend": self.frontend} if self.frontend != "tf" else {}
-        return {**fe, "seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
-                "corpus_sha256": _corpus_sha(self.corpus), "chooser": self.chooser, "mutations": self.mutations,
+        shas = [_corpus_sha(c) for c in self.corpora().values()]
+        # One front end: its corpus's hash, as before mixing; several: a hash of theirs, in order.
+        corpus_sha = shas[0] if len(shas) == 1 else hashlib.sha256(",".join(shas).encode()).hexdigest()
+        # Likewise the shard only when there are shards: unsharded outputs keep their identity.
+        sh = {"shard": shard_text(self.shard)} if self.shard[1] > 1 else {}
+        return {**fe, **sh, "seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
+                "corpus_sha256": corpus_sha, "chooser": self.chooser, "mutations": self.mutations,
                 "special_share": self.special_share,
                 "state_sha256": _sha(str(state)) if state else "", "platforms": list(self.platforms),
                 "base": self.base.source if self.base else ""}
@@ -116,6 +145,7 @@ class FuzzConfig:
         d["out"] = str(self.out)
         d["blocks"] = list(self.blocks)
         d["platforms"] = list(self.platforms)
+        d["shard"] = shard_text(self.shard)
         return d
 
 
@@ -131,15 +161,20 @@ def _corpus_sha(path: str) -> str:
     return own if not base else hashlib.sha256((own + _sha(base)).encode()).hexdigest()
 
 
+def disk_filled(summary: dict[str, Any]) -> bool:
+    """Whether the run stopped because its output disk filled (its summary covers what was judged)."""
+    return str(summary.get("stop_reason", "")).startswith(DISK_FULL)
+
+
 class Campaign:
     def __init__(self, cfg: FuzzConfig, source: CaseSource | None = None,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.cfg = cfg
-        self.corpus: Corpus = load_corpus(cfg.corpus)
-        self.frontend = parse_frontend(cfg.frontend)
-        if self.corpus.frontend != self.frontend.reference:  # ONNX graphs for TensorFlow: every model a GEN
-            raise ValueError(f"corpus {cfg.corpus} is for the {self.corpus.frontend} front end, not "
-                             f"{self.frontend.name} (give --corpus of that front end, or none for its default)")
+        self.frontends: tuple[Frontend, ...] = parse_frontends(cfg.frontend)
+        self.frontend = self.frontends[0]
+        self.mixed = len(self.frontends) > 1
+        self.corpora: dict[str, Corpus] = self._load_corpora()
+        self.corpus = self.corpora[self.frontend.name]
         opts = GenOptions(blocks=cfg.blocks, graph=cfg.graph, special_share=cfg.special_share)
         opts.validate()
         self.source = source or self._make_source(opts)
@@ -170,18 +205,54 @@ class Campaign:
         self.run_id = uuid.uuid4().hex[:16]  # one per session: a report of this output is idempotent
         self.stop_reason = ""
 
+    def _load_corpora(self) -> dict[str, Corpus]:
+        corpora, paths = {}, self.cfg.corpora()
+        for fe in self.frontends:
+            path = paths[fe.name]
+            c = corpora[fe.name] = load_corpus(path)
+            if c.frontend != fe.reference:  # ONNX graphs for TensorFlow: every model a GEN
+                raise ValueError(f"corpus {path} is for the {c.frontend} front end, not "
+                                 f"{fe.name} (give --corpus of that front end, or none for its default)")
+        return corpora
+
     def _make_source(self, opts: GenOptions) -> CaseSource:
-        src = GuidedSource(self.corpus, opts, self.cfg.seed, self.cfg.chooser, self.cfg.mutations)
-        if self.cfg.state:
-            path = Path(self.cfg.state) / STATE_FILE
-            if not path.exists():
-                raise ValueError(f"--state {self.cfg.state}: no {STATE_FILE} there")
-            data = read_state(path, "search state (coverage, MCTS)")
-            try:
-                src.load_state(data)
-            except (KeyError, TypeError, ValueError) as e:
-                raise corrupt(path, "search state (coverage, MCTS)", f"{type(e).__name__}: {e}") from None
-        return src
+        """One guided source per front end (its own corpus, coverage and MCTS tree); a mixed
+        campaign deals the cases out among them (search.mixed)."""
+        data = self._saved_state()
+        sources: dict[str, CaseSource] = {}
+        for fe in self.frontends:
+            src = GuidedSource(self.corpora[fe.name], opts, self.cfg.seed, self.cfg.chooser, self.cfg.mutations,
+                               shard=self.cfg.shard)
+            if data is not None:
+                self._load_state(src, data, fe.name)
+            sources[fe.name] = src
+        return MixedSource(sources) if self.mixed else sources[self.frontend.name]
+
+    def _saved_state(self) -> dict[str, Any] | None:
+        if not self.cfg.state:
+            return None
+        path = Path(self.cfg.state) / STATE_FILE
+        if not path.exists():
+            raise ValueError(f"--state {self.cfg.state}: no {STATE_FILE} there")
+        return read_state(path, "search state (coverage, MCTS)")
+
+    def _load_state(self, src: GuidedSource, data: dict[str, Any], frontend: str) -> None:
+        path = Path(self.cfg.state) / STATE_FILE
+        try:
+            mine = state_for(data, frontend, self.mixed)
+        except ValueError as e:  # a readable file of the wrong kind: a usage error, not a corrupt one
+            raise ValueError(f"--state {self.cfg.state}: {e}") from None
+        except TypeError as e:
+            raise corrupt(path, "search state (coverage, MCTS)", f"{type(e).__name__}: {e}") from None
+        try:
+            if mine is not None:  # None: a mixed state without this front end, which starts fresh
+                src.load_state(mine)
+        except (KeyError, TypeError, ValueError) as e:
+            raise corrupt(path, "search state (coverage, MCTS)", f"{type(e).__name__}: {e}") from None
+
+    def frontend_of(self, index: int) -> Frontend:
+        """The front end of case ``index``: by index, so the split is the same whatever the lanes do."""
+        return self.frontends[index % len(self.frontends)]
 
     # -- public -------------------------------------------------------------------
     def request_stop(self, reason: str = "stopped", hard: bool = False) -> None:
@@ -203,6 +274,7 @@ class Campaign:
     def run(self) -> dict[str, Any]:
         t0 = time.monotonic()
         deadline = t0 + self.cfg.budget
+        self.store.reserve()  # a full disk at the start is an OSError for the entry point
         self._check_resume()
         self.records = self.store.load()
         self.bugs.resume(self.records)
@@ -213,10 +285,18 @@ class Campaign:
         except WorkerClosed:  # cancelled while a worker was starting
             if not self._hard_stop:
                 raise
+        except OSError as e:
+            if not disk_full(e):
+                raise
+            # Stop where the disk filled: what was judged is kept and summarised, nothing is
+            # minimised (every bundle would need room), and the entry point says why.
+            self.stop_reason = f"{DISK_FULL}: {e.filename or self.cfg.out}"
+            self._interrupted = True
         finally:
             for lane in self._lanes:
                 lane.stop()
             self.store.close()
+            self.store.release()
         return self._finish(time.monotonic() - t0)
 
     def _fuzz_and_minimize(self, lanes: list[Lane], deadline: float) -> None:
@@ -231,16 +311,16 @@ class Campaign:
         # The reserve the loop kept (with --max-models: at most that much from now).
         end = deadline - tail if reason == "budget reached" else \
             min(deadline, time.monotonic() + self._reserve(share) + GRACE_S)
-        self._confirm(lanes[0], end)
-        self._diagnose(lanes[0], end)
+        self._confirm(lanes, end)
+        self._diagnose(lanes, end)
         if reason == "budget reached" and not self._interrupted:  # only the reserve was reached
             self.stop_reason = ""
             # Time the reserve did not need goes to more models, then to what they found.
             self._loop(lanes, lambda: deadline - self._reserve(tail), deadline)
             if not self._interrupted:
                 self._stop.clear()
-                self._confirm(lanes[0], deadline)
-                self._diagnose(lanes[0], deadline)
+                self._confirm(lanes, deadline)
+                self._diagnose(lanes, deadline)
                 self.stop_reason = self.stop_reason or "budget reached"
         elif not self._interrupted:
             self.stop_reason = reason
@@ -287,7 +367,10 @@ class Campaign:
                           self.cfg.engine_mem_mb, engine_python=self.cfg.engine_python,
                           engine_env=dict(self.cfg.engine_env), want_tflite=self._first_of_its_kind,
                           platforms=self.platforms, base=self.cfg.base, frontend=self.frontend)
-        lanes = [Lane(lcfg, i) for i in range(max(1, self.cfg.jobs))]
+        # A lane serves one front end (its reference worker judges that format): a mixed run
+        # deals its lanes out among the front ends, at least one each.
+        k = len(self.frontends)
+        lanes = [Lane(replace(lcfg, frontend=self.frontends[i % k]), i) for i in range(max(1, self.cfg.jobs, k))]
         self._lanes = lanes
         if self._hard_stop:  # cancelled before the lanes existed: close them here
             self._close_lanes()
@@ -313,28 +396,57 @@ class Campaign:
         each = sum(recent) / len(recent) if recent else DIAG_ESTIMATE_S
         return max(share, min(MAX_RESERVE * self.cfg.budget, len(self._groups - self._diagnosed) * each))
 
-    def _diagnose(self, lane: Lane, deadline: float) -> None:
+    @staticmethod
+    def _lane_for(lanes: list[Lane], fingerprint: dict[str, Any]) -> Lane:
+        """A lane of the front end a fingerprint was found through: its model replays there."""
+        name = str(fingerprint.get("frontend") or "tf")
+        return next((ln for ln in lanes if ln.cfg.frontend.name == name), lanes[0])
+
+    def _diagnose(self, lanes: list[Lane], deadline: float) -> None:
         """Minimise and key (bugs.diagnose) this run's fingerprints within the reserve: those a
         report would file first, one per local key (symptom, operator, direction) first, the
         smallest models first; then the other variants, which may split off a root cause.  The
-        reserve is planned per local key: a variant left undiagnosed joins its head's key."""
+        reserve is planned per local key: a variant left undiagnosed joins its head's key.
+        Every lane diagnoses (one fingerprint each at a time): a lane is a core's worth of
+        workers, idle otherwise once the fuzz loop has stopped."""
         if self.cfg.minimize_share <= 0:
             return
-        firsts = self._first_records()
         heads, rest = self._diagnosis_order()
         # Each pass shares what is left fairly among its own fingerprints (heads first: they
         # decide the keys); then the minimisations a share cut short go on once.
         cut_short = lambda f: f in self.minimized and not self.minimized[f].get("complete", True)  # noqa: E731
         for group, resume in ((heads, False), (rest, False), ([*heads, *rest], True)):
             todo = [f for f in group if cut_short(f)] if resume else [f for f in group if f not in self.minimized]
-            for k, fid in enumerate(todo):
-                left = deadline - time.monotonic() - GRACE_S
-                if left < 1 or self._interrupted:
-                    return
-                # A fair share of what is left, at least 2 s and at most the per-bug limit.
-                share = max(2.0, left / (len(todo) - k)) if not resume else left
+            self._diagnose_all(lanes, todo, resume, deadline)
+
+    def _diagnose_all(self, lanes: list[Lane], todo: list[str], resume: bool, deadline: float) -> None:
+        firsts = self._first_records()
+        lock = threading.Lock()
+        serves = {f: self._lane_for(lanes, firsts[f].get("fingerprint", {})).cfg.frontend.name for f in todo}
+
+        def work(lane: Lane) -> None:
+            name = lane.cfg.frontend.name
+            peers = sum(1 for ln in lanes if ln.cfg.frontend.name == name)
+            while True:
+                with lock:  # take the next fingerprint of this lane's front end and its share together
+                    left = deadline - time.monotonic() - GRACE_S
+                    mine = [f for f in todo if serves[f] == name]
+                    if not mine or left < 1 or self._interrupted:
+                        return
+                    # A fair share of what is left (per lane), at least 2 s, at most the limit.
+                    share = left if resume else max(2.0, left * peers / len(mine))
+                    fid = mine[0]
+                    todo.remove(fid)
                 self.minimized[fid] = diagnose(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left), resume)
-                self._diagnosed.add(_local(firsts[fid]))
+                with lock:
+                    self._diagnosed.add(_local(firsts[fid]))
+
+        if len(lanes) == 1:
+            work(lanes[0])
+            return
+        with ThreadPoolExecutor(len(lanes), thread_name_prefix="diagnose") as pool:
+            for f in [pool.submit(work, lane) for lane in lanes]:
+                f.result()  # a diagnosis that raised is the run's error, as with one lane
 
     def _diagnosis_order(self) -> tuple[list[str], list[str]]:
         """(heads, rest): the first fingerprint of each local key, then the others."""
@@ -355,15 +467,9 @@ class Campaign:
         return heads, rest
 
     def _first_records(self) -> dict[str, dict[str, Any]]:
-        """Each fingerprint's first (platform) record."""
-        firsts: dict[str, dict[str, Any]] = {}
-        for rec in self.records:
-            for r in per_platform(rec):
-                if "key" in r:
-                    firsts.setdefault(r["key"], r)
-        return firsts
+        return first_records(self.records)
 
-    def _confirm(self, lane: Lane, deadline: float) -> None:
+    def _confirm(self, lanes: list[Lane], deadline: float) -> None:
         """Confirmation before blame: each new fingerprint, most frequent first, is replayed on
         fresh workers of both builds; then, with what remains, the fixed and the changed ones.
         Each gets a fair share of what is left, but never less than its replays need: with
@@ -380,6 +486,7 @@ class Campaign:
                 if left < min(need, 1.0) or self._interrupted:
                     return
                 share = min(left, max(need, left / (len(todo) - k)))
+                lane = self._lane_for(lanes, verdicts[fid].fingerprint)
                 self.confirmed[fid] = self._confirm_one(lane, verdicts[fid], time.monotonic() + share)
 
     def _round_estimate(self) -> float:
@@ -410,21 +517,28 @@ class Campaign:
     # -- loop -----------------------------------------------------------------------
     def _loop(self, lanes: list[Lane], deadline: Callable[[], float], hard_deadline: float) -> None:
         """Start cases until ``deadline()``; cases in flight may run to ``hard_deadline`` + grace."""
-        free: Queue[Lane] = Queue()
+        # Per front end: its free lanes and its own threads, so a case waiting for a busy
+        # TensorFlow lane never holds a thread an idle ONNX lane could use.
+        free: dict[str, Queue[Lane]] = {}
         for ln in lanes:
-            free.put(ln)
+            free.setdefault(ln.cfg.frontend.name, Queue()).put(ln)
         window: deque[Future[CaseResult]] = deque()
         index = len(self.records)
         est = 0.05  # running estimate of one case's wall time on one lane
 
         def task(i: int, g: Graph) -> CaseResult:
-            lane = free.get()
+            fe = self.frontend_of(i).name
+            lane = free[fe].get()
             try:
-                return lane.run(i, g, hard_deadline + GRACE_S - time.monotonic())
+                res = lane.run(i, g, hard_deadline + GRACE_S - time.monotonic())
             finally:
-                free.put(lane)
+                free[fe].put(lane)
+            if self.mixed:  # single front end records stay as they were
+                res.frontend = fe
+            return res
 
-        with ThreadPoolExecutor(len(lanes)) as ex:
+        with ExitStack() as stack:
+            pools = {fe: stack.enter_context(ThreadPoolExecutor(q.qsize())) for fe, q in free.items()}
             while not self._stop.is_set():
                 if self.cfg.max_models and index >= self.cfg.max_models:
                     self._loop_stop("max-models reached")
@@ -436,7 +550,7 @@ class Campaign:
                     est = self._record(window.popleft().result(), est)
                 self._feed_until(index - LAG)
                 g = self.source.next_graph(index)
-                window.append(ex.submit(task, index, g))
+                window.append(pools[self.frontend_of(index).name].submit(task, index, g))
                 index += 1
             while window:
                 est = self._record(window.popleft().result(), est)
@@ -451,6 +565,9 @@ class Campaign:
             if res.workdir is not None:
                 shutil.rmtree(res.workdir, ignore_errors=True)
             return est
+        full = no_space(res)
+        if full is not None:
+            raise full
         rec = self.store.append(res)
         self.records.append(rec)
         ctx = {"seed": self.cfg.seed, "tolerance": asdict(self.cfg.tolerance)}
@@ -476,7 +593,10 @@ class Campaign:
                               "stop_reason": self.stop_reason})
         self._feed_until(len(self.records))  # the state saved below has seen every result
         summary = build_summary(self.records, self.sessions, self.cfg, self.engine_info, self.platform_info)
-        if hasattr(self.source, "summary"):
+        if self.mixed:  # coverage per front end: an ONNX operator is not the TensorFlow one
+            cov = self.source.summary() if isinstance(self.source, MixedSource) else {}
+            summary["frontends"] = frontend_counts(self.records, [fe.name for fe in self.frontends], cov)
+        elif hasattr(self.source, "summary"):
             summary["coverage"] = self.source.summary()
         self.bugs.save()
         summary["new_failures"] = [f for f in self.bugs.new_ids() if not self.bugs.flaky(f)]
@@ -492,51 +612,73 @@ class Campaign:
         return summary
 
     def _add_triage(self, summary: dict[str, Any]) -> None:
-        """Each failure's verdict against the base build; new_failures = the confirmed new ones."""
-        verdicts = triage.aggregate(self.records)
-        for fid, bv in verdicts.items():
-            if bv.verdict in triage.CONFIRMED:
-                bv.verdict, bv.confirmation = self.confirmed.get(fid, (triage.Verdict.UNCHECKED,
-                                                                       "no time was left to confirm it"))
-        triage.write_verdicts(self.cfg.out, verdicts)
-        seen = {f["key"] for f in summary["failures"]}
-        for f in summary["failures"]:
-            f["verdict"] = verdicts[f["key"]].verdict.value if f["key"] in verdicts else triage.Verdict.UNCHECKED.value
-        summary["new_failures"] = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
-        summary["triage"] = {
-            "base": {"source": self.cfg.base.source if self.cfg.base is not None else "", **self.base_info},
-            "counts": triage.counts(verdicts), "blamed": triage.blamed(verdicts),
-            # Seen on the base build only: fixed, flaky-fixed, or unchecked.
-            "fixed": [bv.to_json() for k, bv in sorted(verdicts.items()) if k not in seen],
-        }
+        base = {"source": self.cfg.base.source if self.cfg.base is not None else "", **self.base_info}
+        add_triage(summary, self.cfg.out, self.records, self.confirmed, base)
 
     def _add_root_causes(self, summary: dict[str, Any]) -> None:
-        """Merge the failures into root causes (bugs.rootcause.assemble); each failure names its
-        root cause and symptom.  Only root causes the policy reports can fail the step, and
-        none holding a variant seen before (--state) or on the base build."""
-        firsts = self._first_records()
-        rows, diagnosed = [], {}
-        for f in summary["failures"]:
-            r = firsts.get(f["key"], {})
-            f["symptom"] = r.get("symptom", "")
-            rows.append({**f, "local": list(_local(r)), "fingerprint": r.get("fingerprint", {})})
-            meta = self.bugs.meta(f["key"])
-            if meta.get("root_cause"):
-                diagnosed[f["key"]] = Diagnosed(RootKey.from_json(meta["root_cause"]), int(meta.get("minimized_size", 0)))
-        causes = assemble(rows, diagnosed, lambda s: policy_for(s, self.cfg.symptom_policy))
-        of = {fid: rc for rc in causes for fid in rc.fingerprints}
-        for f in summary["failures"]:
-            f["root_cause"] = of[f["key"]].key.id
-        for rc in causes:  # the reporter shows the canonical bundle under its root cause's title
-            if rc.minimized:  # an undiagnosed bundle keeps no guessed key (a resumed run rereads it)
-                self.bugs.set_root_cause(rc.canonical, rc.key.to_json())
-        summary["root_causes"] = [rc.to_json() for rc in causes]
-        summary["symptom_policy"] = {s: policy_for(s, self.cfg.symptom_policy) for s in SYMPTOMS}
-        blamable = {fid for rc in causes if rc.policy == "report" and rc.verdict in ("", "new")
-                    and not set(rc.fingerprints) & self.bugs.before for fid in rc.fingerprints}
-        summary["new_failures"] = [f for f in summary["new_failures"] if f in blamable]
-        if "triage" in summary:
-            summary["triage"]["blamed"] = [f for f in summary["triage"]["blamed"] if f in blamable]
+        add_root_causes(summary, self._first_records(), self.bugs, self.cfg.symptom_policy)
+
+
+def add_triage(summary: dict[str, Any], out: Path, records: list[dict[str, Any]],
+               confirmed: dict[str, tuple[triage.Verdict, str]], base: dict[str, Any]) -> None:
+    """Each failure's verdict against the base build (``confirmed``: the replays' outcome per
+    fingerprint, the rest unchecked); new_failures = the confirmed new ones.  Writes
+    verdicts.json.  Also what gbft merge writes a summary with."""
+    verdicts = triage.aggregate(records)
+    for fid, bv in verdicts.items():
+        if bv.verdict in triage.CONFIRMED:
+            bv.verdict, bv.confirmation = confirmed.get(fid, (triage.Verdict.UNCHECKED,
+                                                              "no time was left to confirm it"))
+    triage.write_verdicts(out, verdicts)
+    seen = {f["key"] for f in summary["failures"]}
+    for f in summary["failures"]:
+        f["verdict"] = verdicts[f["key"]].verdict.value if f["key"] in verdicts else triage.Verdict.UNCHECKED.value
+    summary["new_failures"] = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
+    summary["triage"] = {
+        "base": base, "counts": triage.counts(verdicts), "blamed": triage.blamed(verdicts),
+        # Seen on the base build only: fixed, flaky-fixed, or unchecked.
+        "fixed": [bv.to_json() for k, bv in sorted(verdicts.items()) if k not in seen],
+    }
+
+
+def add_root_causes(summary: dict[str, Any], firsts: dict[str, dict[str, Any]], book: BugBook,
+                    overrides: dict[str, str]) -> None:
+    """Merge the failures into root causes (bugs.rootcause.assemble); each failure names its
+    root cause and symptom.  Only root causes the policy reports can fail the step, and
+    none holding a variant seen before (``book.before``: --state) or on the base build.
+    ``firsts``: each fingerprint's first record.  Also what gbft merge writes a summary with."""
+    rows, diagnosed = [], {}
+    for f in summary["failures"]:
+        r = firsts.get(f["key"], {})
+        f["symptom"] = r.get("symptom", "")
+        rows.append({**f, "local": list(_local(r)), "fingerprint": r.get("fingerprint", {})})
+        meta = book.meta(f["key"])
+        if meta.get("root_cause"):
+            diagnosed[f["key"]] = Diagnosed(RootKey.from_json(meta["root_cause"]), int(meta.get("minimized_size", 0)))
+    causes = assemble(rows, diagnosed, lambda s: policy_for(s, overrides))
+    of = {fid: rc for rc in causes for fid in rc.fingerprints}
+    for f in summary["failures"]:
+        f["root_cause"] = of[f["key"]].key.id
+    for rc in causes:  # the reporter shows the canonical bundle under its root cause's title
+        if rc.minimized:  # an undiagnosed bundle keeps no guessed key (a resumed run rereads it)
+            book.set_root_cause(rc.canonical, rc.key.to_json())
+    summary["root_causes"] = [rc.to_json() for rc in causes]
+    summary["symptom_policy"] = {s: policy_for(s, overrides) for s in SYMPTOMS}
+    blamable = {fid for rc in causes if rc.policy == "report" and rc.verdict in ("", "new")
+                and not set(rc.fingerprints) & book.before for fid in rc.fingerprints}
+    summary["new_failures"] = [f for f in summary["new_failures"] if f in blamable]
+    if "triage" in summary:
+        summary["triage"]["blamed"] = [f for f in summary["triage"]["blamed"] if f in blamable]
+
+
+def first_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each fingerprint's first (platform) record."""
+    firsts: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        for r in per_platform(rec):
+            if "key" in r:
+                firsts.setdefault(r["key"], r)
+    return firsts
 
 
 def _local(r: dict[str, Any]) -> tuple[str, str, str]:
@@ -584,6 +726,19 @@ def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]],
         "stop_reason": sessions[-1]["stop_reason"] if sessions else "",
         "sessions": len(sessions),
     }
+
+
+def frontend_counts(records: list[dict[str, Any]], names: list[str],
+                    coverage: dict[str, Any]) -> dict[str, Any]:
+    """Per front end of a mixed campaign: models judged, outcomes, distinct failures, coverage."""
+    out: dict[str, Any] = {}
+    for name in names:
+        mine = [rec for rec in records if rec.get("frontend") == name]
+        by = Counter(rec["status"] for rec in mine)
+        keys = {r["key"] for rec in mine for r in per_platform(rec) if "key" in r}
+        out[name] = {"models": len(mine), "by_status": {s.value: by.get(s.value, 0) for s in Status},
+                     "unique_failures": len(keys), "coverage": coverage.get(name, {})}
+    return out
 
 
 def platform_counts(flat: list[dict[str, Any]], info: dict[str, dict[str, Any]]) -> dict[str, Any]:

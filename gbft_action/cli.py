@@ -1,4 +1,4 @@
-"""Command line: ``gbft fuzz``, ``gbft corpus check``."""
+"""Command line: ``gbft fuzz``, ``gbft merge``, ``gbft report``, ``gbft corpus check`` and the rest."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .corpus import CorpusError, load_corpus
-from .frontends import DEFAULT_FRONTEND, FRONTENDS, Frontend, frontend_of, parse_frontend
+from .frontends import FRONTENDS, Frontend, frontend_of, parse_frontends
 from .statefile import corrupt, read_state
 from .oracle import Tolerance
 
@@ -40,9 +40,9 @@ def positive(kind: type) -> Any:
     return conv
 
 
-def _frontend(text: str) -> Frontend:
+def _frontends(text: str) -> tuple[Frontend, ...]:
     try:
-        return parse_frontend(text)
+        return parse_frontends(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -64,14 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--budget", type=positive(float), default=60.0, help="seconds for the whole run")
     f.add_argument("--max-models", type=int, default=0, help="stop after N models (0: no limit)")
     f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--shard", default="1/1", metavar="I/N",
+                   help="run part I of N of the campaign: shards of one seed never generate the same model")
     f.add_argument("--blocks", type=parse_range, default=(1, 30), help="blocks per model, MIN-MAX")
     f.add_argument("--graph", choices=["ws", "rn", "both"], default="both")
     f.add_argument("--out", type=Path, default=Path("gbft-out"))
-    f.add_argument("--jobs", type=positive(int), default=2, help="parallel lanes (reference + engine worker)")
-    f.add_argument("--frontend", type=_frontend, default=DEFAULT_FRONTEND,
-                   help=f"the model format the engine converts: {' | '.join(FRONTENDS)} (default tf)")
+    f.add_argument("--jobs", type=positive(int), default=2, help="parallel lanes (reference + engine worker); with several front ends at least one each")
+    f.add_argument("--frontend", type=_frontends, default=parse_frontends("tf"),
+                   help=f"the model format the engine converts: {' | '.join(FRONTENDS)} (default tf), or a "
+                        "comma list (tf,onnx) to mix them in one campaign, each with its own corpus and coverage")
     f.add_argument("--corpus", default="", help="block corpus (default: the front end's, e.g. "
-                                                "corpora/tensorflow-mnn.yaml for tf and tflite)")
+                                                "corpora/tensorflow-mnn.yaml for tf and tflite; "
+                                                "not with several front ends)")
     f.add_argument("--resume", type=Path, metavar="OUT", help="continue the campaign in OUT")
     f.add_argument("--rtol", type=float, default=Tolerance.rtol)
     f.add_argument("--atol", type=float, default=Tolerance.atol)
@@ -122,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--templates", type=Path, help="a folder of your own issue/comment/summary templates")
     rp.add_argument("--commit", default="", help="engine commit (default $GITHUB_SHA)")
     rp.add_argument("--min-write-interval", type=float, default=1.0, help="seconds between writes (>= 1 on github.com)")
+
+    mg = sub.add_parser("merge", help="merge the outputs of a campaign's shards into one output")
+    mg.add_argument("inputs", type=Path, nargs="+", metavar="OUT", help="shard outputs (or earlier merges)")
+    mg.add_argument("--out", type=Path, required=True, metavar="M", help="the merged output (may be one of the inputs)")
 
     sub.add_parser("action", help="the GitHub Action entrypoint (reads INPUT_* variables)")
 
@@ -181,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_bundle(args)
     if args.cmd == "report":
         return cmd_report(args)
+    if args.cmd == "merge":
+        return cmd_merge(args)
     if args.cmd == "arm-root":
         return cmd_arm_root(args)
     if args.cmd == "action":
@@ -204,10 +214,17 @@ def cmd_corpus_check(path: str) -> int:
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from .campaign import Campaign, FuzzConfig, install_signal_handlers
+    from .campaign import Campaign, FuzzConfig, disk_filled, install_signal_handlers
     from .platforms.armroot import ArmRootError
     from .pipeline import FrontendError, Timeouts
 
+    from .search import ShardError, parse_shard
+
+    try:  # here, not in argparse: a bad value is one line, not usage and error
+        shard = parse_shard(args.shard)
+    except ShardError as e:
+        print(f"error: --shard: {e}", file=sys.stderr)
+        return EXIT_USAGE
     out = args.resume or args.out
     try:
         pr, base = _builds(args, out)
@@ -216,14 +233,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     cfg = FuzzConfig(out=out, engine=args.engine, budget=args.budget, max_models=args.max_models, seed=args.seed,
                      blocks=args.blocks, graph=args.graph, jobs=args.jobs,
-                     corpus=args.corpus or str(args.frontend.default_corpus), frontend=args.frontend.name,
+                     corpus=_corpus(args), frontend=",".join(fe.name for fe in args.frontend),
                      timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
                      tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
                      chooser=args.chooser, mutations=args.mutations == "on", state=args.state,
                      minimize_share=args.minimize_share, special_share=args.special_share,
                      platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
-                     symptom_policy=args.symptom_policy)
+                     symptom_policy=args.symptom_policy, shard=shard)
     if not 0.0 <= args.minimize_share < 1.0:
         print(f"error: --minimize-share must be in [0, 1), got {args.minimize_share}", file=sys.stderr)
         return EXIT_USAGE
@@ -245,12 +262,24 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     except FrontendError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except (ValueError, RuntimeError) as e:
+    except (ValueError, RuntimeError, OSError) as e:  # OSError: no room even for the run's records
         print(f"\nerror: {e}", file=sys.stderr)
         return EXIT_ERROR
     bar.close()
     print_summary(summary, out)
+    if disk_filled(summary):
+        print(f"error: {summary['stop_reason']}: no space left on device; the run stopped, "
+              f"summary.json covers the {summary['models']} models judged", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_OK
+
+
+def _corpus(args: argparse.Namespace) -> str:
+    """The corpus file of one front end (as recorded before mixing); "" for a mixed campaign,
+    whose front ends each take their default (FuzzConfig.corpora rejects --corpus there)."""
+    if args.corpus or len(args.frontend) > 1:
+        return args.corpus
+    return str(args.frontend[0].default_corpus)
 
 
 def _builds(args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
@@ -303,7 +332,11 @@ def cmd_bundle(args: argparse.Namespace) -> int:
                 print(f"error: {e}", file=sys.stderr)
                 return EXIT_USAGE
             if args.cmd == "minimize":
-                book = BugBook(args.bundle.parent.parent)
+                # Any folder holding a bundle works, not only OUT/bugs/ID: the book sees it by its id.
+                bugs = Path(tmp) / "book" / "bugs"
+                bugs.mkdir(parents=True)
+                (bugs / meta["id"]).symlink_to(Path(args.bundle).resolve())
+                book = BugBook(bugs.parent)
                 stats = minimize_bug(lane, book, meta["id"], args.time_limit)
                 print(json.dumps(stats, indent=2))
                 return EXIT_OK
@@ -319,6 +352,24 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     if v.result.message:
         print(f"  message:  {v.result.message[:300]}")
     return REPLAY_EXIT[v.outcome]
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from .merge import MergeError, merge
+
+    missing = [p for p in args.inputs if not p.is_dir()]
+    if missing:
+        print(f"error: {missing[0]}: no such folder", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        summary = merge(args.inputs, args.out, warn=lambda line: print(line, file=sys.stderr))
+    except (MergeError, ValueError, KeyError) as e:  # StateFileError is a ValueError
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print_summary(summary, args.out)
+    done = sum(s["complete"] for s in summary["shards"].values())
+    print(f"merged: {len(summary['shards'])} shards ({done} finished) into {args.out}")
+    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -372,10 +423,15 @@ def _replay_lane(meta: dict[str, Any]) -> Any:
 
 def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     """Take the campaign's identity (seed, blocks, graph, engine, corpus) from OUT."""
+    from .search import parse_shard
+
     path = args.resume / "campaign.json"
     if not path.exists():
         raise ValueError(f"--resume {args.resume}: no campaign.json there")
     record = read_state(path, "campaign record")
+    if "merged" in record:
+        raise ValueError(f"--resume {args.resume}: a merged output (gbft merge) cannot be resumed; "
+                         f"give it as --state to the next run")
     if not isinstance(record.get("config"), dict):
         raise corrupt(path, "campaign record", "no config in it")
     old = record["config"]
@@ -384,6 +440,7 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     cfg.chooser, cfg.mutations, cfg.state = old["chooser"], old["mutations"], old["state"]
     cfg.special_share = old.get("special_share", cfg.special_share)
     cfg.frontend = old.get("frontend", "tf")
+    cfg.shard = parse_shard(old.get("shard", "1/1"))
     return cfg
 
 
@@ -413,6 +470,10 @@ class Progress:
             sys.stderr.write("\n")
 
 
+def _coverage_line(cov: dict[str, Any]) -> str:
+    return "  ".join(f"{k} {cov[k]:.3f}" for k in ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC", "OLC") if k in cov)
+
+
 def print_summary(s: dict[str, Any], out: Path) -> None:
     eng = s["engine"]
     print(f"\n{eng['name']} {eng['version']} ({eng['machine']}): {s['models']} models in {s['elapsed_s']:.1f} s "
@@ -429,7 +490,10 @@ def print_summary(s: dict[str, Any], out: Path) -> None:
             print(f"{k:8s} {v:7d}")
     cov = s.get("coverage")
     if cov:
-        print("coverage: " + "  ".join(f"{k} {cov[k]:.3f}" for k in ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC", "OLC")))
+        print("coverage: " + _coverage_line(cov))
+    for name, fe in (s.get("frontends") or {}).items():  # a mixed campaign: each front end apart
+        print(f"{name:8s} {fe['models']:5d} models, {fe['unique_failures']} unique failures; "
+              f"coverage: {_coverage_line(fe['coverage']) if fe.get('coverage') else '-'}")
     print(f"unique failures: {s['unique_failures']}")
     for f in s["failures"][:20]:
         where = f"  [{', '.join(f['platforms'])}]" if len(plats) > 1 and f.get("platforms") else ""

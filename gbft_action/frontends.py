@@ -5,6 +5,8 @@ paper's path), a TFLite flatbuffer made from it (``tflite``: the same graph, the
 TensorFlow reference, the engine's other converter), or an ONNX model (``onnx``: its own block
 corpus of exported-model operators, ONNX Runtime as the reference).  Each converter is a
 separate code path with its own bugs, so fingerprints and reports name the front end.
+A campaign may mix front ends (``tf,onnx``, ``parse_frontends``): each keeps its own corpus,
+generator and coverage, since an ONNX operator is not the TensorFlow one of the same name.
 
 May import: nothing of the package (the host, the workers and the action all read it).
 """
@@ -45,6 +47,18 @@ def parse_frontend(text: str) -> Frontend:
     if name not in FRONTENDS:
         raise ValueError(f"unknown front end {text!r} (known: {', '.join(FRONTENDS)})")
     return FRONTENDS[name]
+
+
+def parse_frontends(text: str) -> tuple[Frontend, ...]:
+    """One front end or a comma list of them (``tf,onnx``: a mixed campaign), in the order given;
+    a one-line error naming the bad value (unknown, empty or given twice)."""
+    names = [n.strip().lower() for n in (text or "tf").split(",")]
+    for i, n in enumerate(names):
+        if not n:
+            raise ValueError(f"empty front end in {text!r} (write e.g. tf,onnx)")
+        if n in names[:i]:
+            raise ValueError(f"front end {n!r} given twice in {text!r}")
+    return tuple(parse_frontend(n) for n in names)
 
 
 def frontend_of(fingerprint: dict[str, object]) -> Frontend:

@@ -132,6 +132,29 @@ def judge_outputs(expected: dict[str, np.ndarray], actual: dict[str, np.ndarray]
 # MNN's own test criterion (max |diff| within 1% of max |expected|), whichever is kinder.
 LOOSE = Tolerance(rtol=1e-2, atol=1e-3)
 LOOSE_NORM = 0.01
+ALL_LOOSE = Tolerance(LOOSE.rtol, LOOSE.atol, min_ratio=1.0)  # every element within the loose bound
+
+
+def references_disagree(first: dict[str, np.ndarray], second: dict[str, np.ndarray], actual: dict[str, np.ndarray],
+                        names: list[str], tol: Tolerance = Tolerance()) -> list[OutputDiff]:
+    """The outputs among ``names`` where a second reference (ONNX Runtime on the TF graph, the
+    same inputs) differs from the first at an element the engine got wrong (beyond ``tol``).
+
+    Only there: a reference question elsewhere in the output does not excuse an engine that
+    is wrong where both references agree.  Beyond the loose bound only: two frameworks'
+    float rounding, amplified by a deep model, is no disagreement.  An output either
+    reference lacks, or of another shape, says nothing."""
+    out = []
+    for n in names:
+        if n not in first or n not in second or np.shape(first[n]) != np.shape(second[n]):
+            continue
+        e, s = _f64(first[n]), _f64(second[n])
+        wrong = ~_close(e, _f64(actual[n]), tol) if n in actual and np.shape(actual[n]) == e.shape else \
+            np.ones(e.shape, bool)
+        d = compare(e[wrong], s[wrong], n, ALL_LOOSE)
+        if not d.ok:
+            out.append(d)
+    return out
 
 
 def precision_only(expected: np.ndarray, actual: np.ndarray) -> bool:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .bugs.fingerprint import Fingerprint, fingerprint, op_named_in
-from .bugs.rootcause import classify
+from .bugs.rootcause import classify, wants_second_reference, with_second_reference
 from .bugs.triage import case_verdict
 from .engines.registry import knowledge_of, resolve
 from .engines.builds import EngineBuild
@@ -34,7 +34,7 @@ from .engines.knowledge import EngineKnowledge
 from .frontends import DEFAULT_FRONTEND, Frontend
 from .graph.ir import Graph
 from .oracle import (ENGINE_FAILURES, VIEWS, OutputDiff, Status, Tolerance, compare, judge_node, judge_outputs,
-                     precision_only, undefined_anywhere)
+                     precision_only, references_disagree, undefined_anywhere)
 from .workers.arrays import pack, unpack
 from .platforms import Platform, host_machine
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
@@ -79,8 +79,12 @@ class CaseResult:
     symptom: str = ""  # bugs.rootcause.Symptom of a failure
     direction: str = ""  # nan-inf: which special value went where, e.g. "NaN->finite"
     nondeterministic: bool = False  # a second run (heap perturbed) gave other outputs
+    # The second reference (ONNX Runtime on the TF graph) on a wrong result: "" not asked,
+    # agrees | disagrees, or "uncheckable: <op>" / "failed: <error>" (no second opinion).
+    crosscheck: str = ""
     localised: bool = False  # node is where the outputs first differ (not just a failing output)
     after: list[int] = field(default_factory=list)  # cases these engine workers ran before this one
+    frontend: str = ""  # the case's front end in a mixed campaign ("" otherwise: records as before)
     # Reference values of every node from localisation (not kept on disk): isolation reads them.
     intermediates: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -109,6 +113,8 @@ class LaneConfig:
     # Asked once per engine failure: write model.tflite too?  (TFLite conversion
     # costs ~0.25 s, so the campaign asks for it once per distinct failure.)
     want_tflite: Callable[[CaseResult], bool] = lambda res: False
+    # A wrong result on a TensorFlow graph is asked of ONNX Runtime too (Lane._cross_reference).
+    cross_reference: bool = True
 
     def __post_init__(self) -> None:
         # Absolute: the workers run inside it (see Lane), so a relative path would not reach them.
@@ -125,6 +131,13 @@ class Lane:
         # MNN's heap damage, garbled) path lands there, never in the directory gbft ran from.
         cwd = str(cfg.workdir)
         self.ref = Worker(WorkerSpec("reference", cfg.frontend.reference, cwd=cwd), logs / f"reference-{lane_id}.log")
+        # ONNX Runtime as a second reference for TensorFlow's graphs: the ONNX reference worker,
+        # started by the first failing case that asks it (passing models never pay for it).
+        self.second_ref: Worker | None = None
+        if cfg.frontend.reference == "tf" and cfg.cross_reference:
+            self.second_ref = Worker(WorkerSpec("reference", "onnx", cwd=cwd), logs / f"reference-onnx-{lane_id}.log")
+        # The second reference's answer for the case being run: (case, crosscheck, outputs).
+        self._second: tuple[CaseResult, str, dict[str, np.ndarray] | None] | None = None
         self.platforms = {p.name: p for p in (cfg.platforms or (Platform(host_machine()),))}
         pr = EngineBuild(cfg.engine, cfg.engine_python, dict(cfg.engine_env))
         self.engs: dict[str, Worker] = {}
@@ -172,6 +185,8 @@ class Lane:
 
     def stop(self) -> None:
         self.ref.stop()
+        if self.second_ref is not None:
+            self.second_ref.stop()
         self.stop_engines()
 
     def stop_engines(self) -> None:
@@ -193,6 +208,8 @@ class Lane:
         """Stop all workers for good: calls in flight and later ones fail at once."""
         self.closed = True
         self.ref.close()
+        if self.second_ref is not None:
+            self.second_ref.close()
         for w in self._engines():
             w.close()
 
@@ -208,6 +225,7 @@ class Lane:
         d.mkdir(parents=True)
         names = platforms or list(self.platforms)
         res = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0], after=list(self.history))
+        self._second = None
         self.history.append(index)
         t0 = time.monotonic()
 
@@ -482,6 +500,55 @@ class Lane:
         r.symptom = classify(str(r.status), r.stage, signal=r.signal, message=r.message, log=r.log,
                              kind=fp.kind if fp else "", mismatch="values" if made else r.mismatch,
                              loose_ok=loose and not made, nondeterministic=r.nondeterministic)
+        self._cross_reference(r, case, left())
+
+    def _cross_reference(self, r: CaseResult, case: CaseResult, left: float) -> None:
+        """A wrong result against TensorFlow, asked of ONNX Runtime too (the TF graph as ONNX,
+        the same inputs).  Where the two references disagree on the outputs r fails, the
+        reference is in question and r is a reference disagreement, not the engine's defect;
+        where they agree r's verdict stands.  Only failing results pay, once per case."""
+        if self.second_ref is None or not wants_second_reference(str(r.status), r.symptom):
+            return
+        r.crosscheck, second = self._second_reference(case, left)
+        if second is None:
+            r.notes.append(f"no second reference ({r.crosscheck}): the verdict rests on TensorFlow alone")
+            return
+        r.arrays["reference-ort"] = second
+        failing = [d["name"] for d in r.diffs if not d.get("ok")]
+        bad = references_disagree(r.arrays["expected"], second, r.arrays.get("actual", {}), failing,
+                                  self.cfg.tolerance)
+        r.crosscheck = "disagrees" if bad else "agrees"
+        r.symptom = with_second_reference(r.symptom, bool(bad))
+        if bad:
+            r.notes.append(f"reference disagreement: {self._second_name()} differs from TensorFlow on {bad[0].name} "
+                           f"({bad[0].reason}); not blamed on the engine")
+        else:
+            r.notes.append(f"{self._second_name()} agrees with TensorFlow on the failing outputs: the verdict stands")
+
+    def _second_name(self) -> str:
+        hello = self.second_ref.hello if self.second_ref is not None else {}
+        return f"ONNX Runtime {hello.get('version', '')}".strip()
+
+    def _second_reference(self, case: CaseResult, left: float) -> tuple[str, dict[str, np.ndarray] | None]:
+        """ONNX Runtime's outputs of case's model on its inputs (None: no second opinion, and why)."""
+        if self._second is not None and self._second[0] is case:
+            return self._second[1], self._second[2]
+        assert self.second_ref is not None
+        g = case.graph
+        msg = {"op": "crosscheck", "graph": g.to_json(), "inputs": pack(case.arrays["inputs"]),
+               "outputs": list(g.outputs), "dir": str(case.workdir)}
+        r = self.second_ref.call(msg, min(self.cfg.timeouts.reference, max(left, 0.1)))
+        case.timings["crosscheck"] = r.elapsed
+        got: tuple[str, dict[str, np.ndarray] | None]
+        if r.kind != "ok":
+            got = (f"failed: {r.reply.get('error') or r.crash_summary}"[:300], None)
+        elif not r.reply["checkable"]:
+            got = (f"uncheckable: {r.reply['why']}", None)
+        else:
+            got = ("checkable", unpack(r.reply["outputs"]))
+            case.arrays["reference-ort"] = got[1]  # kept with the case (reference-ort.npz): it replays
+        self._second = (case, *got)
+        return got
 
     def _changes_on_rerun(self, r: CaseResult, against: dict[str, np.ndarray] | None, left: float) -> bool:
         """Whether an output that fails its comparison changes when inferred again with the heap

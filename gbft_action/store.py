@@ -8,6 +8,7 @@ inputs, expected and actual outputs, the engine log and ``result.json``.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -21,11 +22,49 @@ from .pipeline import CaseResult
 
 KEEP = {*ENGINE_FAILURES, Status.TIMEOUT, Status.REF, Status.GEN}
 
+# Kept free on the output disk from the start, and given back when the disk fills: the run's
+# summary, search state and known bugs (a few MB after ten minutes) must still fit then.
+RESERVE_FILE = ".gbft-reserve"
+RESERVE_BYTES = 8 << 20
+NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device", as a worker reports it
+
+
+def disk_full(e: BaseException) -> bool:
+    return isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def no_space(res: CaseResult) -> OSError | None:
+    """A worker that could not write its model or outputs: the harness's disk is full, which
+    is no finding of the engine or the reference."""
+    for r in res.every_result():
+        if NO_SPACE in r.message or NO_SPACE in (r.log or "")[-4000:]:
+            return OSError(errno.ENOSPC, NO_SPACE, str(res.workdir or ""))
+    return None
+
 
 def per_platform(rec: dict[str, Any]) -> list[dict[str, Any]]:
     """A case record and the records of the same model on the other platforms (the build
     under test only: the base build's record, under "base", is not a failure of this run)."""
     return [rec, *rec.get("others", [])]
+
+
+def read_records(path: Path) -> tuple[list[dict[str, Any]], int, bool]:
+    """The whole records of a ``cases.jsonl`` (without changing it): (records, the bytes they
+    take, whether a torn line followed them, the trace of a run killed mid-write)."""
+    if not path.exists():
+        return [], 0, False
+    raw = path.read_bytes()
+    records, good = [], 0
+    for line in raw.splitlines(keepends=True):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+        if not line.endswith(b"\n"):
+            records.pop()
+            break
+        good += len(line)
+    return records, good, good != len(raw)
 
 
 class ResultStore:
@@ -35,27 +74,34 @@ class ResultStore:
         self.cases_dir = out / "cases"
         out.mkdir(parents=True, exist_ok=True)
         self._fh = None
+        self._reserve = out / RESERVE_FILE
+
+    def reserve(self) -> None:
+        """Set aside RESERVE_BYTES (written, not sparse: a sparse file reserves nothing)."""
+        with open(self._reserve, "wb") as f:
+            chunk = bytes(1 << 20)
+            for _ in range(RESERVE_BYTES >> 20):
+                f.write(chunk)
+
+    def release(self) -> None:
+        """Give the reserve back (always before the summary: it is never left in the output)."""
+        self._reserve.unlink(missing_ok=True)
 
     # -- reading ------------------------------------------------------------------
     def load(self) -> list[dict[str, Any]]:
         """Records so far; a torn last line (killed mid-write) is dropped and cut off."""
-        if not self.cases_path.exists():
-            return []
-        raw = self.cases_path.read_bytes()
-        records, good = [], 0
-        for line in raw.splitlines(keepends=True):
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-            if not line.endswith(b"\n"):
-                records.pop()
-                break
-            good += len(line)
-        if good != len(raw):
+        records, good, torn = read_records(self.cases_path)
+        if torn:
             with open(self.cases_path, "r+b") as f:
                 f.truncate(good)
         return records
+
+    def write_records(self, records: list[dict[str, Any]]) -> None:
+        """``cases.jsonl`` as exactly these records (gbft merge), in the format of ``append``."""
+        self.close()
+        tmp = self.out / ".cases.jsonl.tmp"
+        tmp.write_text("".join(json.dumps(rec, sort_keys=True) + "\n" for rec in records), encoding="utf-8")
+        os.replace(tmp, self.cases_path)
 
     # -- writing ------------------------------------------------------------------
     def append(self, res: CaseResult) -> dict[str, Any]:
@@ -84,12 +130,16 @@ class ResultStore:
             "timings": {k: round(v, 5) for k, v in res.timings.items()},
             "n_nodes": len(g.nodes), "n_blocks": len(g.meta.get("blocks", [])), "platform": res.platform,
         }
+        if res.frontend:
+            rec["frontend"] = res.frontend
         if res.notes:
             rec["notes"] = list(res.notes)
         if res.symptom:
             rec["symptom"] = res.symptom
             if res.direction:
                 rec["direction"] = res.direction
+        if res.crosscheck:
+            rec["crosscheck"] = res.crosscheck
         if res.signal is not None or res.exit_code is not None:
             rec["signal"], rec["exit_code"] = res.signal, res.exit_code
             rec["after"] = list(res.after)  # a crash may be damage an earlier case left

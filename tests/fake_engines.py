@@ -193,3 +193,28 @@ class HangOnRestart(MNNEngine):
 
     def convert(self, model, fmt, workdir):
         os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class OnnxRuntimeSays(MNNEngine):
+    """Answers what ONNX Runtime computes for the case's TensorFlow graph (its translation,
+    reference.tf_as_onnx): the graph of case N is GBFT_FAKE_GRAPHS/N.json.  On a graph of
+    normal values it adds 1, a plain wrong result; on special values it sides with ONNX
+    Runtime where the two references disagree; on a graph it cannot translate it answers 7."""
+
+    def convert(self, model, fmt, workdir):
+        return model
+
+    def infer(self, artifact, inputs, outputs):
+        import numpy as np
+
+        from gbft_action.graph.ir import Graph
+        from gbft_action.reference.onnx_worker import make_session
+        from gbft_action.reference.tf_as_onnx import translate
+
+        g = Graph.from_json((Path(os.environ["GBFT_FAKE_GRAPHS"]) / f"{int(artifact.parent.name)}.json").read_text())
+        model, _ = translate(g, [o for o in outputs if o not in g.outputs])
+        if model is None:  # nothing to side with: plainly wrong
+            return {o: np.full(g.tensor_type(o).shape, 7.0, g.tensor_type(o).dtype) for o in outputs}
+        vals = make_session(model.SerializeToString()).run(outputs, {k: np.asarray(v) for k, v in inputs.items()})
+        shift = 1.0 if g.values == "normal" else 0.0
+        return {k: v + np.asarray(shift, v.dtype) for k, v in zip(outputs, vals)}

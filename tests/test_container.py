@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from gbft_action.report.render import TRACKING_TITLE
+
 from .conftest import ROOT
 from .github_fake import GitHubFake
 
@@ -85,6 +87,9 @@ def test_container_reports_to_the_github_server(image, tmp_path):
                        extra_env={"GITHUB_API_URL": fake.base_url})
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         assert outputs(tmp_path)["issues-filed"] == "3"
-        assert len([i for i in fake.issues("alibaba/MNN") if i["labels"]]) == 3
+        filed = [i for i in fake.issues("alibaba/MNN") if i["labels"]]
+        # The quota caps root causes; the one precision tracking issue may come on top.
+        assert len([i for i in filed if i["title"] != TRACKING_TITLE]) == 3
+        assert len(filed) - 3 <= 1
         assert token not in r.stdout + r.stderr
         fake.assert_no_violations()

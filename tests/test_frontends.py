@@ -85,6 +85,14 @@ def test_an_onnx_repro_is_printed_from_the_graph_and_rejects_names_that_would_wr
     nan = Graph({"in0": t}, [Node("n0", "LeakyRelu", ["in0"], {"alpha": float("nan")}, t, "LeakyRelu")], ["n0"],
                 seed=4, meta={"frontend": "onnx"})
     assert model_source(nan).nodes[0].endswith('alpha=float("nan"))')  # Python reads it back
+    # A generated Slice "to the start" ends at INT64_MIN: clamped, it sizes nothing (the check
+    # refused it, and the campaign stopped on writing its bundle's repro).
+    sl = Graph({"in0": t}, [Node("n0", "Slice", ["in0"], {"starts": [-1], "ends": [-2**63], "axes": [3], "steps": [-1]},
+                                 t, "Slice")], ["n0"], seed=4, meta={"frontend": "onnx"})
+    check_graph(sl)
+    with pytest.raises(ValueError, match="larger than any generated model's"):
+        check_graph(Graph({"in0": t}, [Node("n0", "Tile", ["in0"], {"repeats": [1, 1, 1, 2**40]}, t, "Tile")], ["n0"],
+                          seed=4, meta={"frontend": "onnx"}))
 
 
 def test_a_replay_the_reference_cannot_judge_is_never_a_pass():

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..bugs.policy import parse_policy
 from ..engines.registry import ENGINES as _REGISTRY
-from ..frontends import FRONTENDS
+from ..frontends import parse_frontends
+from ..search import ShardError, parse_shard
 
 ENGINES = tuple(_REGISTRY)  # every registered engine (module:Class adapters are for tests)
 REPORTS = ("issues", "summary", "none")
@@ -31,6 +32,7 @@ INPUTS: dict[str, tuple[str, str]] = {
     "runner-command": ("runner_command", ""),
     "budget-seconds": ("budget_seconds", "300"),
     "seed": ("seed", "0"),
+    "shard": ("shard", "1/1"),
     "blocks": ("blocks", "1-30"),
     "special-share": ("special_share", "0.1"),
     "corpus": ("corpus", ""),
@@ -53,13 +55,14 @@ class ConfigError(ValueError):
 @dataclass
 class ActionConfig:
     engine: str = "mnn"
-    frontend: str = "tf"  # frontends.FRONTENDS: the model format the engine converts
+    frontend: str = "tf"  # frontends.FRONTENDS, or a comma list of them (a mixed campaign)
     engine_build: str = ""
     base_build: str = ""
     converter_command: str = ""
     runner_command: str = ""
     budget_seconds: str = "300"
     seed: str = "0"
+    shard: str = "1/1"  # I/N (search.parse_shard)
     blocks: str = "1-30"
     special_share: str = "0.1"
     corpus: str = ""
@@ -89,6 +92,19 @@ class ActionConfig:
 
     # -- typed views (valid only after validate) ---------------------------------------
     @property
+    def frontends(self) -> str:
+        """The front end(s) as the campaign takes them: names, comma separated, normalised."""
+        return ",".join(fe.name for fe in parse_frontends(self.frontend))
+
+    @property
+    def corpus_file(self) -> str:
+        """The input's corpus, else one front end's default; "" when mixed (each its own)."""
+        if self.corpus:
+            return str(self.path(self.corpus))
+        fes = parse_frontends(self.frontend)
+        return str(fes[0].default_corpus) if len(fes) == 1 else ""
+
+    @property
     def budget(self) -> float:
         return float(self.budget_seconds)
 
@@ -96,6 +112,10 @@ class ActionConfig:
     def block_range(self) -> tuple[int, int]:
         lo, _, hi = self.blocks.partition("-")
         return int(lo), int(hi or lo)
+
+    @property
+    def shard_pair(self) -> tuple[int, int]:
+        return parse_shard(self.shard)
 
     @property
     def policy_overrides(self) -> dict[str, str]:
@@ -107,13 +127,23 @@ class ActionConfig:
 
     def validate(self) -> ActionConfig:
         _choice("engine", self.engine, ENGINES)
-        _choice("frontend", self.frontend, tuple(FRONTENDS))
+        try:
+            fes = parse_frontends(self.frontend)
+        except ValueError as e:
+            raise ConfigError(f"input 'frontend': {e}") from None
+        if len(fes) > 1 and self.corpus:
+            raise ConfigError(f"input 'corpus' is one front end's blocks: leave it empty with frontend "
+                              f"{self.frontend!r} (each front end uses its default corpus)")
         _choice("report", self.report, REPORTS)
         _choice("fail-on", self.fail_on, FAIL_ON)
         _number("budget-seconds", self.budget_seconds, float, 10, 6 * 3600, "a number of seconds from 10 to 21600")
         _number("seed", self.seed, int, 0, 2**31 - 1, "an integer from 0 to 2147483647")
         _number("max-new-issues", self.max_new_issues, int, 0, 100, "an integer from 0 to 100")
         _number("special-share", self.special_share, float, 0, 1, "a number from 0 to 1")
+        try:
+            parse_shard(self.shard)
+        except ShardError as e:
+            raise ConfigError(f"input 'shard': {e}") from None
         try:
             parse_policy(self.symptom_policy)
         except ValueError as e:

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from ..bugs.triage import failing
-from ..frontends import FRONTENDS
 from ..report.sanitize import inline
 from .config import ActionConfig, ConfigError
 
@@ -35,14 +34,15 @@ MAX_ANNOTATIONS = 10
 REPORT_RESERVE_S = 20.0  # of the budget, kept for reporting
 
 
-def exit_code(fail_on: str, failures: int, new_failures: int, report_failed: bool = False) -> int:
-    """The one place the result becomes the step's exit code (a failed report is an error even
-    on a green verdict: the issues the workflow asked for were not filed)."""
+def exit_code(fail_on: str, failures: int, new_failures: int, incomplete: bool = False) -> int:
+    """The one place the result becomes the step's exit code.  ``incomplete`` (the report
+    failed, or the output disk filled) is an error even on a green verdict: the issues the
+    workflow asked for were not filed, or the models it paid for were not all judged."""
     if fail_on == "any" and failures:
         return EXIT_FAILED
     if fail_on == "new" and new_failures:
         return EXIT_FAILED
-    return EXIT_ERROR if report_failed else EXIT_OK
+    return EXIT_ERROR if incomplete else EXIT_OK
 
 
 def main(env: dict[str, str] | None = None) -> int:
@@ -79,7 +79,13 @@ def _run(cfg: ActionConfig, t0: float) -> int:
         _write_outputs(cfg, out, summary, filed)
     finally:
         cancel.restore()
-    return exit_code(cfg.fail_on, summary["unique_failures"], len(failing(summary)), report_failed)
+    from ..campaign import disk_filled
+
+    if disk_filled(summary):  # a verdict over fewer models than the budget allowed: the step errs
+        print(f"::error title=gbft-action: output disk full::{inline(str(summary['stop_reason']), 300)}; "
+              f"the summary covers the {summary['models']} models judged")
+    return exit_code(cfg.fail_on, summary["unique_failures"], len(failing(summary)),
+                     report_failed or disk_filled(summary))
 
 
 def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
@@ -96,12 +102,11 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
         reserve += min(REPORT_RESERVE_S, 0.15 * cfg.budget)
     fuzz = FuzzConfig(out=out, engine=pr.engine, budget=max(5.0, deadline - time.monotonic() - reserve),
                       seed=int(cfg.seed), blocks=cfg.block_range, special_share=float(cfg.special_share),
-                      corpus=str(cfg.path(cfg.corpus)) if cfg.corpus else str(FRONTENDS[cfg.frontend].default_corpus),
-                      frontend=cfg.frontend,
+                      corpus=cfg.corpus_file, frontend=cfg.frontends,
                       state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
                       engine_python=pr.python, engine_env=dict(pr.env), base=base,
                       symptom_policy=cfg.policy_overrides,
-                      platform_label=cfg.platform_label)
+                      platform_label=cfg.platform_label, shard=cfg.shard_pair)
     return Campaign(fuzz)
 
 
@@ -146,7 +151,7 @@ class _Cancel:
 
 
 def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
-    """(issues filed, whether reporting failed as a whole).  A failure here never costs the
+    """(root-cause issues filed, whether reporting failed as a whole).  A failure here never costs the
     outputs or the verdict: it is one error line, and the step's outputs are still written."""
     from ..report.render import RunContext
     from ..report.reporter import ReportConfig, report
@@ -162,21 +167,20 @@ def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
         return 0, True
     for x in res.failed[:MAX_ANNOTATIONS]:
         print(f"::warning title=gbft-action: GitHub refused a write::{inline(x['title'], 100)}: {inline(x['reason'], 200)}")
-    return (len(res.filed) if kind == "github" else 0), False
+    return (res.bugs_filed if kind == "github" else 0), False
 
 
 # --------------------------------------------------------------------------- outputs
 
 
 def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed: int) -> None:
-    cov = summary.get("coverage") or {}
     counts = (summary.get("triage") or {}).get("counts", {})
     outputs = {"models": summary["models"], "failures": summary["unique_failures"],
                # With a base build, new_failures holds exactly the confirmed new ones.
                "new-failures": len(summary.get("new_failures", [])),
                "changed": counts.get("changed", 0), "fixed": counts.get("fixed", 0),
                "pre-existing": counts.get("pre-existing", 0), "issues-filed": filed,
-               "coverage-olc": f"{cov.get('OLC', 0.0):.4f}", "report-dir": str(out)}
+               "coverage-olc": _olc(summary), "report-dir": str(out)}
     path = os.environ.get("GITHUB_OUTPUT")
     if path:
         with open(path, "a", encoding="utf-8") as f:
@@ -192,6 +196,15 @@ def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed:
             f.write(md)
     _annotate(summary, set(failing(summary)))
     print(json.dumps(outputs))
+
+
+def _olc(summary: dict[str, Any]) -> str:
+    """OLC as a number; a mixed campaign's per front end ("tf=0.4100 onnx=0.3300"): one
+    figure over two corpora would measure neither."""
+    per = summary.get("frontends")
+    if per:
+        return " ".join(f"{n}={(fe.get('coverage') or {}).get('OLC', 0.0):.4f}" for n, fe in per.items())
+    return f"{(summary.get('coverage') or {}).get('OLC', 0.0):.4f}"
 
 
 def _plain_summary(summary: dict[str, Any]) -> str:

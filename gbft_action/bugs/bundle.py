@@ -29,7 +29,8 @@ KNOWN_FILE = "known_bugs.json"
 # Package data: found the same way in a source checkout, an editable install and a wheel.
 TEMPLATES = Path(str(files("gbft_action") / "templates"))
 CASE_FILES = ("graph.json", "model.pb", "model.tflite", "model.onnx", "inputs.npz", "expected.npz", "actual.npz", "engine.log",
-              "result.json", "actual-base.npz", "engine-base.log")  # -base: the base build's, if it ran
+              "result.json", "actual-base.npz", "engine-base.log",  # -base: the base build's, if it ran
+              "model-reference.onnx", "reference-ort.npz")  # the second reference's model and outputs
 
 
 def now() -> str:
@@ -40,6 +41,22 @@ def _write_json(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     os.replace(tmp, path)
+
+
+def read_meta(bundle: Path) -> dict[str, Any]:
+    """A bundle's meta.json ({} when the bundle has none, e.g. a shard killed while writing it)."""
+    path = bundle / "meta.json"
+    return read_state(path, "bug bundle record") if path.exists() else {}
+
+
+def write_meta(bundle: Path, meta: dict[str, Any]) -> None:
+    _write_json(bundle / "meta.json", meta)
+
+
+def read_known(out: Path) -> dict[str, dict[str, Any]]:
+    """An output's known-bugs file ({} when it has none: a run killed before its end)."""
+    path = out / KNOWN_FILE
+    return read_state(path, "known bugs") if path.exists() else {}
 
 
 class BugBook:
@@ -103,15 +120,14 @@ class BugBook:
 
     def meta(self, fid: str) -> dict[str, Any]:
         """A bundle's meta.json ({} before the bundle exists)."""
-        path = self.bundle_dir(fid) / "meta.json"
-        return json.loads(path.read_text()) if path.exists() else {}
+        return read_meta(self.bundle_dir(fid))
 
     def set_root_cause(self, fid: str, root_cause: dict[str, Any]) -> None:
         """Record the root cause a bundle shows (bugs.rootcause.RootKey.to_json) in its meta.json."""
         meta = self.meta(fid)
         if meta and meta.get("root_cause") != root_cause:
             meta["root_cause"] = root_cause
-            _write_json(self.bundle_dir(fid) / "meta.json", meta)
+            write_meta(self.bundle_dir(fid), meta)
 
     def save(self) -> None:
         # Occurrences go into each bundle once, here, not on every failing case.
@@ -146,6 +162,7 @@ class BugBook:
             "id": fp["id"], "fingerprint": fp, "title": fp["title"], "status": rec["status"], "stage": rec["stage"],
             "op": rec["op"], "node": rec["node"], "message": rec["message"], "seed": ctx.get("seed"),
             "symptom": rec.get("symptom", ""), "direction": rec.get("direction", ""), "after": rec.get("after", []),
+            "crosscheck": rec.get("crosscheck", ""),
             "case_index": rec["index"], "case_seed": graph.seed, "graph_hash": rec["hash"],
             "tool_version": __version__, "engine": engine_meta(engine),
             "platforms": [platform_of(engine)], "occurrences": 1,

@@ -27,7 +27,8 @@ from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
-from .rootcause import SPECIAL_INPUT, RootKey, Symptom, crash_class, in_pattern, local_key, root_key
+from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, crash_class, in_pattern, local_key, root_key,
+                        VIEW_OPS, suspect, suspect_node)
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
@@ -52,6 +53,9 @@ class Blame:
     # The largest relative error of a candidate that was right alone: above float32 rounding it
     # is an approximation (a fast exp, a reordered sum) that the model then amplified.
     max_error: float = 0.0
+    # The difference vanished with the intermediates exposed (localisation found no node): the
+    # walk went over every node, not over the failing node's producers.
+    unlocalised: bool = False
 
 
 def single_node(g: Graph, node_id: str) -> tuple[Graph, dict[str, str]]:
@@ -172,7 +176,10 @@ def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKe
         node = hit.node
         b = blame(lane, hit, node, where, until)
         if not hit.localised:
-            b.inconclusive = True  # a right-alone walk over guessed nodes proves no pattern or tie
+            # A right-alone walk over guessed nodes proves no tie; over every node of the model
+            # it proves that no operator is wrong alone, nothing less.
+            b.unlocalised = True
+            b.inconclusive = b.inconclusive or set(b.tried) != {n.id for n in small.nodes}
     finally:
         if res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
@@ -204,8 +211,10 @@ def _key_alone(lane: Lane, symptom: str, fp: dict[str, Any], small: Graph, where
     pattern = tuple(n.op for n in small.nodes)[:8]
     if symptom == Symptom.CRASH.value and not node:
         # No operator crashes alone: the one running when it crashed only tripped over damage
-        # (an out-of-bounds write earlier); one root cause for these, the models listed in it.
-        return RootKey(symptom, (), crash_class(fp.get("code", "")), False, pattern)
+        # (an out-of-bounds write earlier), keyed by the one operator that computes addresses,
+        # if the model has one; else one root cause for these, the models listed in it.
+        culprit = suspect(small)
+        return RootKey(symptom, (culprit,) if culprit else (), crash_class(fp.get("code", "")), False, pattern)
     if not node and len(small.block_nodes()) > 1:
         # No operator fails alone: a converter rewrite of the pattern (a fusion losing an output
         # name); keyed by what the engine said, the minimised patterns listed in the report.
@@ -249,7 +258,18 @@ def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Bl
             s, d = Symptom.NAN_INF.value, SPECIAL_INPUT
         return root_key(s, fp, small, blamed=b.node, isolated=True, direction=d)
     if not b.tried or b.inconclusive:  # isolation proved nothing: the case's own operator stands in
-        return root_key(symptom, fp, small, blamed=node, direction=direction)
+        return root_key(symptom, fp, small, blamed=block_producer(small, node), direction=direction)
+    if b.unlocalised:
+        # Every operator right alone, and the model right with its intermediates exposed: the
+        # engine's plan for the whole model is wrong (a fused layout), not an amplified
+        # approximation (that would show exposed too) nor a tie (no node was localised).
+        culprit = suspect_node(small)
+        # Only one that feeds the failing operator: one further up is as likely an innocent
+        # bystander of a pattern (a Tile before a FusedBatchNorm of a constant).
+        if culprit in {block_producer(small, x) for x in small.node(node).inputs if x not in small.inputs}:
+            return replace(root_key(symptom, fp, small, blamed=culprit, direction=direction),
+                           pattern=tuple(dict.fromkeys(n.op for n in small.nodes)))
+        return in_pattern(symptom, fp, small, node, direction)
     if small.node(node).op in DISCONTINUOUS:
         # Right alone on TensorFlow's own inputs: the engine's slightly different (in-tolerance)
         # input crossed a boundary (a comparison, a ceiling, an argmax): a tie, not a bug.
@@ -261,6 +281,23 @@ def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Bl
         return in_pattern(Symptom.PRECISION.value, fp, small, node)
     return in_pattern(symptom, fp, small, node, direction)
 
+
+
+def block_producer(g: Graph, node: str) -> str:
+    """``node``, or for an adapter (the generator's glue: a Reshape, Slice or Pad fitting one
+    block's output to the next one's input) or a view (a Reshape computes nothing) the block
+    operator whose output it carries.  An unproven blame names what the model was built from,
+    not what the difference passed through: exposing a FusedBatchNorm of a constant as an
+    output makes it right, so its wrong value shows first at the Pad, Slice or Reshape after
+    it (one key each)."""
+    n = g.node(node)
+    while _carrier(n) and n.inputs and n.inputs[0] not in g.inputs:
+        n = g.node(n.inputs[0])
+    return node if _carrier(n) else n.id
+
+
+def _carrier(n: Node) -> bool:
+    return n.role == "adapter" or n.op in VIEW_OPS
 
 
 def _special(v: np.ndarray) -> bool:

@@ -42,6 +42,9 @@ class Symptom(str, Enum):
     NONDETERMINISTIC = "nondeterministic"  # outputs change between runs: uninitialised memory
     HEAP_DAMAGE = "heap-damage"  # a crash that does not reproduce fresh: damage left by earlier models
     TIE = "tie"  # differences explained by ties or undefined behaviour: not a bug
+    # TensorFlow and ONNX Runtime disagree on the outputs the engine fails: the reference is in
+    # question, not the engine (pipeline.Lane._cross_reference)
+    REFERENCE = "reference-disagreement"
 
     def __str__(self) -> str:
         return self.value
@@ -76,6 +79,23 @@ def classify(status: str, stage: str, *, signal: int | None = None, message: str
     return Symptom.API.value
 
 
+# The symptoms of a comparison with the reference: a second reference can overturn them.
+REFERENCE_JUDGED = (Symptom.WRONG.value, Symptom.NAN_INF.value, Symptom.PRECISION.value)
+
+
+def wants_second_reference(status: str, symptom: str) -> bool:
+    """Whether a result is worth a second reference: a wrong result against the reference
+    (DCF).  Crashes and conversion errors need none; an XPF or XBF compares the engine with
+    itself, and a nondeterministic output is the engine's whatever the reference says."""
+    return status == "DCF" and symptom in REFERENCE_JUDGED
+
+
+def with_second_reference(symptom: str, disagree: bool) -> str:
+    """The symptom once a second reference has run on the failing outputs: where it disagrees
+    with the first, the references are in question and the engine is not blamed."""
+    return Symptom.REFERENCE.value if disagree else symptom
+
+
 SPECIAL_INPUT = "special-input"  # wrong only for NaN/Inf inputs: no special value in either output
 _DIRECTION = {
     SPECIAL_INPUT: "differs from TensorFlow on NaN/Inf inputs",
@@ -101,7 +121,10 @@ class RootKey:
 
     @property
     def id(self) -> str:
-        parts = [self.symptom, list(self.ops), self.detail] + ([self.frontend] if self.frontend else [])
+        # Garbage read from uninitialised memory is how a wrong geometry (an out-of-bounds read)
+        # shows on some inputs: one defect with the same operator's deterministic wrong values.
+        symptom = Symptom.WRONG.value if self.symptom == Symptom.NONDETERMINISTIC.value else self.symptom
+        parts = [symptom, list(self.ops), self.detail] + ([self.frontend] if self.frontend else [])
         raw = json.dumps(parts, separators=(",", ":"))
         return "rc-" + hashlib.sha256(raw.encode()).hexdigest()[:12]
 
@@ -119,6 +142,9 @@ class RootKey:
 
     def _title(self) -> str:
         s, subj, d = self.symptom, self.subject, self.detail
+        if s == Symptom.WRONG.value and len(self.pattern) > 1 and self.pattern[-1] != subj:
+            # The model's one addressing operator, blamed for a plan only the whole model shows.
+            return f"{subj}: wrong results in " + " -> ".join(self.pattern) + " (each right alone)"
         if s == Symptom.WRONG.value and len(self.pattern) > 1:
             return f"{subj}: wrong results after " + " -> ".join(self.pattern[:-1]) + " (each right alone)"
         if s == Symptom.WRONG.value:
@@ -137,6 +163,8 @@ class RootKey:
             return "wrong results that do not come back on fresh workers (heap state left by earlier models)"
         if s == Symptom.HEAP_DAMAGE.value:
             return f"{d or 'crash'}: heap damage left by an earlier model"
+        if s == Symptom.REFERENCE.value:
+            return f"{subj}: TensorFlow and ONNX Runtime disagree (a reference question, not an engine defect)"
         if s == Symptom.UNSUPPORTED.value:
             return f"converter does not support {subj}"
         if s == Symptom.CONVERSION.value and not self.ops and self.pattern:
@@ -221,7 +249,9 @@ def _root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str
     if symptom in (Symptom.HEAP_DAMAGE.value,):
         return RootKey(symptom, (), _signal_only(fp.get("code", "")))
     ops: tuple[str, ...]
-    if blamed and small is not None:
+    if symptom == Symptom.NONDETERMINISTIC.value and not isolated and suspect(small):
+        ops = (suspect(small),)  # not where the garbage showed: where it was read from
+    elif blamed and small is not None:
         ops = (small.node(blamed).op,)
     elif minimized and small is not None and len(pattern_ops(small)) <= MAX_PATTERN:
         ops = pattern_ops(small)
@@ -240,6 +270,8 @@ def _root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str
         return RootKey(symptom, ops, crash_class(fp.get("code", "")), isolated)
     if symptom == Symptom.TIMEOUT.value:
         return RootKey(symptom, ops, fp.get("stage", ""), isolated)
+    if symptom == Symptom.REFERENCE.value:
+        return RootKey(symptom, ops, "", isolated)
     if symptom == Symptom.UNSUPPORTED.value:
         return RootKey(symptom, (fp["op"],) if fp.get("op") else ops, "", isolated)
     missing = fp.get("kind") == "missing-output" or _MISSING_OUTPUT.search(fp.get("code", ""))
@@ -255,6 +287,31 @@ DATA_MOVEMENT = frozenset({
     # ONNX front end (Pad in any mode copies or pads with a constant)
     "Unsqueeze", "Flatten", "Expand", "Split", "Gather", "GatherElements", "GatherND", "DepthToSpace",
     "SpaceToDepth", "Identity"})
+
+
+# Data movement that computes where each element comes from (a window, a stride, a block
+# shuffle, an index): not views, which only reinterpret a shape, nor whole-input copies (Concat,
+# Split), which read each input in order.
+VIEW_OPS = frozenset({"Squeeze", "Reshape", "Expanddims", "Unsqueeze", "Flatten", "Identity"})
+ADDRESSING = DATA_MOVEMENT - VIEW_OPS - {"Concat", "Split"}
+
+
+def suspect(small: Graph | None) -> str:
+    """The one operator of a minimised model that computes where to read or write (a gather,
+    a pad, a space/batch reshuffle), when no operator fails alone: garbage read, heap damage
+    done or a wrong result that only shows in the engine's fused plan come from an address
+    computed wrong, so it is the suspect, whichever operator later read the garbage or tripped
+    over the damage.  "" when there is none or several."""
+    node = suspect_node(small)
+    return small.node(node).op if small is not None and node else ""
+
+
+def suspect_node(small: Graph | None) -> str:
+    """The first node of ``suspect``'s operator ("" when there is no single one)."""
+    if small is None:
+        return ""
+    nodes = [n for n in small.block_nodes() if n.op in ADDRESSING]
+    return nodes[0].id if len({n.op for n in nodes}) == 1 else ""
 
 
 def moves_data(ops: tuple[str, ...], small: Graph | None, blamed: str) -> bool:
@@ -343,7 +400,9 @@ def assemble(failures: list[dict[str, Any]], diagnosed: dict[str, Diagnosed], po
         rc.platforms = sorted(set(rc.platforms) | set(f.get("platforms") or []))
         rc.verdict = _worse(rc.verdict, f.get("verdict", ""))
         if d and (not rc.minimized or d.size < diagnosed[rc.canonical].size):
-            rc.canonical, rc.minimized = f["key"], True
+            # The smallest model's key names it (one id can hold two symptoms: nondeterministic
+            # and wrong-result; the title is the one the canonical bundle shows).
+            rc.canonical, rc.minimized, rc.key = f["key"], True, d.key
     return sorted(causes.values(), key=lambda rc: (-rc.count, rc.key.id))
 
 

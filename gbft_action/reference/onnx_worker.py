@@ -11,7 +11,12 @@ the graph as written (a fused kernel is an engine of its own).
 A model ONNX Runtime refuses to load (INVALID_GRAPH, INVALID_ARGUMENT, a failed
 load or type/shape check) is ``invalid`` (status GEN); a failure while running
 is ``reference`` (status REF).  No TensorFlow: ONNX workers start faster without it.
-May import: graph.ir, workers.arrays, reference.inputs, reference.onnx_emit, onnx, onnxruntime.
+
+``crosscheck`` serves the TensorFlow front end: the TF-IR graph in msg["graph"] as ONNX
+(``reference.tf_as_onnx``), run on msg["inputs"]; the reply says whether the graph could
+be translated (``checkable``, and ``why`` not) and gives ``outputs`` (msg["outputs"]).
+May import: graph.ir, workers.arrays, reference.inputs, reference.onnx_emit,
+reference.tf_as_onnx, onnx, onnxruntime.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from ..graph.ir import Graph
 from ..workers.arrays import pack, unpack
 from .inputs import draw_inputs
 from .onnx_emit import build
+from .tf_as_onnx import translate
 
 # ORT's status codes for a model it will not take (onnxruntime/core/common/status.h names)
 INVALID_MARKERS = ("INVALID_GRAPH", "INVALID_ARGUMENT", "INVALID_PROTOBUF", "NOT_IMPLEMENTED", "NO_MODEL",
@@ -53,6 +59,8 @@ class OnnxReferenceHandler:
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         if msg["op"] == "build":
             return self.build(msg)
+        if msg["op"] == "crosscheck":
+            return self.crosscheck(msg)
         raise ValueError(f"unknown op {msg['op']!r}")
 
     def build(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -85,6 +93,25 @@ class OnnxReferenceHandler:
             return {"ok": False, "kind": "invalid", "error": wrong}
         return {"ok": True, "inputs": pack(inputs), "expected": pack(dict(zip(fetch, vals))),
                 "t_build": t1 - t0, "t_run": time.perf_counter() - t1}
+
+
+    def crosscheck(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """TensorFlow's graph run by ONNX Runtime: the second opinion on a failing case."""
+        g = Graph.from_json(msg["graph"])
+        names = list(msg["outputs"])
+        model, why = translate(g, [n for n in names if n not in g.outputs])
+        if model is None:
+            return {"ok": True, "checkable": False, "why": why}
+        data = model.SerializeToString()
+        if msg.get("dir"):  # kept beside the case: the bundle shows what the second reference ran
+            Path(msg["dir"]).mkdir(parents=True, exist_ok=True)
+            (Path(msg["dir"]) / "model-reference.onnx").write_bytes(data)
+        inputs = unpack(msg["inputs"])
+        try:
+            vals = make_session(data).run(names, {k: np.asarray(v) for k, v in inputs.items()})
+        except Exception as e:  # noqa: BLE001 - the translation's fault or ORT's: no second opinion
+            return _reference(e)
+        return {"ok": True, "checkable": True, "outputs": pack(dict(zip(names, vals)))}
 
 
 def _type_mismatch(g: Graph, names: list[str], vals: list[Any]) -> str:

@@ -5,6 +5,11 @@ whose *last* op carries the node id as its name, so ``<id>:0`` is the node's
 tensor in the GraphDef and engines that keep TF names (MNN does) can expose it.
 Weights come from a generator seeded by (graph seed, node id): the same IR
 always yields the same model bytes.
+
+This is the definition of the TensorFlow model of an IR graph.  The reference worker
+builds the same GraphDef faster without the op layer (``reference.graphdef``, checked
+against this module NodeDef for NodeDef) and comes here for what that does not lower;
+the repro script's code (``tf_code``) matches this module byte for byte.
 """
 
 from __future__ import annotations

@@ -1,10 +1,19 @@
 """Reference handler: runs inside the reference worker process (imports TF).
 
-``build``: IR JSON -> frozen GraphDef ``model.pb`` in the case directory, inputs
+``build``: IR JSON -> GraphDef ``model.pb`` (constants inline) in the case directory, inputs
 drawn from U[-1, 1] (with special values in a "special" graph; ``reference.inputs``),
 expected outputs.  A model TensorFlow rejects (shape or argument errors) is
 ``invalid`` (status GEN); any other TensorFlow failure is ``reference`` (status
 REF).  ``tflite``: also write ``model.tflite``.
+
+The GraphDef comes straight from the IR (``reference.graphdef``: NodeDefs from a
+table, then imported into a fresh graph for the session); a graph with an
+operator that table does not lower exactly is built through TensorFlow's Python op
+layer (``reference.tf_emit``) as before.  Both give the same GraphDef
+(``tests/test_graphdef.py``).  Fuzzing, minimisation, isolation and localisation
+(every node's tensor ``<id>:0`` fetched) all come through ``build``; a message
+with ``"direct": false`` forces the op layer, and so does ``GBFT_TF_GRAPHDEF=op-layer``
+in the worker's environment (tests and benchmarks compare the two).
 """
 
 from __future__ import annotations
@@ -21,7 +30,12 @@ import tensorflow as tf  # noqa: E402
 from ..graph.ir import Graph  # noqa: E402
 from ..workers.arrays import pack, unpack  # noqa: E402
 from .inputs import draw_inputs  # noqa: E402  (numpy only: the repro script draws the same)
+from .graphdef import load, lower  # noqa: E402
 from .tf_emit import build, tf1  # noqa: E402
+
+
+# The path a build message without "direct" takes: the op layer only on request (A/B benchmarks).
+DIRECT = os.environ.get("GBFT_TF_GRAPHDEF", "direct") != "op-layer"
 
 
 def session_config() -> Any:
@@ -50,10 +64,12 @@ class ReferenceHandler:
         fetch = list(g.outputs) + [t for t in msg.get("extra_outputs", []) if t not in g.outputs]
         t0 = time.perf_counter()
         try:
-            tg, names = build(g)
+            # The TFLite converter walks the whole graph; a session only what it feeds and fetches.
+            used = None if msg.get("tflite") else [*g.inputs, *fetch]
+            tg, names, pb, path = materialise(g, msg.get("direct", DIRECT), used)
         except (ValueError, TypeError, tf.errors.InvalidArgumentError) as e:
             return _invalid(e)
-        (outdir / "model.pb").write_bytes(tg.as_graph_def().SerializeToString())
+        (outdir / "model.pb").write_bytes(pb)
         # Given inputs: isolation runs one node on the values the full model gave it.
         inputs = unpack(msg["inputs"]) if "inputs" in msg else draw_inputs(g)
         t1 = time.perf_counter()
@@ -70,12 +86,31 @@ class ReferenceHandler:
             except Exception as e:  # noqa: BLE001 - TFLite cannot express the model: not this front end's
                 return _invalid(e, "TFLite conversion")
         return {"ok": True, "inputs": pack(inputs), "expected": pack(dict(zip(fetch, vals))),
-                "t_build": t1 - t0, "t_run": time.perf_counter() - t1}
+                "t_build": t1 - t0, "t_run": time.perf_counter() - t1, "graphdef": path}
 
     def tflite(self, msg: dict[str, Any]) -> dict[str, Any]:
         g = Graph.from_json(msg["graph"])
-        tg, names = build(g)
+        tg, names, _, _ = materialise(g, msg.get("direct", DIRECT))
         return {"ok": True, "path": str(_write_tflite(tg, names, g, Path(msg["dir"])))}
+
+
+def materialise(g: Graph, direct: bool = True, used: list[str] | None = None,
+                ) -> tuple[Any, dict[str, str], bytes, str]:
+    """g as a tf.Graph, the map tensor name -> TF tensor name, the ``model.pb`` bytes, and
+    which path made them ("direct" or "op-layer").
+
+    Direct: the GraphDef is built from the IR and loaded (no op layer), with Python
+    operations for the ``used`` tensors only (all when None: the TFLite converter walks
+    the graph); ``None`` from ``lower`` (an operator it does not cover) or
+    ``direct=False`` take tf_emit's path.
+    """
+    gd = lower(g) if direct else None
+    if gd is None:
+        tg, names = build(g)
+        return tg, names, tg.as_graph_def().SerializeToString(), "op-layer"
+    tg = load(gd, used)  # shape inference runs here: a model TensorFlow rejects raises ValueError
+    names = {k: f"{k}:0" for k in [*g.inputs, *(n.id for n in g.nodes)]}
+    return tg, names, gd.SerializeToString(), "direct"
 
 
 def _write_tflite(tg: Any, names: dict[str, str], g: Graph, outdir: Path) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,4 +179,16 @@ class Renderer:
             platforms=list(plats) or [eng.get("machine", "?")], per_platform=plats if len(plats) > 1 else {},
             stop_reason=summary.get("stop_reason", ""),
             by_status=summary["by_status"], coverage=summary.get("coverage"), not_filed=not_filed,
-            refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored)
+            frontends=summary.get("frontends") or {},
+            refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored,
+            shards=_shards(summary.get("shards")))
+
+
+def _shards(shards: Any) -> dict[str, Any] | None:
+    """A merged campaign's shards (gbft merge): how many, and which did not finish.  Only
+    names of the form I/N are shown: summary.json is data from an artifact."""
+    if not isinstance(shards, dict) or not shards:
+        return None
+    unfinished = [k for k, v in shards.items() if re.fullmatch(r"\d{1,4}/\d{1,4}", str(k))
+                  and isinstance(v, dict) and v.get("complete") is False]
+    return {"total": len(shards), "unfinished": sorted(unfinished)}

@@ -56,6 +56,11 @@ class ReportResult:
     failed: list[dict[str, Any]] = field(default_factory=list)  # GitHub refused a write: with the reason
 
     @property
+    def bugs_filed(self) -> int:
+        """New issues for root causes: what ``max_new_issues`` caps (the tracking issue is not one)."""
+        return sum(x.get("root_cause") != PRECISION_TRACKING for x in self.filed)
+
+    @property
     def partial(self) -> bool:
         """Some writes failed: the run finished, but not everything was filed."""
         return bool(self.failed)

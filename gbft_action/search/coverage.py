@@ -150,6 +150,16 @@ class Coverage:
         return {op: {k: len(self._seen[k][op]) for k in KINDS} for op in self.op_types}
 
     # -- persistence -----------------------------------------------------------
+    def union(self, other: Coverage) -> Coverage:
+        """This coverage and ``other``'s together (shards merged): every item either has seen."""
+        if (self.op_types, self.n_maxspc) != (other.op_types, other.n_maxspc):
+            raise ValueError("coverage of another corpus or n_maxspc: cannot be merged")
+        out = Coverage.from_json(self.to_json())
+        for kind, by_op in other._seen.items():
+            for op, items in by_op.items():
+                out._seen[kind][op].update(items)
+        return out
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-serialisable dict of configuration and state (sorted, stable)."""
         return {

@@ -8,7 +8,9 @@ the admissible block that adds the most coverage (in-/out-degree, edge from its
 predecessors, new operator); with ``random`` every node takes a random
 admissible block of the whole corpus.  Results arrive later through
 ``feedback`` (an engine failure is an MCTS success too).  Everything is a
-function of the seed and the order of calls, so a campaign replays exactly.
+function of the seed, the shard and the order of calls, so a campaign (and each
+shard of one) replays exactly; which models a shard may draw at all is fixed by
+its case seeds alone (``search.case_seed``), never by what it learned.
 """
 
 from __future__ import annotations
@@ -24,17 +26,19 @@ from ..graph.ir import Graph
 from ..graph.mutations import ALL, RATES, TSM, Mutation
 from ..graph.solver import GenError
 from ..oracle import ENGINE_FAILURES  # str statuses: a record's "MCF" matches Status.MCF
-from . import case_seed
+from . import case_seed, stream_key
 from .coverage import Coverage, graph_level
 from .mcts import MCTSChooser, TreeNode
 
 
 class GuidedSource:
     def __init__(self, corpus: Corpus, opts: GenOptions, seed: int, chooser: str = "mcts",
-                 mutations: bool = True, max_attempts: int = 8, n_maxspc: int | None = None) -> None:
+                 mutations: bool = True, max_attempts: int = 8, n_maxspc: int | None = None,
+                 shard: tuple[int, int] = (1, 1)) -> None:
         if chooser not in ("mcts", "random"):
             raise ValueError(f"chooser must be mcts or random, got {chooser!r}")
         self.corpus, self.opts, self.seed = corpus, opts, seed
+        self.shard = shard  # search.case_seed: every seed of this shard is in its residue class
         self.chooser_name = chooser
         self.mcts = MCTSChooser(corpus) if chooser == "mcts" else None
         models = GRAPH_MODELS if opts.graph == "both" else (opts.graph,)
@@ -49,12 +53,13 @@ class GuidedSource:
         self._rewarded: set[int] = set()
         self._graph_level: dict[str, float] = {}
         self._kept = 0
+        self._base: dict[str, Any] = {"mcts": None, "graph_arms": None}  # what load_state loaded (merge)
 
     # -- CaseSource -------------------------------------------------------------------
     def next_graph(self, index: int) -> Graph:
         g, path = None, []
         for attempt in range(self.max_attempts):
-            rng = random.Random(f"gbft:{self.seed}:{index}:{attempt}")
+            rng = random.Random(f"{stream_key(self.seed, index, self.shard)}:{attempt}")
             g, path = self._attempt(rng, index)
             self.generated += 1
             if self.arms:
@@ -79,14 +84,19 @@ class GuidedSource:
             self.mcts.backpropagate(path, 1.0, visit=False)
 
     def state(self) -> dict[str, Any]:
-        return {"chooser": self.chooser_name, "mutations": bool(self.mutations),
-                "coverage": self.coverage.to_json(), "mcts": self.mcts.to_json() if self.mcts else None,
-                "graph_arms": self.arms.to_json() if self.arms else None,
-                "generated": self.generated, "discarded": self.discarded}
+        st = {"chooser": self.chooser_name, "mutations": bool(self.mutations),
+              "coverage": self.coverage.to_json(), "mcts": self.mcts.to_json() if self.mcts else None,
+              "graph_arms": self.arms.to_json() if self.arms else None,
+              "generated": self.generated, "discarded": self.discarded}
+        if self.shard[1] > 1:  # merging shards subtracts the common start (mcts.combine_trees)
+            st["base"] = dict(self._base)
+        return st
 
     def load_state(self, st: dict[str, Any]) -> None:
         """Start from a saved state (``--state``): coverage and the MCTS tree."""
         self.coverage = Coverage.from_json(st["coverage"])
+        self._base = {"mcts": st.get("mcts") if self.mcts else None,
+                      "graph_arms": st.get("graph_arms") if self.arms else None}
         if self.mcts and st.get("mcts"):
             self.mcts.load(st["mcts"])
         if self.arms and st.get("graph_arms"):
@@ -102,7 +112,7 @@ class GuidedSource:
         chosen, path = self.mcts.choose(rng, self.coverage) if self.mcts else ([], [])
         muts = self._select_mutations(rng)
         sk = draw_edges(rng, self.corpus, self.opts, self.arms.pick(rng) if self.arms else None)
-        sk.values = draw_values(case_seed(self.seed, index), self.opts.special_share)
+        sk.values = draw_values(case_seed(self.seed, index, self.shard), self.opts.special_share)
         for m, r in muts:
             if m.level == "edges":
                 m.apply(rng, sk, self.corpus, r)
@@ -111,11 +121,11 @@ class GuidedSource:
             if m.level != "edges":
                 m.apply(rng, sk, self.corpus, r)
         try:
-            g = realise(rng, self.corpus, sk, case_seed(self.seed, index))
+            g = realise(rng, self.corpus, sk, case_seed(self.seed, index, self.shard))
         except GenError:
             sk.overrides.clear()
             sk.fixed_params.clear()
-            g = realise(rng, self.corpus, sk, case_seed(self.seed, index))
+            g = realise(rng, self.corpus, sk, case_seed(self.seed, index, self.shard))
         g.meta["mutations"] = [f"{m.name}:{r}" for m, r in muts]
         g.meta["path"] = [b.name for b in chosen]
         return g, path
@@ -213,6 +223,19 @@ class GraphArms:
 
     def to_json(self) -> list[dict[str, Any]]:
         return [{"model": m, "k": k, "n": self.n[(m, k)], "total": self.total[(m, k)]} for m, k in self.arms]
+
+    @staticmethod
+    def mean(tables: list[list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
+        """Shards' tables (``to_json``) as one: each arm's mean.  Arms discount their past, so
+        they hold recent rewards, not totals: the mean is what a merged campaign learned."""
+        if not tables:
+            return None
+        rows: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for t in tables:
+            for r in t:
+                rows.setdefault((r["model"], r["k"]), []).append(r)
+        return [{"model": m, "k": k, "n": sum(r["n"] for r in rs) / len(rs),
+                 "total": sum(r["total"] for r in rs) / len(rs)} for (m, k), rs in rows.items()]
 
     def load(self, rows: list[dict[str, Any]]) -> None:
         for r in rows:

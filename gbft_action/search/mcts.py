@@ -112,3 +112,31 @@ class MCTSChooser:
             n += 1
             stack.extend(node.children)
         return n
+
+
+def combine_trees(base: dict[str, Any] | None, trees: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One tree from shards' trees (``MCTSChooser.to_json``) that all grew from ``base`` (the
+    state they loaded; None: an empty tree): ``base + sum(tree - base)``, node by node, a node
+    being its path of blocks.  Every visit of every shard counts once and the base once, so
+    a campaign's tree does not double with each nightly merge.  Children keep the base's
+    order, then each tree's new ones in the order of ``trees``."""
+    if not trees:
+        return base
+    root = _combine_node(base["root"] if base else None, [t["root"] for t in trees])
+    head = base or trees[0]
+    return {"tc1": head["tc1"], "tc2": head["tc2"], "max_children": head["max_children"], "root": root}
+
+
+def _combine_node(base: dict[str, Any] | None, nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    b_n, b_v = (base["n"], base["v"]) if base else (0, 0.0)
+    first = base or nodes[0]
+    order: dict[str, None] = {}
+    for src in ([base] if base else []) + nodes:
+        order.update(dict.fromkeys(c["b"] for c in src["c"]))
+    kids = []
+    for block in order:
+        b_child = next((c for c in base["c"] if c["b"] == block), None) if base else None
+        mine = [c for nd in nodes for c in nd["c"] if c["b"] == block]
+        kids.append(_combine_node(b_child, mine))
+    return {"b": first["b"], "d": first["d"], "n": b_n + sum(nd["n"] - b_n for nd in nodes),
+            "v": b_v + sum(nd["v"] - b_v for nd in nodes), "c": kids}

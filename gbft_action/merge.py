@@ -1,0 +1,441 @@
+"""``gbft merge``: the outputs of a campaign's shards (or of earlier merges) as one output.
+
+What a shard wrote is turned into the merged form once, and everything else is a pure
+function of the union of those forms, so merging is associative and idempotent: merging
+a shard twice, or a merged output with one of its inputs, gives the same files.
+
+- Cases: shard I of N's case i becomes case ``i * N + I - 1`` of the campaign (``index``;
+  ``shard`` and ``shard_index`` say where it came from).  Cases are keyed by that index:
+  the same case in two inputs is kept once (the smaller record, canonical JSON, if they
+  differ), and ``cases.jsonl`` lists them in index order.  Kept case folders are copied as
+  ``cases/<index>-<hash>``.
+- Bundles: one per fingerprint id, the canonical one kept (minimised first, then diagnosed,
+  then the smallest model, then the earliest case); occurrences are the merged cases'
+  count, platforms the union.  Root causes are assembled again over the merged failures
+  (``campaign.add_root_causes``): one per root-cause key, with its canonical bundle.
+- Known bugs: counts are what was known before the campaign (the same ``--state`` for
+  every shard) plus the merged cases, never the inputs' counts summed.
+- Search state: coverage is the union; each shard's MCTS tree and graph arms are kept per
+  shard (``shards`` in state.json) and combined (``mcts.combine_trees``, ``GraphArms.mean``)
+  so that the next run's ``--state`` sees one campaign.
+- Verdicts (with a base build): aggregated again over the merged cases, each fingerprint's
+  confirmation taken from an input that confirmed it.
+
+A shard that died half-way (no summary.json, a torn last line in cases.jsonl) merges with
+what it completed and a one-line warning naming it; one that died before it started (no
+campaign.json) is skipped with such a warning.
+
+May import: campaign (the summary writer), store, statefile, search, bugs; never report,
+action or cli.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import __version__
+from .bugs import triage
+from .bugs.bundle import BugBook, read_known, read_meta, write_meta
+from .campaign import STATE_FILE, FuzzConfig, add_root_causes, add_triage, build_summary, first_records
+from .search import parse_shard, shard_text
+from .search.coverage import Coverage
+from .search.guided import GraphArms
+from .search.mcts import combine_trees
+from .statefile import read_state
+from .store import ResultStore, per_platform, read_records
+
+# Identity fields a shard may differ in and still be part of the same campaign.
+PER_SHARD = ("shard", "platforms")
+
+
+class MergeError(ValueError):
+    """Inputs that are not parts of one campaign, or not fuzz outputs: one line."""
+
+
+@dataclass
+class Part:
+    """One input, its cases in the merged form."""
+
+    out: Path
+    record: dict[str, Any]  # campaign.json
+    merged: bool  # an earlier merge's output
+    n: int  # shards of the campaign
+    cases: dict[int, dict[str, Any]] = field(default_factory=dict)  # merged index -> record
+    summary: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    torn: bool = False
+
+    @property
+    def shards(self) -> dict[str, Any]:
+        """The shards this input holds -> what the campaign record says of each."""
+        if self.merged:
+            return dict(self.record["merged"]["shards"])
+        shard = self.record.get("config", {}).get("shard", "1/1")
+        return {shard: {"sessions": self.record.get("sessions", []), "models": len(self.cases),
+                        "complete": bool(self.summary) and not self.torn,
+                        "platforms": sorted(self.summary.get("platforms", {}))}}
+
+
+def merge(inputs: list[Path], out: Path, warn: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Merge ``inputs`` into ``out`` (replaced as a whole; it may be one of the inputs)."""
+    out = out.resolve()  # the paths written (bundles, bugs_dir) are the same whatever the working folder
+    _check_out(inputs, out)
+    started = [p for p in inputs if (p / "campaign.json").exists()]
+    if not started:
+        raise MergeError(f"{inputs[0] if inputs else '(none)'}: no campaign.json there (not a gbft fuzz output)")
+    for p in inputs:
+        if p not in started:  # a matrix job that failed in its set-up uploads no campaign
+            warn(f"warning: {p}: no campaign.json (a shard that died before it started?): skipped")
+    parts = [_read(p, warn) for p in started]
+    _check_one_campaign(parts)
+    stage = out.parent / f".{out.name}.merging"
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    try:
+        summary = _write(parts, stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    _replace(stage, out)
+    return summary
+
+
+# -- reading ------------------------------------------------------------------------
+def _read(out: Path, warn: Callable[[str], None]) -> Part:
+    record = read_state(out / "campaign.json", "campaign record")
+    merged = "merged" in record
+    config = record.get("config", {})
+    if "," in str(config.get("frontend", "")):  # its state is one per front end (search.mixed)
+        raise MergeError(f"{out}: shards of a mixed front-end campaign ({config['frontend']}) cannot be "
+                         f"merged yet; run one front end per shard matrix")
+    shard = (1, int(record["identity"]["shards"])) if merged else parse_shard(config.get("shard", "1/1"))
+    part = Part(out, record, merged, shard[1])
+    records, _, part.torn = read_records(out / "cases.jsonl")
+    for rec in records:
+        m = rec if merged else _merged_case(rec, shard)
+        part.cases[m["index"]] = {**m, "_src": str(out / rec["case_dir"])} if "case_dir" in rec else m
+    if (out / "summary.json").exists():
+        part.summary = read_state(out / "summary.json", "summary")
+    if (out / STATE_FILE).exists():
+        part.state = read_state(out / STATE_FILE, "search state (coverage, MCTS)")
+    if not merged and (part.torn or not part.summary):
+        why = ", ".join(x for x, bad in (("its last case cut mid-line", part.torn),
+                                        ("no summary.json", not part.summary)) if bad)
+        warn(f"warning: {out}: shard {shard_text(shard)} did not finish ({why}): "
+             f"merging its {len(part.cases)} complete cases")
+    return part
+
+
+def _merged_case(rec: dict[str, Any], shard: tuple[int, int]) -> dict[str, Any]:
+    """A shard's case record in the merged form: the campaign's index, where it came from."""
+    local = rec["index"]
+    index = local * shard[1] + shard[0] - 1
+
+    def one(r: dict[str, Any]) -> dict[str, Any]:
+        return {**r, "index": index}
+
+    m = {**one(rec), "shard": shard_text(shard), "shard_index": local}
+    if "others" in rec:
+        m["others"] = [one(o) for o in rec["others"]]
+    if "base" in rec:
+        m["base"] = one(rec["base"])
+    if "case_dir" in rec:
+        m["case_dir"] = f"cases/{index:06d}-{rec['hash']}"
+    return m
+
+
+def _check_out(inputs: list[Path], out: Path) -> None:
+    """``out`` is replaced as a whole: only an input, an earlier merge or an empty folder may be."""
+    if not out.exists() or out in {p.resolve() for p in inputs}:
+        return
+    record = out / "campaign.json"
+    merged = record.exists() and "merged" in read_state(record, "campaign record")
+    if not merged and (not out.is_dir() or any(out.iterdir())):
+        raise MergeError(f"--out {out}: exists and is neither an input nor an earlier merge; "
+                         f"give a new folder (it would be replaced)")
+
+
+def _identity(part: Part) -> dict[str, Any]:
+    ident = {k: v for k, v in part.record.get("identity", {}).items() if k not in PER_SHARD}
+    return {**ident, "shards": part.n}
+
+
+def _check_one_campaign(parts: list[Part]) -> None:
+    if not parts:
+        raise MergeError("nothing to merge: give the output folders of the shards")
+    first = _identity(parts[0])
+    for p in parts[1:]:
+        if _identity(p) != first:
+            diff = sorted(k for k in {*first, *_identity(p)} if first.get(k) != _identity(p).get(k))
+            raise MergeError(f"{p.out} is another campaign than {parts[0].out} (they differ in "
+                             f"{', '.join(diff)}): merge only the shards of one seed, corpus and engine")
+
+
+def _pick(candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """One of equal-keyed records, whatever the order of the inputs (canonical JSON order)."""
+    return min(candidates, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+# -- writing ------------------------------------------------------------------------
+def _write(parts: list[Part], stage: Path, out: Path) -> dict[str, Any]:
+    records = _cases(parts, stage)
+    occurrences = _occurrences(records)
+    shards = _shards(parts)
+    book = _bundles(parts, stage, occurrences)
+    book.known, book.before = _known(parts, records, occurrences, book, out)
+    book.seen_this_run = dict(occurrences)
+    book.save()
+    state = _state(parts, shards)
+    ResultStore(stage).write_json(STATE_FILE, state)
+    summary = _summary(parts, records, shards, book, state, stage, out)
+    _campaign_record(parts, shards, stage)
+    return summary
+
+
+def _cases(parts: list[Part], stage: Path) -> list[dict[str, Any]]:
+    by: dict[int, list[dict[str, Any]]] = {}
+    for p in parts:
+        for i, rec in p.cases.items():
+            by.setdefault(i, []).append(rec)
+    records = []
+    for i in sorted(by):
+        chosen = _pick([{k: v for k, v in r.items() if k != "_src"} for r in by[i]])
+        src = next((r["_src"] for r in by[i] if "_src" in r and _same(r, chosen)), "")
+        if src and Path(src).is_dir():
+            _copy_tree(Path(src), stage / chosen["case_dir"])
+        records.append(chosen)
+    ResultStore(stage).write_records(records)
+    return records
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return {k: v for k, v in a.items() if k != "_src"} == b
+
+
+def _occurrences(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Cases per fingerprint (each platform's failure counts, as the campaign counts them)."""
+    n: dict[str, int] = {}
+    for rec in records:
+        for r in per_platform(rec):
+            if "key" in r:
+                n[r["key"]] = n.get(r["key"], 0) + 1
+    return n
+
+
+def _shards(parts: list[Part]) -> dict[str, dict[str, Any]]:
+    """Each shard's campaign-record entry, from the input holding most of its cases."""
+    every: dict[str, list[dict[str, Any]]] = {}
+    for p in parts:
+        for k, v in p.shards.items():
+            every.setdefault(k, []).append(v)
+    return {k: max(vs, key=lambda v: (v["models"], json.dumps(v, sort_keys=True)))
+            for k, vs in sorted(every.items(), key=lambda kv: parse_shard(kv[0]))}
+
+
+def _bundles(parts: list[Part], stage: Path, occurrences: dict[str, int]) -> BugBook:
+    """Each fingerprint's canonical bundle, its occurrences and platforms those of the campaign."""
+    every: dict[str, list[tuple[dict[str, Any], Path]]] = {}
+    for p in parts:
+        for d in sorted((p.out / "bugs").glob("*/")) if (p.out / "bugs").is_dir() else []:
+            meta = read_meta(d)
+            if meta.get("id") == d.name and (d / "graph.json").exists():  # a bundle killed half-written is left out
+                every.setdefault(d.name, []).append((meta if p.merged else _merged_meta(meta, p), d))
+    book = BugBook(stage)
+    for fid, cands in sorted(every.items()):
+        meta, src = min(cands, key=lambda c: _bundle_rank(c[0]))
+        dest = book.bundle_dir(fid)
+        shutil.copytree(src, dest)  # copied, not linked: minimising rewrites a bundle's files in place
+        metas = [m for m, _ in cands]
+        write_meta(dest, {**meta, "occurrences": occurrences.get(fid, meta.get("occurrences", 1)),
+                          "platforms": sorted({x for m in metas for x in m.get("platforms") or []}),
+                          "first_seen": min(m.get("first_seen", "") for m in metas),
+                          "last_seen": max(m.get("last_seen", "") for m in metas)})
+    return book
+
+
+def _merged_meta(meta: dict[str, Any], part: Part) -> dict[str, Any]:
+    shard = parse_shard(part.record.get("config", {}).get("shard", "1/1"))
+    local = int(meta.get("case_index", 0))
+    return {**meta, "case_index": local * shard[1] + shard[0] - 1, "shard": shard_text(shard),
+            "shard_case_index": local}
+
+
+def _bundle_rank(meta: dict[str, Any]) -> tuple[Any, ...]:
+    """The canonical bundle of a fingerprint: minimised, diagnosed, small, early."""
+    return (not meta.get("minimized"), not meta.get("root_cause"), int(meta.get("minimized_size", 1 << 30)),
+            int(meta.get("case_index", 0)), json.dumps(meta, sort_keys=True, default=str))
+
+
+def _known(parts: list[Part], records: list[dict[str, Any]], occurrences: dict[str, int], book: BugBook,
+           out: Path) -> tuple[dict[str, Any], set[str]]:
+    """known_bugs.json of the campaign, and the fingerprints known before it (--state).
+
+    Each input's count is what it knew before plus its own cases; the part known before is
+    the same for every shard (one --state), so it is taken once, not summed.  A fingerprint
+    only a killed shard met (it died before writing its known bugs) is entered from its
+    cases and bundle: the next run must not report it as new again."""
+    every: dict[str, list[tuple[dict[str, Any], int]]] = {}
+    for p in parts:
+        own = _occurrences(list(p.cases.values()))
+        for fid, entry in read_known(p.out).items():
+            every.setdefault(fid, []).append((entry, max(0, int(entry.get("count", 0)) - own.get(fid, 0))))
+    known, before = {}, set()
+    for fid, cands in sorted(every.items()):
+        earlier = max(b for _, b in cands)
+        entries = [e for e, _ in cands]
+        bundle = out / "bugs" / fid
+        known[fid] = {**_pick(entries), "count": earlier + occurrences.get(fid, 0),
+                      "platforms": sorted({x for e in entries for x in e.get("platforms") or []}),
+                      "first_seen": min(e.get("first_seen", "") for e in entries),
+                      "last_seen": max(e.get("last_seen", "") for e in entries)}
+        if occurrences.get(fid):  # a bundle of this campaign: where the merged output keeps it
+            known[fid]["bundle"] = str(bundle)
+        if earlier:
+            before.add(fid)
+    firsts = first_records(records)
+    for fid in sorted(set(occurrences) - set(known)):
+        fp, meta = firsts[fid]["fingerprint"], book.meta(fid)
+        known[fid] = {"fingerprint": fp, "title": fp.get("title", ""), "count": occurrences[fid],
+                      "platforms": meta.get("platforms", []), "first_seen": meta.get("first_seen", ""),
+                      "last_seen": meta.get("last_seen", ""), "bundle": str(out / "bugs" / fid) if meta else ""}
+    return known, before
+
+
+def _state(parts: list[Part], shards: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """state.json of the campaign: coverage unioned, each shard's search state kept, combined."""
+    per: dict[str, list[dict[str, Any]]] = {}
+    covs, bases, heads = [], [], []
+    for p in parts:
+        if not p.state:
+            continue
+        heads.append(p.state)
+        covs.append(Coverage.from_json(p.state["coverage"]))
+        bases.append(p.state.get("base") or {"mcts": None, "graph_arms": None})
+        own = p.state.get("shards") if p.merged else {
+            next(iter(p.shards)): {k: p.state.get(k) for k in ("mcts", "graph_arms", "generated", "discarded")}
+            | {"graph": (p.summary.get("coverage") or {}).get("graph", {}), "models": len(p.cases)}}
+        for k, v in (own or {}).items():
+            per.setdefault(k, []).append(v)
+    if not heads:
+        return {}
+    kept = {k: max(vs, key=lambda v: (v.get("generated", 0), json.dumps(v, sort_keys=True)))
+            for k, vs in sorted(per.items(), key=lambda kv: parse_shard(kv[0])) if k in shards}
+    base = _pick(bases)
+    cov = covs[0]
+    for c in covs[1:]:
+        cov = cov.union(c)
+    trees = [v["mcts"] for v in kept.values() if v.get("mcts")]
+    arms = [v["graph_arms"] for v in kept.values() if v.get("graph_arms")]
+    head = _pick(heads)
+    return {"chooser": head["chooser"], "mutations": head["mutations"], "coverage": cov.to_json(),
+            "mcts": combine_trees(base["mcts"], trees) if trees else None,
+            "graph_arms": GraphArms.mean(arms), "base": base,
+            "generated": sum(v.get("generated", 0) for v in kept.values()),
+            "discarded": sum(v.get("discarded", 0) for v in kept.values()), "shards": kept}
+
+
+def _summary(parts: list[Part], records: list[dict[str, Any]], shards: dict[str, dict[str, Any]],
+             book: BugBook, state: dict[str, Any], stage: Path, out: Path) -> dict[str, Any]:
+    """summary.json of the campaign, written as the campaign writes its own."""
+    head = _head(parts)
+    config = head.record.get("config", {})
+    cfg = FuzzConfig(out=out, seed=int(config.get("seed", 0)), blocks=tuple(config.get("blocks", (1, 30))))
+    sessions = [s for v in shards.values() for s in v["sessions"]]
+    summaries = [p.summary for p in parts if p.summary]
+    platform_info = {name: {"machine": s.get("platforms", {}).get(name, {}).get("machine", "")}
+                     for s in summaries for name in s.get("platform_order", [])}
+    engine = dict(_pick([s["engine"] for s in summaries])) if summaries else {}
+    engine = {"engine": engine.get("name", config.get("engine", "")), **engine}
+    summary = build_summary(records, sessions, cfg, engine, dict(sorted(platform_info.items())))
+    # Per runner, over every shard's sessions (build_summary's rate is the last session's).
+    summary["models_per_s"] = round(len(records) / summary["elapsed_s"], 3) if summary["elapsed_s"] else 0.0
+    if state:
+        summary["coverage"] = _coverage_summary(state)
+    summary["new_failures"] = [f for f in sorted(book.seen_this_run) if f not in book.before and not book.flaky(f)]
+    if head.record.get("identity", {}).get("base"):
+        add_triage(summary, stage, records, _confirmed(parts), _pick([s["triage"]["base"] for s in summaries
+                                                                       if "triage" in s] or [{}]))
+    add_root_causes(summary, first_records(records), book, config.get("symptom_policy") or {})
+    summary["run_id"] = hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()[:16]
+    summary["minimized"] = _minimized(summaries)
+    summary["bugs_dir"] = str(out / "bugs")
+    summary["shards"] = {k: {"models": v["models"], "complete": v["complete"]} for k, v in shards.items()}
+    ResultStore(stage).write_json("summary.json", summary)
+    return summary
+
+
+def _head(parts: list[Part]) -> Part:
+    """The input whose campaign settings the merged output shows: the lowest shard's."""
+    return min(parts, key=lambda p: (min(parse_shard(k) for k in p.shards), json.dumps(p.record, sort_keys=True)))
+
+
+def _coverage_summary(state: dict[str, Any]) -> dict[str, Any]:
+    """The summary's coverage: the union's metrics, each shard's graph-level means weighted by its models."""
+    kept = state["shards"].values()
+    models = sum(v.get("models", 0) for v in kept) or 1
+    keys = sorted({k for v in kept for k in v.get("graph", {})})
+    graph = {k: sum(v.get("graph", {}).get(k, 0.0) * v.get("models", 0) for v in kept) / models for k in keys}
+    size = _tree_size(state["mcts"]["root"]) if state.get("mcts") else 0
+    return {**Coverage.from_json(state["coverage"]).metrics(), "graph": graph, "generated": state["generated"],
+            "discarded": state["discarded"], "mcts_nodes": size, "graph_arms": state["graph_arms"]}
+
+
+def _tree_size(node: dict[str, Any]) -> int:
+    return 1 + sum(_tree_size(c) for c in node["c"])
+
+
+def _confirmed(parts: list[Part]) -> dict[str, tuple[triage.Verdict, str]]:
+    """Each fingerprint's confirmation replays, from an input that got to them."""
+    every: dict[str, list[triage.BugVerdict]] = {}
+    for p in parts:
+        for fid, bv in triage.read_verdicts(p.out).items():
+            if bv.verdict is not triage.Verdict.UNCHECKED and bv.verdict not in (triage.Verdict.PRE_EXISTING,):
+                every.setdefault(fid, []).append(bv)
+    return {fid: (bv.verdict, bv.confirmation) for fid, bvs in every.items()
+            for bv in [min(bvs, key=lambda b: json.dumps(b.to_json(), sort_keys=True))]}
+
+
+def _minimized(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    every: dict[str, list[dict[str, Any]]] = {}
+    for s in summaries:
+        for fid, stats in (s.get("minimized") or {}).items():
+            every.setdefault(fid, []).append(stats)
+    return {fid: _pick(v) for fid, v in sorted(every.items())}
+
+
+def _campaign_record(parts: list[Part], shards: dict[str, dict[str, Any]], stage: Path) -> None:
+    """campaign.json: the campaign's identity (no shard), and what each shard did."""
+    head = _head(parts)
+    config = {k: v for k, v in head.record.get("config", {}).items() if k not in ("out", "shard")}
+    ResultStore(stage).write_json("campaign.json", {
+        "identity": _identity(head), "config": config, "merged": {"shards": shards},
+        "sessions": [s for v in shards.values() for s in v["sessions"]], "tool_version": __version__})
+
+
+# -- files --------------------------------------------------------------------------
+def _copy_tree(src: Path, dest: Path) -> None:
+    """A case folder copied (hard links where the file system allows: case folders are large,
+    and nothing rewrites a kept case)."""
+    def link(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    shutil.copytree(src, dest, copy_function=link, dirs_exist_ok=True)
+
+
+def _replace(stage: Path, out: Path) -> None:
+    """``out`` becomes ``stage``: the old one is kept aside until the new one is in place."""
+    old = out.parent / f".{out.name}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if out.exists():
+        os.replace(out, old)
+    os.replace(stage, out)
+    shutil.rmtree(old, ignore_errors=True)
