@@ -57,6 +57,9 @@ def main() -> None:
     first, last, top = warm[0][1], warm[-1][1], max(mb for _, mb in warm)
     print(f"harness RSS over {warm[-1][0]:.0f} s ({len(warm)} samples after {WARM_S:.0f} s): "
           f"first {first:.0f} MB, last {last:.0f} MB, largest {top:.0f} MB, growth {last - first:+.0f} MB")
+    # When it grew tells a leak (steady) from a phase (a step, e.g. the diagnosis after the loop).
+    minute = [next(mb for t, mb in warm if t >= m) for m in range(60, int(warm[-1][0]) + 1, 60)]
+    print("RSS at each minute (MB): " + " ".join(f"{mb:.0f}" for mb in minute))
 
 
 if __name__ == "__main__":
