@@ -138,7 +138,8 @@ def fingerprint_key(f: dict[str, Any], fp: dict[str, Any]) -> Key:
 def root_cause_key(rc: dict[str, Any]) -> Key:
     return Key(rc["key"], rc.get("title", ""), rc.get("symptom", ""), list(rc.get("ops", [])),
                " ".join((rc.get("title", ""), rc.get("detail", ""))), "", list(rc.get("fingerprints", [])),
-               int(rc.get("count", 0)), rc.get("policy", "report"))
+               # Unsettled (diagnosis cut short): listed, not filed, like a summary class.
+               int(rc.get("count", 0)), rc.get("policy", "report") if rc.get("settled", True) else "unsettled")
 
 
 def match(cat: Catalogue, k: Key) -> Defect | None:

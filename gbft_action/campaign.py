@@ -654,7 +654,9 @@ def add_root_causes(summary: dict[str, Any], firsts: dict[str, dict[str, Any]], 
         rows.append({**f, "local": list(_local(r)), "fingerprint": r.get("fingerprint", {})})
         meta = book.meta(f["key"])
         if meta.get("root_cause"):
-            diagnosed[f["key"]] = Diagnosed(RootKey.from_json(meta["root_cause"]), int(meta.get("minimized_size", 0)))
+            key = RootKey.from_json(meta["root_cause"])
+            settled = key.isolated or bool((meta.get("minimize") or {}).get("complete", True))
+            diagnosed[f["key"]] = Diagnosed(key, int(meta.get("minimized_size", 0)), settled)
     causes = assemble(rows, diagnosed, lambda s: policy_for(s, overrides))
     of = {fid: rc for rc in causes for fid in rc.fingerprints}
     for f in summary["failures"]:

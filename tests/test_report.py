@@ -312,7 +312,8 @@ def test_report_cli_on_a_real_fuzz_output(tmp_path):
     issues = sorted((out / "issues").glob("[0-9][0-9][0-9][0-9].md"))
     rcs = {rc["key"]: rc for rc in s.get("root_causes", [])}  # none in an output from before root causes
     tracking = any(rc["symptom"] == "precision" and rc["policy"] == "summary" for rc in rcs.values())
-    filed = sum(rc["policy"] == "report" for rc in rcs.values()) + tracking if rcs else s["unique_failures"]
+    filed = (sum(rc["policy"] == "report" and rc.get("settled", True) for rc in rcs.values()) + tracking if rcs
+             else s["unique_failures"])
     assert len(issues) == filed > 0
     for p in issues:
         text = p.read_text()
@@ -598,6 +599,19 @@ def test_the_quota_counts_root_causes(tmp_path, fake):
     assert len(bot_issues(fake)) == 2 and [x["root_cause"] for x in res.filed] == [RC1, RC2]
     assert [(x["root_cause"], x["reason"]) for x in res.skipped] == [(RC3, "not filed: quota")]
     assert f"Not filed (quota): {RC3}" in (out / "summary.md").read_text()
+
+
+def test_an_unsettled_root_cause_is_listed_not_filed(tmp_path, fake):
+    """A diagnosis cut short names an operator nobody confirmed: the summary lists it, says why,
+    and no issue is filed; a settled one beside it is filed as usual."""
+    a, b = fp("Lrn"), fp("Sigmoid")
+    causes = [cause(RC1, "wrong-result", [a]), cause(RC2, "wrong-result", [b], isolated=False, settled=False)]
+    out = make_rc_out(tmp_path, causes, [a, b])
+    res = run(out, fake, max_new=5)
+    assert [x["root_cause"] for x in res.filed] == [RC1] and res.bugs_filed == 1
+    assert len(bot_issues(fake)) == 1
+    row = next(line for line in (out / "summary.md").read_text().splitlines() if "Sigmoid: wrong results" in line)
+    assert "not filed: diagnosis cut short" in row
 
 
 def test_a_hostile_root_cause_lands_inert(tmp_path, fake):

@@ -12,7 +12,8 @@ import pytest
 
 from gbft_action.bugs.diagnose import Blame, _from_blame, blame, candidates, single_node
 from gbft_action.bugs.policy import policy_for
-from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Symptom, assemble, classify, local_key, root_key)
+from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Symptom, assemble, classify, in_pattern, local_key,
+                                        root_key)
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status, Tolerance, judge_node, judge_outputs
 from gbft_action.pipeline import CaseResult, _first_difference
@@ -513,6 +514,38 @@ def test_an_unproven_blame_names_the_block_an_adapter_carries_not_the_adapter():
     assert _from_blame(Symptom.WRONG.value, fp, via_pad, "n2", inconclusive, "").ops == ("Greater",)
     fed = _chain(("a0", "Pad", ["in0"], "adapter"), ("n0", "Relu", ["a0"], "block"))
     assert _from_blame(Symptom.WRONG.value, fp, fed, "a0", inconclusive, "").ops == ("Pad",)
+
+
+def test_a_pattern_showing_at_glue_is_keyed_by_the_block_it_carries():
+    # Every operator right alone, the difference first at the Pad glue after a FusedBatchNorm of
+    # a constant (through a Reshape view): the FusedBatchNorm's key, the one an unproven blame at
+    # the same glue gets, not "Pad: wrong results after ...".
+    fp = {"op": "Pad", "kind": "mismatch", "code": "values"}
+    g = _chain(("n0", "Fill", ["in0"], "block"), ("n1", "Fusedbatchnorm", ["n0"], "block"),
+               ("n2", "Reshape", ["n1"], "block"), ("a0", "Pad", ["n2"], "adapter"),
+               ("n3", "Concat", ["a0", "in0"], "block"))
+    k = in_pattern(Symptom.WRONG.value, fp, g, "a0")
+    assert k.ops == ("Fusedbatchnorm",) and k.isolated
+    assert k.id == _from_blame(Symptom.WRONG.value, fp, g, "a0", Blame(tried=["a0"], inconclusive=True), "").id
+    assert k.title.startswith("Fusedbatchnorm: wrong results")
+    # Where it shows at a block operator, that operator keys it, as before.
+    assert in_pattern(Symptom.WRONG.value, fp, g, "n3").ops == ("Concat",)
+
+
+def test_a_root_cause_is_settled_once_any_diagnosis_of_it_settled():
+    rows = [{"key": k, "count": 1, "platforms": [], "symptom": "wrong-result", "local": ["wrong-result", op, ""],
+             "fingerprint": _fp(op, k), "verdict": ""} for k, op in (("f1", "Realdiv"), ("f2", "Realdiv"),
+                                                                     ("f3", "Greater"), ("f4", "Add"))]
+    realdiv, greater = RootKey("wrong-result", ("Realdiv",)), RootKey("wrong-result", ("Greater",))
+    # f1 cut short, f2 settled: one settled root cause; f3 cut short alone: unsettled, not filed;
+    # f4 never diagnosed (minimisation off): keyed by its own operator and filed as before.
+    diagnosed = {"f1": Diagnosed(realdiv, 29, settled=False), "f2": Diagnosed(realdiv, 3),
+                 "f3": Diagnosed(greater, 7, settled=False)}
+    causes = {rc.key.ops[0]: rc for rc in assemble(rows, diagnosed, policy_for)}
+    assert causes["Realdiv"].settled and causes["Realdiv"].filed and causes["Realdiv"].canonical == "f2"
+    assert not causes["Greater"].settled and not causes["Greater"].filed
+    assert causes["Greater"].to_json()["settled"] is False and causes["Greater"].policy == "report"
+    assert causes["Add"].settled and causes["Add"].filed and not causes["Add"].minimized
 
 
 def test_garbage_is_keyed_by_the_operator_that_computes_where_to_read():

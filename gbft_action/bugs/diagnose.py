@@ -27,8 +27,8 @@ from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
-from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, crash_class, in_pattern, local_key, root_key,
-                        VIEW_OPS, suspect, suspect_node)
+from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, in_pattern, local_key,
+                        root_key, suspect, suspect_node)
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
@@ -281,23 +281,6 @@ def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Bl
         return in_pattern(Symptom.PRECISION.value, fp, small, node)
     return in_pattern(symptom, fp, small, node, direction)
 
-
-
-def block_producer(g: Graph, node: str) -> str:
-    """``node``, or for an adapter (the generator's glue: a Reshape, Slice or Pad fitting one
-    block's output to the next one's input) or a view (a Reshape computes nothing) the block
-    operator whose output it carries.  An unproven blame names what the model was built from,
-    not what the difference passed through: exposing a FusedBatchNorm of a constant as an
-    output makes it right, so its wrong value shows first at the Pad, Slice or Reshape after
-    it (one key each)."""
-    n = g.node(node)
-    while _carrier(n) and n.inputs and n.inputs[0] not in g.inputs:
-        n = g.node(n.inputs[0])
-    return node if _carrier(n) else n.id
-
-
-def _carrier(n: Node) -> bool:
-    return n.role == "adapter" or n.op in VIEW_OPS
 
 
 def _special(v: np.ndarray) -> bool:

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any, Callable
 
-from ..graph.ir import Graph
+from ..graph.ir import Graph, Node
 from ..ops.domains import Choice
 from ..ops.registry import registry
 
@@ -209,9 +209,28 @@ def in_pattern(symptom: str, fp: dict[str, Any], small: Graph, node: str, direct
     operator, the pattern kept for the report."""
     # Adapters too: they run in the engine like any operator (a Pad before a Reshape can be the bug).
     ops = tuple(dict.fromkeys(n.op for n in small.nodes))
-    sink = small.node(node).op
+    # Glue (an adapter, a view) carries a block's value: the block names it, as in an unproven
+    # blame, so a Pad after a FusedBatchNorm is the FusedBatchNorm's.
+    sink = small.node(block_producer(small, node)).op
     return RootKey(symptom, (sink,), direction if symptom == Symptom.NAN_INF.value else _shape(fp), True,
                    (*[o for o in ops if o != sink], sink))
+
+
+def block_producer(g: Graph, node: str) -> str:
+    """``node``, or for an adapter (the generator's glue: a Reshape, Slice or Pad fitting one
+    block's output to the next one's input) or a view (a Reshape computes nothing) the block
+    operator whose output it carries.  An unproven blame names what the model was built from,
+    not what the difference passed through: exposing a FusedBatchNorm of a constant as an
+    output makes it right, so its wrong value shows first at the Pad, Slice or Reshape after
+    it (one key each)."""
+    n = g.node(node)
+    while _carrier(n) and n.inputs and n.inputs[0] not in g.inputs:
+        n = g.node(n.inputs[0])
+    return node if _carrier(n) else n.id
+
+
+def _carrier(n: Node) -> bool:
+    return n.role == "adapter" or n.op in VIEW_OPS
 
 
 def pattern_ops(g: Graph) -> tuple[str, ...]:
@@ -363,12 +382,22 @@ class RootCause:
     platforms: list[str] = field(default_factory=list)
     verdict: str = ""
     minimized: bool = False
+    # False: every diagnosis of it was cut short before it settled (see Diagnosed.settled); its
+    # key names an operator nobody confirmed, so it is listed, not filed (it still counts for
+    # the verdict: a regression stays red however far it was diagnosed).
+    settled: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key.id, "symptom": self.key.symptom, "policy": self.policy, "title": self.key.title,
                 "ops": list(self.key.ops), "detail": self.key.detail, "fingerprints": list(self.fingerprints),
                 "canonical": self.canonical, "count": self.count, "platforms": list(self.platforms),
-                "verdict": self.verdict, "minimized": self.minimized, "isolated": self.key.isolated}
+                "verdict": self.verdict, "minimized": self.minimized, "isolated": self.key.isolated,
+                "settled": self.settled}
+
+    @property
+    def filed(self) -> bool:
+        """Whether a report files an issue for it (within its quota)."""
+        return self.policy == "report" and self.settled
 
 
 @dataclass(frozen=True)
@@ -377,6 +406,10 @@ class Diagnosed:
 
     key: RootKey
     size: int
+    # The minimiser finished (the model is 1-minimal) or the blame was confirmed in isolation.
+    # Neither: the time ran out on a large model, and its key is the operator where the
+    # difference showed, as unproven as before diagnosis (a Realdiv after a wrong BatchToSpaceND).
+    settled: bool = True
 
 
 def assemble(failures: list[dict[str, Any]], diagnosed: dict[str, Diagnosed], policy: Callable[[str], str]) -> list[RootCause]:
@@ -403,6 +436,8 @@ def assemble(failures: list[dict[str, Any]], diagnosed: dict[str, Diagnosed], po
             # The smallest model's key names it (one id can hold two symptoms: nondeterministic
             # and wrong-result; the title is the one the canonical bundle shows).
             rc.canonical, rc.minimized, rc.key = f["key"], True, d.key
+    for rc in causes.values():
+        rc.settled = not rc.minimized or any(diagnosed[f].settled for f in rc.fingerprints if f in diagnosed)
     return sorted(causes.values(), key=lambda rc: (-rc.count, rc.key.id))
 
 

@@ -244,8 +244,10 @@ def _root_cause_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[s
         if rc["policy"] == "summary" and rc["symptom"] == "precision":
             tracked.append(_tracked_row(rc))
         fid = _shown(rc, metas)
-        if rc["policy"] != "report" or fid is None:
-            continue  # no bundle: nothing to show (a root cause seen only on the base build)
+        if rc["policy"] != "report" or fid is None or not rc.get("settled", True):
+            # No bundle: nothing to show (a root cause seen only on the base build).  Unsettled:
+            # its title names an operator nobody confirmed; listed until a run settles it.
+            continue
         # The issue counts the root cause's cases, on all its platforms, not the shown bundle's.
         meta = {**metas[fid], "occurrences": rc["count"],
                 "platforms": rc.get("platforms") or metas[fid].get("platforms")}
@@ -426,6 +428,8 @@ def _root_cause_row(rc: dict[str, Any], summary: dict[str, Any], metas: dict[str
     issue = _link(index.get(PRECISION_TRACKING if tracked else rc["key"]))
     if rc["policy"] == "summary" and not issue:
         issue = Markup("summary only")  # by the symptom policy: never filed one by one
+    elif not rc.get("settled", True) and not issue:
+        issue = Markup("not filed: diagnosis cut short")
     verdict = rc.get("verdict", "")
     rows.setdefault(verdict, []).append({
         "title": str(rc.get("title") or meta.get("title") or rc["key"])[:120], "op": ", ".join(rc.get("ops", []))[:40],
