@@ -21,3 +21,12 @@ def fake_engines_path(monkeypatch: pytest.MonkeyPatch) -> None:
 def gbft_cmd() -> list[str]:
     exe = VENV_BIN / "gbft"
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "gbft_action.cli"]
+
+
+def tensorflow_in_process() -> None:
+    """Before a test loads TensorFlow into the pytest process: MNN must not be there (the two
+    abort together).  A failure, not a skip: a test that imports MNN here (rather than in a
+    worker) would otherwise silently turn every later TensorFlow test into a skip."""
+    if any(m == "MNN" or m.startswith(("MNN.", "_mnncengine")) for m in sys.modules):
+        pytest.fail("MNN was imported into the pytest process by an earlier test; engines run in workers")
+

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import sys
 from collections import Counter
 
 import pytest
@@ -33,6 +32,8 @@ from gbft_action.ops.domains import Choice, IntRange
 from gbft_action.ops.shapes import MAX_ELEMS, MAX_RANK, conv_out, same_out, solve_explicit_padding
 from gbft_action.ops.specs import ADAPTERS, SPECS
 from gbft_action.search import RandomSource, case_rng, case_seed
+
+from .conftest import tensorflow_in_process
 
 CORPUS = load_corpus()
 MAX_IN = max(max(b.in_degree) for b in CORPUS.blocks)
@@ -586,8 +587,7 @@ def test_squeeze_matches_tensorflow_semantics_elsewhere():
 def test_generated_models_run_in_tensorflow():
     """1000 random models of 1-30 blocks: >= 99% build and run in TensorFlow and
     every node's tensor has exactly the inferred shape and dtype."""
-    if any(m == "MNN" or m.startswith(("MNN.", "_mnncengine")) for m in sys.modules):
-        pytest.skip("MNN is loaded in this process; TensorFlow and MNN abort together")
+    tensorflow_in_process()
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -631,8 +631,7 @@ def test_generated_models_run_in_tensorflow():
 def test_repro_code_builds_the_graphdef_the_fuzzer_ran():
     """reference/tf_code (the repro's model, a line per operator) and reference/tf_emit (what the
     fuzzer runs) give the same GraphDef, byte for byte, on random graphs of every operator."""
-    if any(m == "MNN" or m.startswith(("MNN.", "_mnncengine")) for m in sys.modules):
-        pytest.skip("MNN is loaded in this process; TensorFlow and MNN abort together")
+    tensorflow_in_process()
     import os
     import zlib
 

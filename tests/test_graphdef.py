@@ -19,7 +19,6 @@ MNN only in an engine worker process: the two abort together in one process.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -31,12 +30,9 @@ from gbft_action.graph.generate import GenOptions
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.search import RandomSource
 
+from .conftest import tensorflow_in_process
+
 CORPUS = load_corpus()
-
-
-def _no_mnn() -> None:
-    if any(m == "MNN" or m.startswith(("MNN.", "_mnncengine")) for m in sys.modules):
-        pytest.skip("MNN is loaded in this process; TensorFlow and MNN abort together")
 
 
 def _tf():  # type: ignore[no-untyped-def]
@@ -76,7 +72,7 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 
 @pytest.mark.slow
 def test_direct_graphdef_is_the_op_layers_and_computes_the_same_bits():
-    _no_mnn()
+    tensorflow_in_process()
     tf = _tf()
     from gbft_action.reference.graphdef import load, lower
     from gbft_action.reference.inputs import draw_inputs
@@ -130,7 +126,7 @@ def test_worker_replies_are_the_same_on_both_paths(tmp_path: Path):
     """The reference worker's build, direct and through the op layer: the same model.pb (as a
     proto), inputs and outputs, as the fuzz loop asks (outputs only: the direct graph wraps
     only what the session feeds and fetches) and as localisation asks (every node's tensor)."""
-    _no_mnn()
+    tensorflow_in_process()
     tf = _tf()
     from gbft_action.reference.worker import ReferenceHandler
     from gbft_action.workers.arrays import unpack
@@ -165,7 +161,7 @@ def test_worker_replies_are_the_same_on_both_paths(tmp_path: Path):
 def test_tflite_copies_are_the_same_on_both_paths(tmp_path: Path):
     """The tflite front end converts the graph the worker built: the same model.tflite bytes
     from the direct GraphDef (imported whole) as from the op layer's graph."""
-    _no_mnn()
+    tensorflow_in_process()
     _tf()
     from gbft_action.reference.worker import ReferenceHandler
 
@@ -183,7 +179,7 @@ def test_tflite_copies_are_the_same_on_both_paths(tmp_path: Path):
 
 @pytest.mark.slow
 def test_every_operator_has_a_lowering():
-    _no_mnn()
+    tensorflow_in_process()
     _tf()
     from gbft_action.ops.specs import SPECS
     from gbft_action.reference.graphdef import LOWERINGS
@@ -195,7 +191,7 @@ def test_every_operator_has_a_lowering():
 
 @pytest.mark.slow
 def test_a_graph_the_table_does_not_lower_takes_the_op_layer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    _no_mnn()
+    tensorflow_in_process()
     _tf()
     from gbft_action.reference import graphdef
     from gbft_action.reference.worker import ReferenceHandler
@@ -212,7 +208,6 @@ def test_a_graph_the_table_does_not_lower_takes_the_op_layer(tmp_path: Path, mon
 def test_mnn_runs_a_direct_model_pb_as_it_runs_the_op_layers(tmp_path: Path):
     """A handful of graphs: MNN converts the directly emitted model.pb and gives the same
     outputs, bit for bit, as from the op layer's (reference and engine in worker processes)."""
-    pytest.importorskip("MNN")
     from gbft_action.workers.arrays import pack, unpack
     from gbft_action.workers.supervisor import Worker, WorkerSpec
 

@@ -121,7 +121,6 @@ def _records(out: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_a_mixed_campaign_judges_both_front_ends_apart_and_resumes(tmp_path):
-    pytest.importorskip("MNN")
     out = tmp_path / "o"
     cfg = FuzzConfig(out=out, engine="mnn", budget=60, max_models=10, seed=2, jobs=2, frontend="tf,onnx",
                      minimize_share=0.0)

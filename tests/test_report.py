@@ -609,9 +609,16 @@ def test_an_unsettled_root_cause_is_listed_not_filed(tmp_path, fake):
     out = make_rc_out(tmp_path, causes, [a, b])
     res = run(out, fake, max_new=5)
     assert [x["root_cause"] for x in res.filed] == [RC1] and res.bugs_filed == 1
+    assert [(x["root_cause"], x["reason"]) for x in res.skipped] == [(RC2, "not filed: diagnosis cut short")]
     assert len(bot_issues(fake)) == 1
     row = next(line for line in (out / "summary.md").read_text().splitlines() if "Sigmoid: wrong results" in line)
     assert "not filed: diagnosis cut short" in row
+    # Filed in an earlier run (settled then): seen again unsettled, its issue is still updated.
+    out2 = make_rc_out(tmp_path / "b", [cause(RC3, "wrong-result", [b])], [b])
+    (issue_b,) = [x["issue"] for x in run(out2, fake, max_new=5).filed]
+    out3 = make_rc_out(tmp_path / "c", [cause(RC3, "wrong-result", [b], isolated=False, settled=False)], [b])
+    res3 = run(out3, fake, max_new=5)
+    assert not res3.filed and [x["issue"] for x in res3.commented] == [issue_b]
 
 
 def test_a_hostile_root_cause_lands_inert(tmp_path, fake):

@@ -17,7 +17,6 @@ import importlib.util
 import json
 import math
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,8 @@ from gbft_action.ops.specs import GUARDS, SPECS
 from gbft_action.reference.inputs import draw_inputs, input_rng
 from gbft_action.search import RandomSource, case_seed
 from gbft_action.search.guided import GuidedSource
+
+from .conftest import tensorflow_in_process
 
 CORPUS = load_corpus()
 NORMAL = GenOptions(special_share=0.0)
@@ -295,8 +296,7 @@ def test_normal_inputs_are_the_uniform_draw_as_before():
 
 @pytest.fixture
 def tf() -> Any:
-    if any(m == "MNN" or m.startswith(("MNN.", "_mnncengine")) for m in sys.modules):
-        pytest.skip("MNN is loaded in this process; TensorFlow and MNN abort together")
+    tensorflow_in_process()
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -282,7 +282,6 @@ def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Bl
     return in_pattern(symptom, fp, small, node, direction)
 
 
-
 def _special(v: np.ndarray) -> bool:
     a = np.asarray(v)
     return a.dtype.kind == "f" and not bool(np.isfinite(a).all())

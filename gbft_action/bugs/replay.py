@@ -21,6 +21,11 @@ from .minimize import minimize
 from .rootcause import local_key
 from .triage import Round, Verdict, confirm
 
+# A call the minimiser starts near its time limit may run this much past it, at least
+# CALL_MIN_S: never a whole stage timeout (30 s of an engine hang) past the campaign's deadline.
+CALL_SLACK_S = 3.0
+CALL_MIN_S = 5.0
+
 SAME, DIFFERENT, PASSES = "same", "different", "passes"
 _scratch = itertools.count(10_000_000)  # case indices for replays: their own tmp dirs
 
@@ -129,15 +134,20 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
     # local key), not merely "some failure"; older bundles without a symptom keep the fingerprint.
     key = local_key(meta["symptom"], meta["fingerprint"], meta.get("direction", "")) if meta.get("symptom") else None
 
+    end = time.monotonic() + time_limit
+
+    def budget() -> float:
+        return max(CALL_MIN_S, end + CALL_SLACK_S - time.monotonic())
+
     def same_bug(h: Graph) -> str | None:
-        res = run_graph(lane, h, time_limit + 30, platforms=where, base=needs_base(target))
+        res = run_graph(lane, h, budget(), platforms=where, base=needs_base(target))
         hit = showing(res, key) if key is not None else matching(res, target)
         return None if hit is None else (hit.node or "-")
 
     small, node, stats = minimize(g, same_bug, time_limit=time_limit, focus=meta.get("node", ""))
     for name in ("minimized.pb", "minimized-inputs.npz", "minimized-expected.npz"):
         (bundle / name).unlink(missing_ok=True)
-    run_graph(lane, small, time_limit + 30, platforms=where, keep=bundle)  # its model and data, for the repro
+    run_graph(lane, small, budget(), platforms=where, keep=bundle)  # its model and data, for the repro
     book.add_minimized(fid, small, node if node and node != "-" else "", stats)
     if not check_flaky:
         return stats

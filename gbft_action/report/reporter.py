@@ -32,6 +32,7 @@ PRECISION_TRACKING = "gbft-precision-tracking"  # the tracker key of the one pre
 # Failures of the base build only: the build under test passes, so there is nothing to file.
 FIXED_VERDICTS = ("fixed", "flaky-fixed")
 MERGED_ROWS = 100  # fingerprints listed in a root cause's issue (all of them are in its markers)
+UNSETTLED = "not filed: diagnosis cut short"
 TRACKED_ROWS = 200  # root causes kept in the tracking issue's table, most recently seen first
 
 
@@ -244,10 +245,8 @@ def _root_cause_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[s
         if rc["policy"] == "summary" and rc["symptom"] == "precision":
             tracked.append(_tracked_row(rc))
         fid = _shown(rc, metas)
-        if rc["policy"] != "report" or fid is None or not rc.get("settled", True):
-            # No bundle: nothing to show (a root cause seen only on the base build).  Unsettled:
-            # its title names an operator nobody confirmed; listed until a run settles it.
-            continue
+        if rc["policy"] != "report" or fid is None:
+            continue  # no bundle: nothing to show (a root cause seen only on the base build)
         # The issue counts the root cause's cases, on all its platforms, not the shown bundle's.
         meta = {**metas[fid], "occurrences": rc["count"],
                 "platforms": rc.get("platforms") or metas[fid].get("platforms")}
@@ -317,6 +316,11 @@ class _Run:
         return None
 
     def _file(self, bug: _Bug) -> None:
+        # Unsettled: its title names an operator nobody confirmed; listed until a run settles it
+        # (an issue already filed for it is still updated: the bug was seen again).
+        if bug.rc is not None and not bug.rc.get("settled", True):
+            self.res.skipped.append({**bug.entry, "reason": UNSETTLED})
+            return
         # The quota counts bugs (root causes); the one tracking issue is not one.
         if bug.tracked is None and self.new_filed >= self.cfg.max_new_issues:
             self.res.skipped.append({**bug.entry, "reason": "not filed: quota"})
@@ -429,7 +433,7 @@ def _root_cause_row(rc: dict[str, Any], summary: dict[str, Any], metas: dict[str
     if rc["policy"] == "summary" and not issue:
         issue = Markup("summary only")  # by the symptom policy: never filed one by one
     elif not rc.get("settled", True) and not issue:
-        issue = Markup("not filed: diagnosis cut short")
+        issue = Markup(UNSETTLED)
     verdict = rc.get("verdict", "")
     rows.setdefault(verdict, []).append({
         "title": str(rc.get("title") or meta.get("title") or rc["key"])[:120], "op": ", ".join(rc.get("ops", []))[:40],
