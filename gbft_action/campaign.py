@@ -112,6 +112,7 @@ class FuzzConfig:
     # The model format the engine converts (frontends.FRONTENDS), or a comma list of them: a
     # mixed campaign (search.mixed), case i going to the i mod k-th.
     frontend: str = "tf"
+    shard: tuple[int, int] = (1, 1)  # (I, N): this run is part I of N of one campaign (search.case_seed)
 
     def corpora(self) -> dict[str, str]:
         """Each front end's corpus file.  ``corpus`` names one front end's blocks, so with
@@ -122,7 +123,6 @@ class FuzzConfig:
                              f"mixes {self.frontend} (each uses its default corpus; run one front end to "
                              f"use your own)")
         return {fe.name: self.corpus or str(fe.default_corpus) for fe in fes}
-    shard: tuple[int, int] = (1, 1)  # (I, N): this run is part I of N of one campaign (search.case_seed)
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resumed campaign to be the same campaign."""

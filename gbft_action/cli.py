@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .corpus import CorpusError, load_corpus
-from .frontends import FRONTENDS, Frontend, frontend_of, parse_frontends
+from .frontends import FRONTENDS, Frontend, corpus_file, frontend_of, parse_frontends
 from .statefile import corrupt, read_state
 from .oracle import Tolerance
 
@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--blocks", type=parse_range, default=(1, 30), help="blocks per model, MIN-MAX")
     f.add_argument("--graph", choices=["ws", "rn", "both"], default="both")
     f.add_argument("--out", type=Path, default=Path("gbft-out"))
-    f.add_argument("--jobs", type=positive(int), default=2, help="parallel lanes (reference + engine worker); with several front ends at least one each")
+    f.add_argument("--jobs", type=positive(int), default=2,
+                   help="parallel lanes (reference + engine worker); with several front ends at least one each")
     f.add_argument("--frontend", type=_frontends, default=parse_frontends("tf"),
                    help=f"the model format the engine converts: {' | '.join(FRONTENDS)} (default tf), or a "
                         "comma list (tf,onnx) to mix them in one campaign, each with its own corpus and coverage")
@@ -233,7 +234,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     cfg = FuzzConfig(out=out, engine=args.engine, budget=args.budget, max_models=args.max_models, seed=args.seed,
                      blocks=args.blocks, graph=args.graph, jobs=args.jobs,
-                     corpus=_corpus(args), frontend=",".join(fe.name for fe in args.frontend),
+                     corpus=corpus_file(args.frontend, args.corpus),
+                     frontend=",".join(fe.name for fe in args.frontend),
                      timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
                      tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
                      chooser=args.chooser, mutations=args.mutations == "on", state=args.state,
@@ -272,14 +274,6 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
               f"summary.json covers the {summary['models']} models judged", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
-
-
-def _corpus(args: argparse.Namespace) -> str:
-    """The corpus file of one front end (as recorded before mixing); "" for a mixed campaign,
-    whose front ends each take their default (FuzzConfig.corpora rejects --corpus there)."""
-    if args.corpus or len(args.frontend) > 1:
-        return args.corpus
-    return str(args.frontend[0].default_corpus)
 
 
 def _builds(args: argparse.Namespace, out: Path) -> tuple[Any, Any]:

@@ -61,6 +61,14 @@ def parse_frontends(text: str) -> tuple[Frontend, ...]:
     return tuple(parse_frontend(n) for n in names)
 
 
+def corpus_file(frontends: tuple[Frontend, ...], corpus: str) -> str:
+    """The corpus a campaign records: the one given, else its one front end's default; "" for
+    a mixed campaign without one (each front end takes its own default)."""
+    if corpus or len(frontends) > 1:
+        return corpus
+    return str(frontends[0].default_corpus)
+
+
 def frontend_of(fingerprint: dict[str, object]) -> Frontend:
     """The front end a bundle's fingerprint was found through (replays use the same one)."""
     return parse_frontend(str(fingerprint.get("frontend") or "tf"))

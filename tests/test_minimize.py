@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import random
 
+from gbft_action.bugs.bundle import BugBook
+from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.bugs.minimize import GRAPH_INPUT, Program, Shrinker, Step, minimize, remove_steps
 from gbft_action.corpus import load_corpus
+from gbft_action.bugs.replay import CALL_MIN_S, CALL_SLACK_S, minimize_bug
 from gbft_action.graph.generate import GenOptions, generate
+from gbft_action.oracle import Status
+from gbft_action.pipeline import CaseResult
 
 CORPUS = load_corpus()
 
@@ -83,3 +89,34 @@ def test_remove_steps_reconnects_consumers():
              Step("Add", (1, 0), "{}", "Add"))
     p = remove_steps(Program((1, 2, 2, 1), steps, 0), {1})
     assert [s.op for s in p.steps] == ["Relu", "Add"] and p.steps[1].inputs == (0, 0)
+
+
+class _ClockLane:
+    """A lane that only records the budget of each call it is given (every model passes): what
+    the minimiser of a live bundle asks of the engine, without one."""
+
+    def __init__(self) -> None:
+        self.budgets: list[float] = []
+        self.platforms: dict[str, object] = {}
+
+    def run(self, index, g, budget, platforms=None, base=False, inputs=None):  # noqa: ANN001
+        self.budgets.append(budget)
+        return CaseResult(index, g, Status.DCP)
+
+
+def test_a_bundles_minimiser_never_gives_a_call_more_than_its_time_left(tmp_path):
+    """A candidate that hangs the engine costs its call's budget: the budget must end near the
+    minimiser's own limit (plus a little slack), never a stage timeout past it, or a diagnosis
+    started near the campaign's deadline overruns it by that timeout."""
+    g = big_graph(5, 8)
+    fp = Fingerprint("compare", "DCF", "mismatch", "values", g.block_nodes()[-1].op)
+    d = tmp_path / "bugs" / fp.id
+    d.mkdir(parents=True)
+    (d / "graph.json").write_text(g.to_json())
+    (d / "meta.json").write_text(json.dumps({
+        "id": fp.id, "fingerprint": fp.to_json(), "symptom": "wrong-result", "node": g.block_nodes()[-1].id,
+        "title": fp.title, "status": "DCF", "engine": {"engine": "mnn", "version": "3.6.1"},
+        "tolerance": {"rtol": 1e-3, "atol": 1e-5, "min_ratio": 0.999}, "tool_version": "0.1.0"}))
+    lane = _ClockLane()
+    minimize_bug(lane, BugBook(tmp_path), fp.id, 1.0, check_flaky=False)  # type: ignore[arg-type]
+    assert lane.budgets and max(lane.budgets) <= max(CALL_MIN_S, 1.0 + CALL_SLACK_S)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..bugs.policy import parse_policy
 from ..engines.registry import ENGINES as _REGISTRY
-from ..frontends import parse_frontends
+from ..frontends import corpus_file, parse_frontends
 from ..search import ShardError, parse_shard
 
 ENGINES = tuple(_REGISTRY)  # every registered engine (module:Class adapters are for tests)
@@ -99,10 +99,7 @@ class ActionConfig:
     @property
     def corpus_file(self) -> str:
         """The input's corpus, else one front end's default; "" when mixed (each its own)."""
-        if self.corpus:
-            return str(self.path(self.corpus))
-        fes = parse_frontends(self.frontend)
-        return str(fes[0].default_corpus) if len(fes) == 1 else ""
+        return corpus_file(parse_frontends(self.frontend), str(self.path(self.corpus)) if self.corpus else "")
 
     @property
     def budget(self) -> float:
