@@ -3,10 +3,14 @@
     .venv/bin/python bench/throughput.py [--budget 30] [--blocks 10-10] [--jobs 2] [--base-build installed|PATH]
                                          [--frontend tf|tflite|onnx|tf,onnx] [--engine mnn|onnxruntime]
 
-Runs one campaign and splits wall time into the reference (TensorFlow, or ONNX Runtime
-for ``--frontend onnx``; the reference worker),
-the engine (convert + infer) and the harness (everything else: generation,
-judging, IPC, recording).  Shares are of lane time (summed over lanes).  With
+Runs one campaign and splits lane time (wall time summed over lanes) into waiting for
+the reference workers (TensorFlow, or ONNX Runtime for ``--frontend onnx``, and the
+second reference of failing TensorFlow cases), for the engine workers (convert, infer,
+probes of failing cases, reruns), for worker start-up (the first start and restarts
+after crashes), and the harness: everything else (generation, judging, IPC, recording).
+Every worker call is counted (``Campaign.worker_time``), each op listed.  It also prints
+the CPU seconds of the harness process and of the workers: on a machine whose cores are
+all busy, CPU, not waiting, decides the rate.  With
 ``--base-build`` every model also runs on a base build (``installed``: the MNN
 the tool runs with; or a wheel or a folder holding one), as a pull-request
 verdict does; its convert + infer time is counted as engine time too.
@@ -15,7 +19,7 @@ verdict does; its convert + infer time is counted as engine time too.
 from __future__ import annotations
 
 import argparse
-import json
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -47,29 +51,50 @@ def main() -> None:
         cfg = FuzzConfig(out=Path(d) / "o", engine=a.engine, budget=a.budget, seed=a.seed, blocks=a.blocks,
                          jobs=a.jobs, base=base, minimize_share=a.minimize_share,
                          frontend=",".join(fe.name for fe in a.frontend))
+        cpu0 = _cpu()
         t0 = time.monotonic()
-        s = Campaign(cfg).run()
+        campaign = Campaign(cfg)
+        s = campaign.run()
         wall = time.monotonic() - t0
-        recs = [json.loads(x) for x in (Path(d) / "o" / "cases.jsonl").read_text().splitlines()]
-    ref = sum(r["timings"].get("reference", 0) for r in recs)
-    eng = sum(x["timings"].get("convert", 0) + x["timings"].get("infer", 0)
-              for r in recs for x in (r, r.get("base", {"timings": {}})))
-    tfl = sum(r["timings"].get("tflite", 0) for r in recs)  # TFLite copies of first-of-a-kind failures
-    cross = sum(r["timings"].get("crosscheck", 0) for r in recs)  # ONNX Runtime on failing TF cases
-    ref += tfl + cross
-    lane_time = wall * a.jobs
+        cpu = [b - a for a, b in zip(cpu0, _cpu())]
+        waited = campaign.worker_time()
+    lane_time = wall * max(a.jobs, 1)
     print(f"engine {a.engine}, front end {','.join(fe.name for fe in a.frontend)}, "
           f"blocks {a.blocks[0]}-{a.blocks[1]}, jobs {a.jobs}, budget {a.budget:.0f} s, wall {wall:.1f} s, "
           f"base build: {a.base_build or 'none'}, minimize share {a.minimize_share}")
     print(f"models {s['models']}, models/s {s['models'] / wall:.1f} (wall, including worker start-up)")
-    print(f"time share of lane time: reference {100 * ref / lane_time:.1f}%, engine {100 * eng / lane_time:.1f}%, "
-          f"harness {100 * (lane_time - ref - eng) / lane_time:.1f}%")
-    print(f"of which TFLite conversion of {sum(1 for r in recs if 'tflite' in r['timings'])} failing models: "
-          f"{100 * tfl / lane_time:.1f}%; ONNX Runtime cross-checks of failing TF cases: {100 * cross / lane_time:.1f}%")
-    print(f"per model: reference {1000 * ref / len(recs):.1f} ms, engine {1000 * eng / len(recs):.1f} ms")
+    print(_shares(waited, lane_time, s["models"]))
+    for kind, ops in waited.items():
+        for op, (n, sec) in sorted(ops.items(), key=lambda kv: -kv[1][1]):
+            print(f"  {kind} {op}: {n} calls, {sec:.2f} s ({100 * sec / lane_time:.1f}% of lane time), "
+                  f"{1000 * sec / max(n, 1):.1f} ms each")
+    print(f"CPU: harness process {cpu[0]:.1f} s ({1000 * cpu[0] / max(s['models'], 1):.1f} ms a model), "
+          f"workers {cpu[1]:.1f} s ({1000 * cpu[1] / max(s['models'], 1):.1f} ms a model); "
+          f"{(cpu[0] + cpu[1]) / wall:.2f} of the machine's cores busy on average")
     print(f"by status: {s['by_status']}")
     if s.get("triage"):
         print(f"verdicts: {s['triage']['counts']}")
+
+
+def _shares(waited: dict[str, dict[str, tuple[int, float]]], lane_time: float, models: int) -> str:
+    """Lane time split into waiting for the reference(s), the engine build(s), worker start-up,
+    and the harness (the rest: generation, judging, IPC, recording, bundles)."""
+    def total(kinds: tuple[str, ...], start: bool) -> float:
+        return sum(sec for k in kinds for op, (_, sec) in waited.get(k, {}).items() if (op == "start") == start)
+    ref = total(("reference", "second reference"), False)
+    eng = total(("engine", "base build"), False)
+    start = sum(total((k,), True) for k in waited)
+    harness = lane_time - ref - eng - start
+    pct = lambda x: f"{100 * x / lane_time:.1f}%"  # noqa: E731
+    return (f"time share of lane time: reference {pct(ref)}, engine {pct(eng)}, worker start-up {pct(start)}, "
+            f"harness {pct(harness)}\nper model: reference {1000 * ref / max(models, 1):.1f} ms, "
+            f"engine {1000 * eng / max(models, 1):.1f} ms, harness {1000 * harness / max(models, 1):.1f} ms")
+
+
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process and of its reaped workers."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
 if __name__ == "__main__":

@@ -184,7 +184,6 @@ class Campaign:
         self.records: list[dict[str, Any]] = []
         self.engine_info: dict[str, Any] = {}
         self._pending: deque[tuple[int, Graph, dict[str, Any]]] = deque()  # results owed to the generator
-        self._tflite_keys: set[str] = set()
         self._keys_lock = threading.Lock()
         self._stop = threading.Event()
         self._hard_stop = False
@@ -266,6 +265,19 @@ class Campaign:
             # From a thread of its own: this may run in a signal handler, on the main
             # thread, while that thread is inside a worker's start (which close waits for).
             threading.Thread(target=self._close_lanes, name="gbft-cancel", daemon=True).start()
+
+    def worker_time(self) -> dict[str, dict[str, tuple[int, float]]]:
+        """Calls and wall seconds the lanes waited for their workers, by worker kind and op
+        ("start": spawning a worker up to its hello): where the time went (bench/throughput.py)."""
+        out: dict[str, dict[str, tuple[int, float]]] = {}
+        for lane in self._lanes:
+            for kind, workers in lane.workers().items():
+                ops = out.setdefault(kind, {})
+                for w in workers:
+                    for op, sec in w.spent.items():
+                        n, t = ops.get(op, (0, 0.0))
+                        ops[op] = (n + w.calls[op], t + sec)
+        return out
 
     def _close_lanes(self) -> None:
         for lane in list(self._lanes):
@@ -365,7 +377,7 @@ class Campaign:
     def _start_lanes(self, deadline: float) -> list[Lane]:
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
                           self.cfg.engine_mem_mb, engine_python=self.cfg.engine_python,
-                          engine_env=dict(self.cfg.engine_env), want_tflite=self._first_of_its_kind,
+                          engine_env=dict(self.cfg.engine_env),
                           platforms=self.platforms, base=self.cfg.base, frontend=self.frontend)
         # A lane serves one front end (its reference worker judges that format): a mixed run
         # deals its lanes out among the front ends, at least one each.
@@ -502,17 +514,6 @@ class Campaign:
         model = Graph.from_json((self.cfg.out / case / "graph.json").read_text())
         return confirm_bug(lane, model, Fingerprint.from_json(bv.fingerprint), bv.verdict, until,
                            triage.rounds_needed(bv, self.cfg.confirm_rounds), self._rounds)
-
-    def _first_of_its_kind(self, res: CaseResult) -> bool:
-        """True for the first failure with its fingerprint (lanes call this from their threads)."""
-        if res.fingerprint is None:
-            return False
-        key = res.fingerprint.id
-        with self._keys_lock:
-            if key in self._tflite_keys:
-                return False
-            self._tflite_keys.add(key)
-            return True
 
     # -- loop -----------------------------------------------------------------------
     def _loop(self, lanes: list[Lane], deadline: Callable[[], float], hard_deadline: float) -> None:

@@ -110,9 +110,6 @@ class LaneConfig:
     platforms: tuple[Platform, ...] = ()  # where engine workers run; () = natively, as "the host"
     base: EngineBuild | None = None  # the base build, run beside the first platform
     frontend: Frontend = DEFAULT_FRONTEND  # the model format converted and the reference that judges it
-    # Asked once per engine failure: write model.tflite too?  (TFLite conversion
-    # costs ~0.25 s, so the campaign asks for it once per distinct failure.)
-    want_tflite: Callable[[CaseResult], bool] = lambda res: False
     # A wrong result on a TensorFlow graph is asked of ONNX Runtime too (Lane._cross_reference).
     cross_reference: bool = True
 
@@ -179,6 +176,11 @@ class Lane:
             raise FrontendError(f"engine {self.eng.hello.get('engine')!r} does not read {fe.name} models "
                              f"(it reads: {', '.join(formats)})")
         return self.eng.hello
+
+    def workers(self) -> dict[str, list[Worker]]:
+        """The lane's workers by what they do: reference, second reference, engine, base build."""
+        return {"reference": [self.ref], "second reference": [self.second_ref] if self.second_ref else [],
+                "engine": list(self.engs.values()), "base build": [self.base] if self.base else []}
 
     def hellos(self) -> dict[str, dict[str, Any]]:
         return {name: w.hello for name, w in self.engs.items()}
@@ -253,7 +255,6 @@ class Lane:
             if res.base is not None:
                 v = case_verdict(res.fingerprint, res.base.fingerprint)
                 res.verdict = v.value if v is not None else ""
-            self._maybe_tflite(res, left())
         except _Aborted:
             res.aborted = True
         if self.closed:  # what the workers said after close() is not about the model
@@ -375,16 +376,14 @@ class Lane:
         r.op, r.mismatch, r.direction = r.graph.node(d.name).op, mismatch_kind(d), special_direction(d)
         r.message = f"{r.node} ({r.op}) {what}: {d.reason}"
 
-    def _maybe_tflite(self, res: CaseResult, left: float) -> None:
-        """Also save the model as TFLite (for the engine's other converter path)."""
-        # One file serves every platform's failure: asked for each, so each fingerprint counts as seen.
-        wanted = [r for r in res.per_platform() if r.status in ENGINE_FAILURES and self.cfg.want_tflite(r)]
-        if not wanted or left <= 1 or self.cfg.frontend.format != "pb":
-            return
-        r = self.ref.call({"op": "tflite", "graph": res.graph.to_json(), "dir": str(res.workdir)}, min(20.0, left))
-        res.timings["tflite"] = r.elapsed
-        if r.kind != "ok":
-            res.notes.append(f"TFLite conversion failed: {r.reply.get('error') or r.crash_summary}")
+    def tflite_copy(self, g: Graph, folder: Path, name: str, left: float) -> str:
+        """Save g as a TFLite model ``folder/name`` too, for the engine's other converter path
+        ("" when written, else why not).  Only for a model worth it (a bundle's minimised one):
+        TFLite conversion costs 70 ms or more, several models' worth of the loop."""
+        if self.cfg.frontend.format != "pb" or left <= 1:
+            return "not a TensorFlow GraphDef" if self.cfg.frontend.format != "pb" else "no time left"
+        r = self.ref.call({"op": "tflite", "graph": g.to_json(), "dir": str(folder), "name": name}, min(20.0, left))
+        return "" if r.kind == "ok" else f"TFLite conversion failed: {r.reply.get('error') or r.crash_summary}"
 
     # -- judging ------------------------------------------------------------------
     def _reference_failure(self, res: CaseResult, r: CallResult) -> None:

@@ -43,8 +43,10 @@ def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False,
     """Run one model (on the base build too with ``base``); ``fresh`` restarts the engine
     workers first, so that heap damage left by earlier models (MNN has heap-corruption
     bugs) cannot change the verdict.  ``keep`` (a bundle) keeps the frozen model and
-    TensorFlow's inputs and outputs as minimized.pb and minimized-*.npz.  ``inputs`` replaces
-    the drawn input data."""
+    TensorFlow's inputs and outputs as minimized.pb and minimized-*.npz, and the model as
+    minimized.tflite (the engine's other converter path).  ``inputs`` replaces the drawn
+    input data."""
+    t0 = time.monotonic()
     if fresh:
         lane.restart_engines()
     res = lane.run(next(_scratch), g, budget, platforms, base=base, inputs=inputs)
@@ -53,6 +55,7 @@ def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False,
             shutil.copy2(res.workdir / "model.pb", keep / "minimized.pb")
             for kind in ("inputs", "expected"):
                 np.savez(keep / f"minimized-{kind}.npz", **res.arrays[kind])
+            lane.tflite_copy(g, keep, "minimized.tflite", budget - (time.monotonic() - t0))
         shutil.rmtree(res.workdir, ignore_errors=True)
     return res
 
@@ -145,7 +148,7 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
         return None if hit is None else (hit.node or "-")
 
     small, node, stats = minimize(g, same_bug, time_limit=time_limit, focus=meta.get("node", ""))
-    for name in ("minimized.pb", "minimized-inputs.npz", "minimized-expected.npz"):
+    for name in ("minimized.pb", "minimized-inputs.npz", "minimized-expected.npz", "minimized.tflite"):
         (bundle / name).unlink(missing_ok=True)
     run_graph(lane, small, budget(), platforms=where, keep=bundle)  # its model and data, for the repro
     book.add_minimized(fid, small, node if node and node != "-" else "", stats)

@@ -4,7 +4,7 @@
 drawn from U[-1, 1] (with special values in a "special" graph; ``reference.inputs``),
 expected outputs.  A model TensorFlow rejects (shape or argument errors) is
 ``invalid`` (status GEN); any other TensorFlow failure is ``reference`` (status
-REF).  ``tflite``: also write ``model.tflite``.
+REF).  ``tflite``: write the model as TFLite (``model.tflite``, or the ``name`` given).
 
 The GraphDef comes straight from the IR (``reference.graphdef``: NodeDefs from a
 table, then imported into a fresh graph for the session); a graph with an
@@ -91,7 +91,7 @@ class ReferenceHandler:
     def tflite(self, msg: dict[str, Any]) -> dict[str, Any]:
         g = Graph.from_json(msg["graph"])
         tg, names, _, _ = materialise(g, msg.get("direct", DIRECT))
-        return {"ok": True, "path": str(_write_tflite(tg, names, g, Path(msg["dir"])))}
+        return {"ok": True, "path": str(_write_tflite(tg, names, g, Path(msg["dir"]), msg.get("name", "model.tflite")))}
 
 
 def materialise(g: Graph, direct: bool = True, used: list[str] | None = None,
@@ -113,12 +113,12 @@ def materialise(g: Graph, direct: bool = True, used: list[str] | None = None,
     return tg, names, gd.SerializeToString(), "direct"
 
 
-def _write_tflite(tg: Any, names: dict[str, str], g: Graph, outdir: Path) -> Path:
+def _write_tflite(tg: Any, names: dict[str, str], g: Graph, outdir: Path, name: str = "model.tflite") -> Path:
     with tf1.Session(graph=tg, config=session_config()) as s:
         ins = [tg.get_tensor_by_name(names[k]) for k in sorted(g.inputs)]
         outs = [tg.get_tensor_by_name(names[o]) for o in g.outputs]
         data = tf1.lite.TFLiteConverter.from_session(s, ins, outs).convert()
-    path = outdir / "model.tflite"
+    path = outdir / name
     path.write_bytes(data)
     return path
 

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -82,14 +83,20 @@ class Worker:
         self.closed = False  # closed for good (a cancelled run): no restarts
         self._lock = threading.Lock()  # a process is started, or closed, not both at once
         self._swap = threading.Lock()  # one thread takes the process to stop it, not two
+        # Wall seconds waited for this worker, by op ("start": spawning it up to its hello), and
+        # how many calls: where a lane's time goes (bench/throughput.py).
+        self.spent: Counter[str] = Counter()
+        self.calls: Counter[str] = Counter()
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> dict[str, Any]:
+        t0 = time.monotonic()
         with self._lock:
             if self.closed:
                 raise WorkerClosed(f"{self.spec.role} worker closed")
             self._spawn()
         res = self.call({"op": "hello"}, timeout)
+        self._count("start", time.monotonic() - t0)
         if res.kind != "ok":
             if self.closed:
                 raise WorkerClosed(f"{self.spec.role} worker closed while starting")
@@ -173,6 +180,13 @@ class Worker:
             return CallResult("crash", log="worker closed", exit_code=-9)
         off = self._size()
         t0 = time.monotonic()
+        res = self._exchange(proc, conn, msg, timeout, off, t0)
+        if msg.get("op") != "hello":  # a hello is counted with the start that asked it
+            self._count(str(msg.get("op")), res.elapsed)
+        return res
+
+    def _exchange(self, proc: subprocess.Popen[bytes], conn: _DuplexConn, msg: dict[str, Any], timeout: float,
+                  off: int, t0: float) -> CallResult:
         try:
             conn.send(msg)
             if not conn.poll(timeout):
@@ -183,6 +197,10 @@ class Worker:
             return self._died(proc, off, t0)
         kind = "ok" if reply.get("ok") else "error"
         return CallResult(kind, reply, self._read(off), elapsed=time.monotonic() - t0)
+
+    def _count(self, op: str, seconds: float) -> None:
+        self.spent[op] += seconds
+        self.calls[op] += 1
 
     def _died(self, proc: subprocess.Popen[bytes], off: int, t0: float) -> CallResult:
         try:
