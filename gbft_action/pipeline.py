@@ -152,9 +152,12 @@ class Lane:
         self.history: deque[int] = deque(maxlen=8)
 
     def _engine_worker(self, p: Platform, build: EngineBuild, log: Path) -> Worker:
-        spec = WorkerSpec("engine", resolve(build.engine), prefix=p.prefix or self.cfg.engine_prefix,
+        prefix = p.prefix or self.cfg.engine_prefix
+        # Forked from a fork server natively (a crash's restart costs a fork, not the engine's
+        # import); under a prefix (chroot, qemu) each worker is started whole, as before.
+        spec = WorkerSpec("engine", resolve(build.engine), prefix=prefix,
                           mem_mb=self.cfg.engine_mem_mb if p.mem_limit else 0, env=dict(build.env),
-                          cwd=str(self.cfg.workdir), pythonpath=p.pythonpath)
+                          cwd=str(self.cfg.workdir), pythonpath=p.pythonpath, fork_server=not prefix)
         spec.python = p.python or build.python or spec.python
         return Worker(spec, log)
 
@@ -197,7 +200,8 @@ class Lane:
 
     def restart_engines(self) -> None:
         """Fresh engine workers (no heap damage carried over), started side by side."""
-        self.stop_engines()
+        for w in self._engines():
+            w.recycle()
         self.history.clear()
         workers = self._engines()
         threads = [threading.Thread(target=_quietly(w.ensure), daemon=True) for w in workers]

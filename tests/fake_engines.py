@@ -182,14 +182,15 @@ class ExitWithoutOutputs(MNNEngine):
 
 
 class HangOnRestart(MNNEngine):
-    """Crashes in its first conversion; every later start-up (the restart) hangs."""
+    """Crashes in its first conversion; every later start-up (the restart's hello: a worker
+    forked from the fork server builds nothing, it only says hello) hangs."""
 
-    def __init__(self) -> None:
+    def version(self) -> str:
         marker = Path(os.environ["GBFT_FAKE_MARKER"])
         if marker.exists():
             time.sleep(3600)
         marker.write_text("started once")
-        super().__init__()
+        return super().version()
 
     def convert(self, model, fmt, workdir):
         os.kill(os.getpid(), signal.SIGSEGV)
@@ -218,3 +219,17 @@ class OnnxRuntimeSays(MNNEngine):
         vals = make_session(model.SerializeToString()).run(outputs, {k: np.asarray(v) for k, v in inputs.items()})
         shift = 1.0 if g.values == "normal" else 0.0
         return {k: v + np.asarray(shift, v.dtype) for k, v in zip(outputs, vals)}
+
+
+class HangOnImport(MNNEngine):
+    """Its start-up (building the adapter, i.e. the engine's import) never ends."""
+
+    def __init__(self) -> None:
+        time.sleep(3600)
+
+
+class DieOnImport(MNNEngine):
+    """Its start-up (the engine's import) dies of SIGSEGV."""
+
+    def __init__(self) -> None:
+        os.kill(os.getpid(), signal.SIGSEGV)

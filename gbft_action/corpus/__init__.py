@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -43,16 +44,27 @@ class Block:
     def is_subgraph(self) -> bool:
         return len(self.ops) > 1
 
-    @property
+    # Cached: generation scores every block of the corpus at every node of every attempt.
+    @cached_property
     def entries(self) -> tuple[int, ...]:
         """Inner ops with no inner in-edge: they take the block's external inputs."""
         fed = {d for _, d in self.inner_edges}
         return tuple(i for i in range(len(self.ops)) if i not in fed)
 
-    @property
+    @cached_property
     def exit(self) -> int:
         srcs = {s for s, _ in self.inner_edges}
         return [i for i in range(len(self.ops)) if i not in srcs][0]
+
+    @cached_property
+    def head(self) -> str:
+        """The operator of its first entry."""
+        return self.ops[self.entries[0]]
+
+    @cached_property
+    def tail(self) -> str:
+        """The operator of its exit."""
+        return self.ops[self.exit]
 
     def inner_preds(self, i: int) -> list[int]:
         return [s for s, d in self.inner_edges if d == i]
@@ -80,6 +92,10 @@ class Corpus:
             if b.name == name:
                 return b
         raise KeyError(name)
+
+    def candidates(self, d_in: int, d_out: int) -> list[Block]:
+        """The blocks that take in-degree d_in and out-degree d_out, in corpus order."""
+        return [b for b in self.blocks if d_in in b.in_degree and d_out in b.out_degree]
 
     @property
     def op_types(self) -> list[str]:

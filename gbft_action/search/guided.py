@@ -137,34 +137,43 @@ class GuidedSource:
 
     def _assign(self, rng: random.Random, sk: Skeleton, chosen: list[Block]) -> None:
         sk.blocks = []
+        by_name = {b.name: b for b in self.corpus.blocks}
+        on_path = {b.name for b in chosen}
+        cov = self.coverage
+        # What coverage lacks, once per attempt (it changes only with feedback, between attempts).
+        ops = {op for b in self.corpus.blocks for op in b.ops}
+        new_type = {op for op in ops if not cov.seen("OTC", op, 1)}
+        open_spc = {op for op in ops if cov.size("SPC", op) < cov.n_maxspc}
         for j in range(sk.n):
             d_in, d_out = max(1, len(sk.preds(j))), sk.out_degree(j)
-            cands = [b for b in self.corpus.blocks if d_in in b.in_degree and d_out in b.out_degree]
+            cands = self.corpus.candidates(d_in, d_out)
             if not cands:
                 raise GenError(f"no block takes in-degree {d_in} and out-degree {d_out}")
             if self.mcts is None:
                 sk.blocks.append(rng.choice(cands).name)
                 continue
-            preds = [self.corpus.block(sk.blocks[p]) for p in sk.preds(j)]
-            on_path = {b.name for b in chosen}
+            preds = [by_name[sk.blocks[p]] for p in sk.preds(j)]
+            fresh = new_type - set(sk.blocks)
             # The MCTS path breaks ties: coverage first, then the tree's choice.
-            scored = [(self._score(b, d_in, d_out, preds, sk.blocks) + (0.5 if b.name in on_path else 0), b)
+            scored = [(self._score(b, d_in, d_out, preds, fresh, open_spc) + (0.5 if b.name in on_path else 0), b)
                       for b in cands]
             best = max(s for s, _ in scored)
             top = [b for s, b in scored if s == best]
             sk.blocks.append(rng.choice(top).name)
 
-    def _score(self, b: Block, d_in: int, d_out: int, preds: list[Block], placed: list[str]) -> float:
-        """New coverage this block would bring at this node: types, degrees, edges from its predecessors."""
+    def _score(self, b: Block, d_in: int, d_out: int, preds: list[Block], fresh: set[str],
+               open_spc: set[str]) -> float:
+        """New coverage this block would bring at this node: types (``fresh``: not yet covered nor
+        placed in this model), degrees, edges from its predecessors."""
         cov = self.coverage
-        head, tail = b.ops[b.entries[0]], b.ops[b.exit]
-        s = sum(2 for op in set(b.ops) if not cov.seen("OTC", op, 1) and op not in placed)
+        head, tail = b.head, b.tail
+        s = 2 * len(fresh.intersection(b.ops))
         # A subgraph's entry operators take one external input each.
         s += 0 if cov.seen("IDC", head, 1 if b.is_subgraph else d_in) else 1
         s += 0 if cov.seen("ODC", tail, d_out) else 1
-        s += sum(0 if cov.seen("SEC", p.ops[p.exit], head) else 1 for p in preds)
+        s += sum(0 if cov.seen("SEC", p.tail, head) else 1 for p in preds)
         # Between equals, prefer operators still under n_maxspc shape/parameter vectors.
-        s += 0.5 * sum(cov.size("SPC", op) < cov.n_maxspc for op in b.ops) / len(b.ops)
+        s += 0.5 * sum(op in open_spc for op in b.ops) / len(b.ops)
         return s
 
     def _structural_gain(self, g: Graph) -> float:

@@ -3,6 +3,10 @@
 Runs one handler (the TensorFlow reference, or an engine adapter) in a loop over
 the pipe the supervisor gave it.  Python exceptions become error replies; native
 crashes kill the process, and the supervisor reports them.
+
+With ``--zygote-fd`` it is a fork server instead (``workers.zygote``): it builds the
+handler once, on the first ``fork`` request, and forks a worker for each request, which
+serves the pipe ends passed with it.  Its children are the workers; it runs no model.
 """
 
 from __future__ import annotations
@@ -10,9 +14,11 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib
+import json
 import os
 import platform
 import resource
+import socket
 import sys
 import threading
 import time
@@ -45,17 +51,26 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--role", required=True)
     ap.add_argument("--target", default="")
-    ap.add_argument("--rfd", type=int, required=True)
-    ap.add_argument("--wfd", type=int, required=True)
+    ap.add_argument("--rfd", type=int, default=-1)
+    ap.add_argument("--wfd", type=int, default=-1)
+    ap.add_argument("--zygote-fd", type=int, default=-1)
     ap.add_argument("--mem-mb", type=int, default=0)
     a = ap.parse_args(argv)
     _die_with_parent()
-    if a.mem_mb:
+    if a.mem_mb:  # a zygote's children inherit it
         lim = a.mem_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
-    rconn = Connection(a.rfd, writable=False)
-    wconn = Connection(a.wfd, readable=False)
-    handler = None
+    if a.zygote_fd >= 0:
+        zygote(a.role, a.target, socket.socket(fileno=a.zygote_fd))
+    else:
+        serve(a.role, a.target, a.rfd, a.wfd)
+
+
+def serve(role: str, target: str, rfd: int, wfd: int, handler: Any = None) -> None:
+    """Answer the supervisor's calls until it closes the pipe; the hello builds the handler
+    (a forked worker has the zygote's already)."""
+    rconn = Connection(rfd, writable=False)
+    wconn = Connection(wfd, readable=False)
     while True:
         try:
             msg = rconn.recv()
@@ -63,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
             return
         try:
             if msg["op"] == "hello":
-                handler = handler or load_handler(a.role, a.target)
+                handler = handler or load_handler(role, target)
                 reply = {"ok": True, "machine": platform.machine(), "pid": os.getpid(),
                          "python": sys.version.split()[0], **handler.hello()}
             else:
@@ -75,6 +90,62 @@ def main(argv: list[str] | None = None) -> None:
                      "trace": traceback.format_exc()}
         _flush()
         wconn.send(reply)
+
+
+def zygote(role: str, target: str, sock: socket.socket) -> None:
+    """The fork server's loop (workers.zygote): ``fork`` and ``wait`` until the supervisor goes."""
+    handler = None
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
+        except OSError:
+            return
+        if not data:
+            return
+        req = json.loads(data)
+        if req["op"] == "fork":
+            try:
+                handler = handler or load_handler(role, target)  # the engine's import, once
+            except Exception as e:  # noqa: BLE001 - the supervisor's start fails, saying why
+                for fd in fds:
+                    os.close(fd)
+                sock.send(json.dumps({"error": f"{type(e).__name__}: {e}"}).encode())
+                continue
+            _flush()  # or the child would print the zygote's buffered output again
+            pid = os.fork()
+            if pid == 0:
+                _child(sock, fds, role, target, handler)
+            for fd in fds:
+                os.close(fd)
+            sock.send(json.dumps({"pid": pid}).encode())
+        elif req["op"] == "wait":
+            sock.send(json.dumps({"status": _wait(int(req["pid"]), float(req["timeout"]))}).encode())
+
+
+def _child(sock: socket.socket, fds: list[int], role: str, target: str, handler: Any) -> None:
+    sock.close()
+    os.setsid()  # its own group: a timeout kills it (and what it started), not the zygote
+    _die_with_parent()  # the zygote's watch thread did not survive the fork
+    try:
+        serve(role, target, fds[0], fds[1], handler)
+    finally:
+        _flush()
+        os._exit(0)  # never back into the zygote's loop or its interpreter's shutdown
+
+
+def _wait(pid: int, timeout: float) -> int | None:
+    """pid's raw wait status once it ended, None if it still runs after timeout."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # reaped before: nothing more to say than "gone"
+            return 9  # as if killed by SIGKILL
+        if done:
+            return status
+        if time.monotonic() >= end:
+            return None
+        time.sleep(0.002)
 
 
 def _die_with_parent() -> None:

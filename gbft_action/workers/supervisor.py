@@ -27,6 +27,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from .zygote import ForkedChild, Zygote, ZygoteFailed
+
 LOG_TAIL_LINES = 40
 
 
@@ -58,6 +60,9 @@ class WorkerSpec:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     pythonpath: str = ""
+    # Fork each worker from a process that imported the handler once (workers.zygote): a
+    # restart after a crash costs a fork, not an interpreter and the engine's import.
+    fork_server: bool = False
 
 
 class StartFailed(RuntimeError):
@@ -76,8 +81,9 @@ class Worker:
     def __init__(self, spec: WorkerSpec, log_path: Path) -> None:
         self.spec = spec
         self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | ForkedChild | None = None
         self.conn: _DuplexConn | None = None
+        self.zygote: Zygote | None = None  # the fork server, with spec.fork_server
         self.restarts = 0
         self.hello: dict[str, Any] = {}
         self.closed = False  # closed for good (a cancelled run): no restarts
@@ -94,25 +100,31 @@ class Worker:
         with self._lock:
             if self.closed:
                 raise WorkerClosed(f"{self.spec.role} worker closed")
-            self._spawn()
+            pipes = self._spawn()
+        if pipes is not None:  # fork it from the zygote (outside the lock: close() may kill it)
+            self._fork(pipes, timeout)
         res = self.call({"op": "hello"}, timeout)
         self._count("start", time.monotonic() - t0)
         if res.kind != "ok":
-            if self.closed:
-                raise WorkerClosed(f"{self.spec.role} worker closed while starting")
-            tail = res.log or self._tail(0)
-            self.stop()
-            raise StartFailed(f"{self.spec.role} worker failed to start: {res.crash_summary}\n{tail}",
-                              CallResult(res.kind, res.reply, tail[-8000:], res.signal, res.exit_code, res.elapsed))
+            self._start_failed(res)
         self.hello = res.reply
         return res.reply
 
-    def _spawn(self) -> None:
+    def _start_failed(self, res: CallResult) -> None:
+        if self.closed:
+            raise WorkerClosed(f"{self.spec.role} worker closed while starting")
+        tail = res.log or self._tail(0)
+        self.stop()  # its zygote too: one that hung or crashed starting is started afresh next time
+        raise StartFailed(f"{self.spec.role} worker failed to start: {res.crash_summary}\n{tail}",
+                          CallResult(res.kind, res.reply, tail[-8000:], res.signal, res.exit_code, res.elapsed))
+
+    def _spawn(self) -> tuple[int, int, int, int] | None:
+        """Start the worker process, or with a fork server make sure the server runs and return
+        the pipes (r_parent, w_parent, r_child, w_child) its fork is to serve."""
         r_parent, w_child = os.pipe()
         r_child, w_parent = os.pipe()
         argv = [*self.spec.prefix, self.spec.python, "-m", "gbft_action.workers.serve",
-                "--role", self.spec.role, "--rfd", str(r_child), "--wfd", str(w_child),
-                "--mem-mb", str(self.spec.mem_mb)]
+                "--role", self.spec.role, "--mem-mb", str(self.spec.mem_mb)]
         if self.spec.target:
             argv += ["--target", self.spec.target]
         env = {**os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1"}
@@ -121,24 +133,65 @@ class Worker:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            if self.spec.fork_server:
+                if self.zygote is None or not self.zygote.alive():
+                    if self.zygote is not None:
+                        self.zygote.kill()
+                    self.zygote = Zygote(argv, env, self.spec.cwd, log)
+                return r_parent, w_parent, r_child, w_child
+            self.proc = subprocess.Popen([*argv, "--rfd", str(r_child), "--wfd", str(w_child)],
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          pass_fds=(r_child, w_child), env=env, cwd=self.spec.cwd,
                                          start_new_session=True)
         except BaseException:
-            os.close(r_parent)
-            os.close(w_parent)
+            for fd in (r_parent, w_parent, r_child, w_child):
+                os.close(fd)
             raise
         finally:
             log.close()
-            os.close(r_child)
-            os.close(w_child)
+        os.close(r_child)
+        os.close(w_child)
         self.conn = _DuplexConn(r_parent, w_parent)
+        return None
+
+    def _fork(self, pipes: tuple[int, int, int, int], timeout: float) -> None:
+        r_parent, w_parent, r_child, w_child = pipes
+        zygote = self.zygote
+        try:
+            if zygote is None:
+                raise ZygoteFailed("worker closed", "crash", -signal.SIGKILL)
+            child = zygote.fork(r_child, w_child, timeout)
+        except ZygoteFailed as e:
+            for fd in pipes:
+                os.close(fd)
+            code = e.code
+            self._start_failed(CallResult(e.kind, {"error": str(e)}, signal=-code if code and code < 0 else None,
+                                          exit_code=code))
+            return
+        os.close(r_child)
+        os.close(w_child)
+        with self._swap:
+            self.proc, self.conn = child, _DuplexConn(r_parent, w_parent)
+        if self.closed:  # close() ran while it forked: take it down again
+            self._end_process()
 
     def alive(self) -> bool:
         proc = self.proc
         return proc is not None and proc.poll() is None
 
     def stop(self) -> None:
+        """Stop the worker and its fork server: nothing of it runs after this."""
+        self._end_process()
+        with self._swap:
+            zygote, self.zygote = self.zygote, None
+        if zygote is not None:
+            zygote.kill()
+
+    def recycle(self) -> None:
+        """End the worker process only: the next call starts a fresh one (forked, if it can)."""
+        self._end_process()
+
+    def _end_process(self) -> None:
         with self._swap:
             proc, conn = self.proc, self.conn
             self.proc, self.conn = None, None
@@ -156,7 +209,7 @@ class Worker:
         if not self.alive():
             if self.proc is not None:
                 self.restarts += 1
-            self.stop()
+            self._end_process()
             self.start(timeout)
 
     # -- calls ----------------------------------------------------------------------
@@ -185,12 +238,12 @@ class Worker:
             self._count(str(msg.get("op")), res.elapsed)
         return res
 
-    def _exchange(self, proc: subprocess.Popen[bytes], conn: _DuplexConn, msg: dict[str, Any], timeout: float,
+    def _exchange(self, proc: subprocess.Popen[bytes] | ForkedChild, conn: _DuplexConn, msg: dict[str, Any], timeout: float,
                   off: int, t0: float) -> CallResult:
         try:
             conn.send(msg)
             if not conn.poll(timeout):
-                self.stop()
+                self._end_process()
                 return CallResult("timeout", log=self._tail(off), elapsed=time.monotonic() - t0)
             reply = conn.recv()
         except (EOFError, OSError):
@@ -202,14 +255,14 @@ class Worker:
         self.spent[op] += seconds
         self.calls[op] += 1
 
-    def _died(self, proc: subprocess.Popen[bytes], off: int, t0: float) -> CallResult:
+    def _died(self, proc: subprocess.Popen[bytes] | ForkedChild, off: int, t0: float) -> CallResult:
         try:
             code = proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self.stop()
+            self._end_process()
             code = proc.wait()
         log = self._tail(off)
-        self.stop()
+        self._end_process()
         sig = -code if code < 0 else None
         return CallResult("crash", log=log, signal=sig, exit_code=code, elapsed=time.monotonic() - t0)
 

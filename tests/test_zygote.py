@@ -1,0 +1,83 @@
+"""Engine workers forked from a fork server (workers.zygote): a restart costs a fork, the
+worker is as fresh as a new process, and nothing of it is left after stop()."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from gbft_action.workers.supervisor import StartFailed, Worker, WorkerSpec
+
+MNN = "gbft_action.engines.mnn:MNNEngine"
+
+
+def _worker(tmp_path: Path, target: str = MNN) -> Worker:
+    return Worker(WorkerSpec("engine", target, fork_server=True), tmp_path / "w.log")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie still answers kill(pid, 0): gone once it is no longer running.
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def test_a_crashed_worker_is_replaced_by_a_fork_of_the_same_server(tmp_path):
+    w = _worker(tmp_path)
+    try:
+        first = w.start()
+        assert w.zygote is not None
+        server = w.zygote.proc.pid
+        assert Path(f"/proc/{first['pid']}/stat").read_text().split()[3] == str(server)  # its parent
+        os.kill(first["pid"], signal.SIGSEGV)
+        r = w.call({"op": "infer", "inputs": {}, "outputs": []}, 10)
+        assert (r.kind, r.signal) == ("crash", signal.SIGSEGV)  # the signal comes through the server
+        t0 = time.monotonic()
+        w.ensure()
+        restart = time.monotonic() - t0
+        assert w.hello["pid"] != first["pid"] and w.zygote.proc.pid == server
+        assert restart < 2.0, f"a restart took {restart:.2f} s: not a fork"
+        assert w.call({"op": "hello"}, 10).kind == "ok"
+        w.recycle()  # a fresh worker on request (replays), the server kept
+        w.ensure()
+        assert w.zygote.proc.pid == server and w.alive()
+    finally:
+        last = w.hello.get("pid")
+        w.stop()
+    assert w.zygote is None and _gone(server) and _gone(last)
+
+
+def test_a_worker_timed_out_is_killed_and_the_next_one_forked(tmp_path):
+    w = _worker(tmp_path)
+    try:
+        w.start()
+        server = w.zygote.proc.pid if w.zygote else 0
+        r = w.call({"op": "sleep-forever-is-not-an-op"}, 10)
+        assert r.kind == "error"  # a Python error stays a reply: the worker lives on
+        pid = w.hello["pid"]
+        os.kill(pid, signal.SIGSTOP)  # a worker that stops answering
+        r = w.call({"op": "hello"}, 0.5)
+        assert r.kind == "timeout" and _gone(pid)
+        w.ensure()
+        assert w.zygote is not None and w.zygote.proc.pid == server
+    finally:
+        w.stop()
+
+
+@pytest.mark.parametrize("engine, kind", [("HangOnImport", "timeout"), ("DieOnImport", "crash")])
+def test_a_start_up_that_hangs_or_dies_in_the_server_fails_the_start_within_its_limit(tmp_path, fake_engines_path,
+                                                                                     engine, kind):
+    w = _worker(tmp_path, f"fake_engines:{engine}")
+    t0 = time.monotonic()
+    with pytest.raises(StartFailed) as e:
+        w.start(timeout=3.0)
+    assert e.value.result.kind == kind and time.monotonic() - t0 < 3.0 + 5.0
+    if kind == "crash":
+        assert e.value.result.signal == signal.SIGSEGV
+    assert w.zygote is None  # stopped: the next start begins with a new server
