@@ -199,9 +199,11 @@ class Lane:
             w.stop()
 
     def restart_engines(self) -> None:
-        """Fresh engine workers (no heap damage carried over), started side by side."""
+        """Fresh engine workers (no heap damage carried over), started side by side: whole new
+        processes, so that replays on them sample what differs between runs (the address-space
+        layout, the heap, seeds), which forks of one server share."""
         for w in self._engines():
-            w.recycle()
+            w.renew()
         self.history.clear()
         workers = self._engines()
         threads = [threading.Thread(target=_quietly(w.ensure), daemon=True) for w in workers]

@@ -106,14 +106,15 @@ class ResultStore:
     # -- writing ------------------------------------------------------------------
     def append(self, res: CaseResult) -> dict[str, Any]:
         """One line per model; the other platforms' results ride along under "others"."""
-        rec = self._record(res)
+        h = res.graph.structure_hash()  # once: every platform's result is of the same model
+        rec = self._record(res, h)
         if res.others:
-            rec["others"] = [self._record(o) for o in res.others]
+            rec["others"] = [self._record(o, h) for o in res.others]
         if res.base is not None:
-            rec["base"] = self._record(res.base)
+            rec["base"] = self._record(res.base, h)
             rec["verdict"] = res.verdict
         if any(r.status in KEEP for r in res.every_result()):
-            rec["case_dir"] = str(self.keep(res).relative_to(self.out))
+            rec["case_dir"] = str(self.keep(res, h).relative_to(self.out))
         elif res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
         if self._fh is None:
@@ -122,10 +123,10 @@ class ResultStore:
         self._fh.flush()
         return rec
 
-    def _record(self, res: CaseResult) -> dict[str, Any]:
+    def _record(self, res: CaseResult, h: str) -> dict[str, Any]:
         g = res.graph
         rec: dict[str, Any] = {
-            "index": res.index, "hash": g.structure_hash(), "seed": g.seed, "status": str(res.status),
+            "index": res.index, "hash": h, "seed": g.seed, "status": str(res.status),
             "stage": res.stage, "op": res.op, "node": res.node, "message": res.message[:2000],
             "timings": {k: round(v, 5) for k, v in res.timings.items()},
             "n_nodes": len(g.nodes), "n_blocks": len(g.meta.get("blocks", [])), "platform": res.platform,
@@ -148,9 +149,9 @@ class ResultStore:
             rec["key"] = res.fingerprint.id
         return rec
 
-    def keep(self, res: CaseResult) -> Path:
+    def keep(self, res: CaseResult, h: str) -> Path:
         g = res.graph
-        dest = self.cases_dir / f"{res.index:06d}-{g.structure_hash()}"
+        dest = self.cases_dir / f"{res.index:06d}-{h}"
         shutil.rmtree(dest, ignore_errors=True)
         dest.parent.mkdir(parents=True, exist_ok=True)
         if res.workdir is not None and res.workdir.exists():
@@ -165,11 +166,11 @@ class ResultStore:
                     np.savez(dest / f"{kind}{tail}.npz", **arrays)
             if r.log or r.status in (*ENGINE_FAILURES, Status.TIMEOUT):
                 (dest / f"engine{tail}.log").write_text(r.log or f"(the engine printed nothing; {r.message})\n")
-        result = self._record(res) | {"diffs": res.diffs}
+        result = self._record(res, h) | {"diffs": res.diffs}
         if res.others:
-            result["others"] = [self._record(o) | {"diffs": o.diffs} for o in res.others]
+            result["others"] = [self._record(o, h) | {"diffs": o.diffs} for o in res.others]
         if res.base is not None:
-            result["base"] = self._record(res.base) | {"diffs": res.base.diffs}
+            result["base"] = self._record(res.base, h) | {"diffs": res.base.diffs}
         (dest / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
         return dest
 

@@ -186,7 +186,7 @@ def test_the_store_records_the_cross_check(tmp_path):
 
     g = _one("Relu", (1, 2), {}, (1, 2))
     res = CaseResult(0, g, Status.DCF, stage="compare", symptom="reference-disagreement", crosscheck="disagrees")
-    rec = ResultStore(tmp_path)._record(res)
+    rec = ResultStore(tmp_path).append(res)
     assert rec["crosscheck"] == "disagrees" and rec["symptom"] == "reference-disagreement"
     assert json.loads(json.dumps(rec))  # plain JSON
 

@@ -30,8 +30,9 @@ def test_cli_fuzz_within_budget_and_fast_enough(tmp_path):
                         "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     wall = time.monotonic() - t0
     assert p.returncode == 0, p.stderr[-2000:]
-    assert wall < 20 + 10, f"took {wall:.1f} s for a 20 s budget"
     s = json.loads((out / "summary.json").read_text())
+    # The campaign's own clock says whether the overrun was in the run or around it (start-up).
+    assert wall < 20 + 10, f"took {wall:.1f} s for a 20 s budget (the campaign: {s['elapsed_s']} s, {s['sessions']})"
     # The reserve grows with the distinct failures met (each is minimised and keyed): up to half.
     assert s["models"] >= 100, f"only {s['models']} models in 20 s"
     # Every failure belongs to exactly one root cause, and the root causes hold nothing else.

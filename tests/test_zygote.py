@@ -1,5 +1,6 @@
-"""Engine workers forked from a fork server (workers.zygote): a restart costs a fork, the
-worker is as fresh as a new process, and nothing of it is left after stop()."""
+"""Engine workers forked from a fork server (workers.zygote): a restart after a crash costs a
+fork, a renewed worker (replays on fresh workers) is a whole new process, and nothing of
+either is left after stop()."""
 
 from __future__ import annotations
 
@@ -28,25 +29,40 @@ def _gone(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def test_a_crashed_worker_is_replaced_by_a_fork_of_the_same_server(tmp_path):
     w = _worker(tmp_path)
     try:
         first = w.start()
         assert w.zygote is not None
         server = w.zygote.proc.pid
-        assert Path(f"/proc/{first['pid']}/stat").read_text().split()[3] == str(server)  # its parent
+        assert _parent(first["pid"]) == server
+        child = w.proc
         os.kill(first["pid"], signal.SIGSEGV)
-        r = w.call({"op": "infer", "inputs": {}, "outputs": []}, 10)
-        assert (r.kind, r.signal) == ("crash", signal.SIGSEGV)  # the signal comes through the server
+        while w.alive():
+            time.sleep(0.01)
+        assert child is not None and child.returncode == -signal.SIGSEGV  # the signal comes through the server
         t0 = time.monotonic()
         w.ensure()
         restart = time.monotonic() - t0
         assert w.hello["pid"] != first["pid"] and w.zygote.proc.pid == server
         assert restart < 2.0, f"a restart took {restart:.2f} s: not a fork"
         assert w.call({"op": "hello"}, 10).kind == "ok"
-        w.recycle()  # a fresh worker on request (replays), the server kept
+        w.renew()  # a fresh worker for a replay: a whole process, the server kept
         w.ensure()
-        assert w.zygote.proc.pid == server and w.alive()
+        assert _parent(w.hello["pid"]) == os.getpid() and w.zygote.proc.pid == server
+        w.renew()
+        os.kill(server, 0)  # still there for the next crash
+        w.ensure()
+        pid = w.hello["pid"]
+        os.kill(pid, signal.SIGKILL)
+        while w.alive():  # the kill lands
+            time.sleep(0.01)
+        w.ensure()  # after a crash: forked again
+        assert _parent(w.hello["pid"]) == server
     finally:
         last = w.hello.get("pid")
         w.stop()

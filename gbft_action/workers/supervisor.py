@@ -84,6 +84,7 @@ class Worker:
         self.proc: subprocess.Popen[bytes] | ForkedChild | None = None
         self.conn: _DuplexConn | None = None
         self.zygote: Zygote | None = None  # the fork server, with spec.fork_server
+        self._whole = False  # the next start is a whole new process, not a fork (renew)
         self.restarts = 0
         self.hello: dict[str, Any] = {}
         self.closed = False  # closed for good (a cancelled run): no restarts
@@ -133,12 +134,13 @@ class Worker:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         try:
-            if self.spec.fork_server:
+            if self.spec.fork_server and not self._whole:
                 if self.zygote is None or not self.zygote.alive():
                     if self.zygote is not None:
                         self.zygote.kill()
                     self.zygote = Zygote(argv, env, self.spec.cwd, log)
                 return r_parent, w_parent, r_child, w_child
+            self._whole = False
             self.proc = subprocess.Popen([*argv, "--rfd", str(r_child), "--wfd", str(w_child)],
                                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          pass_fds=(r_child, w_child), env=env, cwd=self.spec.cwd,
@@ -187,9 +189,13 @@ class Worker:
         if zygote is not None:
             zygote.kill()
 
-    def recycle(self) -> None:
-        """End the worker process only: the next call starts a fresh one (forked, if it can)."""
+    def renew(self) -> None:
+        """End the worker process; the next one starts whole, not forked (the fork server is kept
+        for later restarts).  Forks share their server's address-space layout, heap and random
+        state: a replay that asks whether a bug shows again on a fresh worker needs a process
+        that differs as two real runs would."""
         self._end_process()
+        self._whole = True
 
     def _end_process(self) -> None:
         with self._swap:
