@@ -157,6 +157,37 @@ def test_worker_replies_are_the_same_on_both_paths(tmp_path: Path):
                 assert x.keys() == y.keys() and all(same_bits(x[k], y[k]) for k in x), (i, key)
 
 
+def test_intermediates_of_the_model_just_built_are_a_fresh_builds_bit_for_bit(tmp_path: Path):
+    """Localisation asks the reference for every node's value of the model it just ran: the
+    kept session's answer is what a second build with every node fetched gives, on both
+    paths; asked of any other model, folder or inputs it says ``stale``."""
+    tensorflow_in_process()
+    _tf()
+    from gbft_action.reference.worker import ReferenceHandler
+    from gbft_action.workers.arrays import digest, unpack
+
+    h, checked = ReferenceHandler(), 0
+    for i, g in enumerate(graphs(30, seed=9)):
+        for direct in (True, False):
+            d, names = str(tmp_path / f"{i}-{direct}"), [n.id for n in g.nodes]
+            first = h.handle({"op": "build", "graph": g.to_json(), "dir": d, "direct": direct})
+            if not first["ok"]:
+                continue
+            ask = {"op": "intermediates", "graph": g.to_json(), "dir": d, "names": names,
+                   "inputs": digest(unpack(first["inputs"]))}
+            kept = h.handle(ask)
+            for other in ({**ask, "dir": d + "x"}, {**ask, "inputs": "0" * 40}):
+                assert h.handle(other)["kind"] == "stale"
+            full = h.handle({"op": "build", "graph": g.to_json(), "dir": d + "-probe", "direct": direct,
+                             "extra_outputs": names, "inputs": first["inputs"]})
+            x, y = unpack(kept["expected"]), unpack(full["expected"])
+            assert set(x) == set(names) and x.keys() == y.keys(), i
+            assert all(same_bits(x[k], y[k]) for k in x), i
+            assert h.handle(ask)["kind"] == "stale"  # another model was built since
+            checked += 1
+    assert checked >= 40
+
+
 @pytest.mark.slow
 def test_tflite_copies_are_the_same_on_both_paths(tmp_path: Path):
     """The tflite front end converts the graph the worker built: the same model.tflite bytes

@@ -11,7 +11,9 @@ table, then imported into a fresh graph for the session); a graph with an
 operator that table does not lower exactly is built through TensorFlow's Python op
 layer (``reference.tf_emit``) as before.  Both give the same GraphDef
 (``tests/test_graphdef.py``).  Fuzzing, minimisation, isolation and localisation
-(every node's tensor ``<id>:0`` fetched) all come through ``build``; a message
+(every node's tensor ``<id>:0`` fetched) all come through ``build``, except that a
+failing case's localisation first asks ``intermediates`` of the model just built (its
+session is kept open until the next build); a message
 with ``"direct": false`` forces the op layer, and so does ``GBFT_TF_GRAPHDEF=op-layer``
 in the worker's environment (tests and benchmarks compare the two).
 """
@@ -28,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from ..graph.ir import Graph  # noqa: E402
-from ..workers.arrays import pack, unpack  # noqa: E402
+from ..workers.arrays import digest, pack, unpack  # noqa: E402
 from .inputs import draw_inputs  # noqa: E402  (numpy only: the repro script draws the same)
 from .graphdef import load, lower  # noqa: E402
 from .tf_emit import build, tf1  # noqa: E402
@@ -46,16 +48,49 @@ def session_config() -> Any:
     return cfg
 
 
+class _Kept:
+    """The last model built, its session still open: a failing case's localisation asks for
+    every node's value of the very model and inputs just run, and gets them without a
+    second GraphDef, import and session (``intermediates``)."""
+
+    def __init__(self, where: str, graph: str, inputs: str, tg: Any, names: dict[str, str], session: Any,
+                 feed: dict[str, Any]) -> None:
+        self.where, self.graph, self.inputs = where, graph, inputs
+        self.tg, self.names, self.session, self.feed = tg, names, session, feed
+
+    def close(self) -> None:
+        self.session.close()
+
+
 class ReferenceHandler:
+    def __init__(self) -> None:
+        self.kept: _Kept | None = None
+
     def hello(self) -> dict[str, Any]:
         return {"framework": "tensorflow", "version": tf.__version__}
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         if msg["op"] == "build":
             return self.build(msg)
+        if msg["op"] == "intermediates":
+            return self.intermediates(msg)
         if msg["op"] == "tflite":
             return self.tflite(msg)
         raise ValueError(f"unknown op {msg['op']!r}")
+
+    def intermediates(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Every node's value of the model last built, if ``msg`` names it (its folder, graph and
+        inputs' digest); else ``stale`` (the caller builds it again with ``extra_outputs``)."""
+        k = self.kept
+        if k is None or (k.where, k.graph, k.inputs) != (msg["dir"], msg["graph"], msg["inputs"]):
+            return {"ok": False, "kind": "stale", "error": "not the model last built"}
+        k.tg._add_new_tf_operations(compute_devices=False)  # noqa: SLF001 - ops the session did not feed or fetch
+        fetch = [n for n in msg["names"] if n in k.names]
+        try:
+            vals = k.session.run([k.names[t] for t in fetch], k.feed)
+        except tf.errors.OpError as e:
+            return {"ok": False, "kind": "reference", "error": f"{type(e).__name__}: {e.message}"}
+        return {"ok": True, "expected": pack(dict(zip(fetch, vals)))}
 
     def build(self, msg: dict[str, Any]) -> dict[str, Any]:
         g = Graph.from_json(msg["graph"])
@@ -73,13 +108,18 @@ class ReferenceHandler:
         # Given inputs: isolation runs one node on the values the full model gave it.
         inputs = unpack(msg["inputs"]) if "inputs" in msg else draw_inputs(g)
         t1 = time.perf_counter()
+        self._forget()
+        s = tf1.Session(graph=tg, config=session_config())
+        feed = {names[k]: v for k, v in inputs.items()}
         try:
-            with tf1.Session(graph=tg, config=session_config()) as s:
-                vals = s.run([names[t] for t in fetch], {names[k]: v for k, v in inputs.items()})
+            vals = s.run([names[t] for t in fetch], feed)
         except tf.errors.InvalidArgumentError as e:
+            s.close()
             return _invalid(e)
         except tf.errors.OpError as e:
+            s.close()
             return {"ok": False, "kind": "reference", "error": f"{type(e).__name__}: {e.message}"}
+        self.kept = _Kept(str(outdir), msg["graph"], digest(inputs), tg, names, s, feed)
         if msg.get("tflite"):  # the tflite front end: the engine converts this file instead
             try:
                 _write_tflite(tg, names, g, outdir)
@@ -87,6 +127,11 @@ class ReferenceHandler:
                 return _invalid(e, "TFLite conversion")
         return {"ok": True, "inputs": pack(inputs), "expected": pack(dict(zip(fetch, vals))),
                 "t_build": t1 - t0, "t_run": time.perf_counter() - t1, "graphdef": path}
+
+    def _forget(self) -> None:
+        if self.kept is not None:
+            self.kept.close()
+            self.kept = None
 
     def tflite(self, msg: dict[str, Any]) -> dict[str, Any]:
         g = Graph.from_json(msg["graph"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 
 import numpy as np
@@ -23,3 +24,14 @@ def pack(d: dict[str, np.ndarray]) -> dict[str, bytes]:
 
 def unpack(d: dict[str, bytes]) -> dict[str, np.ndarray]:
     return {k: from_npy(v) for k, v in d.items()}
+
+
+def digest(d: dict[str, np.ndarray]) -> str:
+    """A name for these exact arrays (names, dtypes, shapes, bytes): the same on both sides of
+    a pipe, whichever side computes it."""
+    h = hashlib.sha1()
+    for k in sorted(d):
+        a = np.ascontiguousarray(d[k])
+        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
