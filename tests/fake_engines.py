@@ -233,3 +233,10 @@ class DieOnImport(MNNEngine):
 
     def __init__(self) -> None:
         os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class RaiseOnImport(MNNEngine):
+    """Its start-up (the engine's import) raises: a missing library, say."""
+
+    def __init__(self) -> None:
+        raise ImportError("libMNN_fake.so: cannot open shared object file")

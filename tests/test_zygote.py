@@ -97,3 +97,11 @@ def test_a_start_up_that_hangs_or_dies_in_the_server_fails_the_start_within_its_
     if kind == "crash":
         assert e.value.result.signal == signal.SIGSEGV
     assert w.zygote is None  # stopped: the next start begins with a new server
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_a_start_up_that_raises_names_the_error(tmp_path, fake_engines_path, fork):
+    w = Worker(WorkerSpec("engine", "fake_engines:RaiseOnImport", fork_server=fork), tmp_path / "w.log")
+    with pytest.raises(StartFailed, match="ImportError: libMNN_fake.so: cannot open"):
+        w.start(timeout=30.0)
+    assert w.zygote is None and w.proc is None

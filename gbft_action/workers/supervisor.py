@@ -116,7 +116,9 @@ class Worker:
             raise WorkerClosed(f"{self.spec.role} worker closed while starting")
         tail = res.log or self._tail(0)
         self.stop()  # its zygote too: one that hung or crashed starting is started afresh next time
-        raise StartFailed(f"{self.spec.role} worker failed to start: {res.crash_summary}\n{tail}",
+        # An error reply (the engine's import raised) says why; a death or a hang, how.
+        why = res.reply.get("error") if res.kind == "error" and res.reply.get("error") else res.crash_summary
+        raise StartFailed(f"{self.spec.role} worker failed to start: {why}\n{tail}",
                           CallResult(res.kind, res.reply, tail[-8000:], res.signal, res.exit_code, res.elapsed))
 
     def _spawn(self) -> tuple[int, int, int, int] | None:
