@@ -184,7 +184,6 @@ class Campaign:
         self.records: list[dict[str, Any]] = []
         self.engine_info: dict[str, Any] = {}
         self._pending: deque[tuple[int, Graph, dict[str, Any]]] = deque()  # results owed to the generator
-        self._keys_lock = threading.Lock()
         self._stop = threading.Event()
         self._hard_stop = False
         self._lanes: list[Lane] = []

@@ -159,7 +159,7 @@ class Lane:
 
     def _engine_worker(self, p: Platform, build: EngineBuild, log: Path) -> Worker:
         # Forked from a fork server (workers.zygote): a restart after a crash costs a fork, not
-        # an interpreter and the engine's import (190 ms natively, 1.2 s under qemu).
+        # an interpreter and the engine's import (141 ms natively, 1.4 s under qemu: bench/restart.py).
         spec = WorkerSpec("engine", resolve(build.engine), prefix=p.prefix or self.cfg.engine_prefix,
                           mem_mb=self.cfg.engine_mem_mb if p.mem_limit else 0, env=dict(build.env),
                           cwd=str(self.cfg.workdir), pythonpath=p.pythonpath, fork_server=FORK_SERVER)
@@ -387,14 +387,13 @@ class Lane:
         r.op, r.mismatch, r.direction = r.graph.node(d.name).op, mismatch_kind(d), special_direction(d)
         r.message = f"{r.node} ({r.op}) {what}: {d.reason}"
 
-    def tflite_copy(self, g: Graph, folder: Path, name: str, left: float) -> str:
+    def tflite_copy(self, g: Graph, folder: Path, name: str, left: float) -> None:
         """Save g as a TFLite model ``folder/name`` too, for the engine's other converter path
-        ("" when written, else why not).  Only for a model worth it (a bundle's minimised one):
-        TFLite conversion costs 70 ms or more, several models' worth of the loop."""
-        if self.cfg.frontend.format != "pb" or left <= 1:
-            return "not a TensorFlow GraphDef" if self.cfg.frontend.format != "pb" else "no time left"
-        r = self.ref.call({"op": "tflite", "graph": g.to_json(), "dir": str(folder), "name": name}, min(20.0, left))
-        return "" if r.kind == "ok" else f"TFLite conversion failed: {r.reply.get('error') or r.crash_summary}"
+        (a TensorFlow GraphDef only; no file when TFLite cannot express it or time is short).
+        Only for a model worth it (a bundle's minimised one): TFLite conversion costs 70 ms or
+        more, several models' worth of the loop."""
+        if self.cfg.frontend.format == "pb" and left > 1:
+            self.ref.call({"op": "tflite", "graph": g.to_json(), "dir": str(folder), "name": name}, min(20.0, left))
 
     # -- judging ------------------------------------------------------------------
     def _reference_failure(self, res: CaseResult, r: CallResult) -> None:

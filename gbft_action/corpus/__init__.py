@@ -88,10 +88,11 @@ class Corpus:
         return self.reg.specs
 
     def block(self, name: str) -> Block:
-        for b in self.blocks:
-            if b.name == name:
-                return b
-        raise KeyError(name)
+        return self._by_name[name]
+
+    @cached_property
+    def _by_name(self) -> dict[str, Block]:  # generation looks blocks up at every node
+        return {b.name: b for b in self.blocks}
 
     def candidates(self, d_in: int, d_out: int) -> list[Block]:
         """The blocks that take in-degree d_in and out-degree d_out, in corpus order."""

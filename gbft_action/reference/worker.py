@@ -53,10 +53,15 @@ class _Kept:
     every node's value of the very model and inputs just run, and gets them without a
     second GraphDef, import and session (``intermediates``)."""
 
-    def __init__(self, where: str, graph: str, inputs: str, tg: Any, names: dict[str, str], session: Any,
-                 feed: dict[str, Any]) -> None:
+    def __init__(self, where: str, graph: str, inputs: dict[str, Any], tg: Any, names: dict[str, str],
+                 session: Any) -> None:
         self.where, self.graph, self.inputs = where, graph, inputs
-        self.tg, self.names, self.session, self.feed = tg, names, session, feed
+        self.tg, self.names, self.session = tg, names, session
+
+    def holds(self, msg: dict[str, Any]) -> bool:
+        """Whether msg asks about this model: its folder, graph and inputs (their digest: taken
+        only when asked, not for every model built)."""
+        return (self.where, self.graph) == (msg["dir"], msg["graph"]) and digest(self.inputs) == msg["inputs"]
 
     def close(self) -> None:
         self.session.close()
@@ -82,12 +87,12 @@ class ReferenceHandler:
         """Every node's value of the model last built, if ``msg`` names it (its folder, graph and
         inputs' digest); else ``stale`` (the caller builds it again with ``extra_outputs``)."""
         k = self.kept
-        if k is None or (k.where, k.graph, k.inputs) != (msg["dir"], msg["graph"], msg["inputs"]):
+        if k is None or not k.holds(msg):
             return {"ok": False, "kind": "stale", "error": "not the model last built"}
         k.tg._add_new_tf_operations(compute_devices=False)  # noqa: SLF001 - ops the session did not feed or fetch
         fetch = [n for n in msg["names"] if n in k.names]
         try:
-            vals = k.session.run([k.names[t] for t in fetch], k.feed)
+            vals = k.session.run([k.names[t] for t in fetch], {k.names[x]: v for x, v in k.inputs.items()})
         except tf.errors.OpError as e:
             return {"ok": False, "kind": "reference", "error": f"{type(e).__name__}: {e.message}"}
         return {"ok": True, "expected": pack(dict(zip(fetch, vals)))}
@@ -110,16 +115,15 @@ class ReferenceHandler:
         t1 = time.perf_counter()
         self._forget()
         s = tf1.Session(graph=tg, config=session_config())
-        feed = {names[k]: v for k, v in inputs.items()}
         try:
-            vals = s.run([names[t] for t in fetch], feed)
+            vals = s.run([names[t] for t in fetch], {names[k]: v for k, v in inputs.items()})
         except tf.errors.InvalidArgumentError as e:
             s.close()
             return _invalid(e)
         except tf.errors.OpError as e:
             s.close()
             return {"ok": False, "kind": "reference", "error": f"{type(e).__name__}: {e.message}"}
-        self.kept = _Kept(str(outdir), msg["graph"], digest(inputs), tg, names, s, feed)
+        self.kept = _Kept(str(outdir), msg["graph"], inputs, tg, names, s)
         if msg.get("tflite"):  # the tflite front end: the engine converts this file instead
             try:
                 _write_tflite(tg, names, g, outdir)

@@ -137,13 +137,11 @@ class GuidedSource:
 
     def _assign(self, rng: random.Random, sk: Skeleton, chosen: list[Block]) -> None:
         sk.blocks = []
-        by_name = {b.name: b for b in self.corpus.blocks}
         on_path = {b.name for b in chosen}
         cov = self.coverage
         # What coverage lacks, once per attempt (it changes only with feedback, between attempts).
-        ops = {op for b in self.corpus.blocks for op in b.ops}
-        new_type = {op for op in ops if not cov.seen("OTC", op, 1)}
-        open_spc = {op for op in ops if cov.size("SPC", op) < cov.n_maxspc}
+        new_type = {op for op in self.corpus.op_types if not cov.seen("OTC", op, 1)}
+        open_spc = {op for op in self.corpus.op_types if cov.size("SPC", op) < cov.n_maxspc}
         for j in range(sk.n):
             d_in, d_out = max(1, len(sk.preds(j))), sk.out_degree(j)
             cands = self.corpus.candidates(d_in, d_out)
@@ -152,7 +150,7 @@ class GuidedSource:
             if self.mcts is None:
                 sk.blocks.append(rng.choice(cands).name)
                 continue
-            preds = [by_name[sk.blocks[p]] for p in sk.preds(j)]
+            preds = [self.corpus.block(sk.blocks[p]) for p in sk.preds(j)]
             fresh = new_type - set(sk.blocks)
             # The MCTS path breaks ties: coverage first, then the tree's choice.
             scored = [(self._score(b, d_in, d_out, preds, fresh, open_spc) + (0.5 if b.name in on_path else 0), b)

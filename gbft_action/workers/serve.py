@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import resource
+import signal
 import socket
 import sys
 import threading
@@ -140,7 +141,7 @@ def _wait(pid: int, timeout: float) -> int | None:
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:  # reaped before: nothing more to say than "gone"
-            return 9  # as if killed by SIGKILL
+            return int(signal.SIGKILL)  # the raw status of a process killed by SIGKILL
         if done:
             return status
         if time.monotonic() >= end:
