@@ -189,6 +189,26 @@ def test_intermediates_of_the_model_just_built_are_a_fresh_builds_bit_for_bit(tm
 
 
 @pytest.mark.slow
+def test_a_lanes_localisation_takes_the_kept_models_values_not_a_second_build(tmp_path: Path, fake_engines_path):
+    """A wrong result is localised with the reference's kept session: one build for the case,
+    one ``intermediates`` call, no second build (which would still give the same answer)."""
+    from gbft_action.oracle import Status
+    from gbft_action.pipeline import Lane, LaneConfig
+
+    t = TensorType((1, 4, 4, 2))
+    g = Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu"), Node("n1", "Sigmoid", ["n0"], {}, t, "Sigmoid")],
+              ["n1"], seed=3)
+    lane = Lane(LaneConfig("fake_engines:NaNEverywhere", tmp_path, cross_reference=False), 0)
+    lane.start()
+    try:
+        res = lane.run(0, g, 60)
+    finally:
+        lane.stop()
+    assert res.status == Status.DCF and res.localised and res.node == "n0"
+    assert (lane.ref.calls["build"], lane.ref.calls["intermediates"]) == (1, 1)
+
+
+@pytest.mark.slow
 def test_tflite_copies_are_the_same_on_both_paths(tmp_path: Path):
     """The tflite front end converts the graph the worker built: the same model.tflite bytes
     from the direct GraphDef (imported whole) as from the op layer's graph."""
