@@ -8,7 +8,11 @@ imported) and ``op-layer`` (reference/tf_emit through TensorFlow's Python op lay
 and prints the medians in ms.  "build" is the tf.Graph and the model.pb bytes
 (``worker.materialise``), "session" creating it, "run" the first run fetching the outputs;
 "worker" is the reference worker's whole ``build`` message (also drawing the inputs,
-writing model.pb, packing the reply), as the fuzz loop sends it.
+writing model.pb, packing the reply), as the fuzz loop sends it: through the op layer
+and a session, or direct, which the worker runs eagerly (``reference.eager``).  The
+"eager" line is the direct GraphDef run node by node: "build" the lowering, "run" the
+evaluation, measured first, before any eager kernel is cached (kernels are cached
+across models, so a long campaign pays less).
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ import tensorflow as tf  # noqa: E402
 from gbft_action.cli import parse_range  # noqa: E402
 from gbft_action.corpus import load_corpus  # noqa: E402
 from gbft_action.graph.generate import GenOptions  # noqa: E402
-from gbft_action.reference.graphdef import lower  # noqa: E402
+from gbft_action.reference.eager import Evaluator  # noqa: E402
+from gbft_action.reference.graphdef import lower, lowered  # noqa: E402
 from gbft_action.reference.inputs import draw_inputs  # noqa: E402
 from gbft_action.reference.worker import ReferenceHandler, materialise, session_config  # noqa: E402
 from gbft_action.search import RandomSource  # noqa: E402
@@ -43,6 +48,19 @@ def main() -> None:
     direct = sum(lower(g) is not None for g in graphs)
     print(f"{a.models} models of {a.blocks[0]}-{a.blocks[1]} blocks, median "
           f"{statistics.median(len(g.nodes) for g in graphs):.0f} IR nodes; direct path for {direct}")
+    # First, while no eager kernel is cached (the worker's direct pass below caches them).
+    cold: dict[str, list[float]] = {"build": [], "run": []}
+    for g in graphs:
+        t0 = time.perf_counter()
+        b = lowered(g)
+        b.gd.SerializeToString()  # model.pb
+        t1 = time.perf_counter()
+        try:
+            Evaluator(b.gd, b.consts, draw_inputs(g)).values(list(g.outputs))
+        except tf.errors.OpError:
+            pass
+        cold["build"].append(1000 * (t1 - t0))
+        cold["run"].append(1000 * (time.perf_counter() - t1))
     for label, flag in (("op-layer", False), ("direct", True)):
         t: dict[str, list[float]] = {"build": [], "session": [], "run": []}
         for g in graphs:
@@ -69,7 +87,12 @@ def main() -> None:
                 h.handle({"op": "build", "graph": g.to_json(), "dir": f"{d}/{i}", "direct": flag})
                 work.append(1000 * (time.perf_counter() - t0))
         t["worker"] = work
-        print(f"{label:9s} " + ", ".join(f"{k} {statistics.median(v):.2f} ms" for k, v in t.items())
+        _print(label, t)
+    _print("eager", cold)
+
+
+def _print(label: str, t: dict[str, list[float]]) -> None:
+    print(f"{label:9s} " + ", ".join(f"{k} {statistics.median(v):.2f} ms" for k, v in t.items())
               + f" (median of {len(t['build'])})")
 
 

@@ -8,6 +8,14 @@ worker's ``build`` the same model.pb meaning and the same replies.  Then MNN
 converts and runs a handful of directly emitted model.pb files with the same
 results as the op layer's.
 
+The worker runs the direct GraphDef eagerly, node by node (reference.eager): the same
+kernels as a session, except that TensorFlow's graph mode and its eager mode pick
+different oneDNN paths for some Conv2D geometries (one input channel, mostly; 12 of
+600 random graphs), which sum in another order.  So eager values are the session's bit
+for bit up to the first Conv2D that rounds differently (checked there: within 1e-5),
+and downstream of it only as close as the graph keeps them; every other operator
+agrees bit for bit.
+
 What may differ, and is not compared: the bytes of model.pb (attribute maps are
 serialised in whatever order each serialiser keeps; the protos are equal), and the
 text of a TensorFlow error (an op made through the op layer carries the Python stack
@@ -65,6 +73,23 @@ def random_graphs(n: int, seed: int) -> list[Graph]:
     return [src.next_graph(i) for i in range(n)]
 
 
+# The TensorFlow ops whose eager (oneDNN) and graph-mode kernels may sum in another order.
+REORDERING = {"Conv2D"}
+
+
+def first_difference(g: Graph, x: dict[str, np.ndarray], y: dict[str, np.ndarray]) -> str | None:
+    """The first node of g (in graph order) whose values in x and y differ in any bit."""
+    return next((n.id for n in g.nodes if n.id in x and not same_bits(x[n.id], y[n.id])), None)
+
+
+def agree_but_for_reordering(g: Graph, ops: dict[str, str], x: dict[str, np.ndarray],
+                             y: dict[str, np.ndarray]) -> bool:
+    """x and y (every node's values) are the same bits, or first differ at an op of REORDERING,
+    by rounding only."""
+    t = first_difference(g, x, y)
+    return t is None or (ops[t] in REORDERING and np.allclose(x[t], y[t], rtol=1e-5, atol=1e-6))
+
+
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     a, b = np.asarray(a), np.asarray(b)
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
@@ -74,24 +99,28 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 def test_direct_graphdef_is_the_op_layers_and_computes_the_same_bits():
     tensorflow_in_process()
     tf = _tf()
-    from gbft_action.reference.graphdef import load, lower
+    from gbft_action.reference.eager import Evaluator
+    from gbft_action.reference.graphdef import load, lowered
     from gbft_action.reference.inputs import draw_inputs
     from gbft_action.reference.tf_emit import build
     from gbft_action.reference.worker import session_config
 
     tf1 = tf.compat.v1
-    direct, fallback, invalid, ops = 0, Counter(), 0, Counter()
+    direct, fallback, invalid, ops, eager_same = 0, Counter(), 0, Counter(), 0
     for i, g in enumerate(graphs(300)):
-        gd = lower(g)
+        b = lowered(g)
+        gd = None if b is None else b.gd
         try:
             tg, names = build(g)
         except (ValueError, TypeError):
             invalid += 1  # a model TensorFlow rejects (GEN): the direct path must reject it too
-            if gd is not None:
+            if b is not None:
                 with pytest.raises(ValueError):
-                    load(gd, list(g.inputs))
+                    load(b.gd, list(g.inputs))
                 with pytest.raises(ValueError):
-                    load(gd)
+                    load(b.gd)
+                with pytest.raises(tf.errors.InvalidArgumentError):  # eagerly: the kernel rejects it
+                    Evaluator(b.gd, b.consts, draw_inputs(g)).values(list(g.outputs))
             continue
         if gd is None:
             fallback.update({n.op for n in g.nodes})
@@ -106,12 +135,18 @@ def test_direct_graphdef_is_the_op_layers_and_computes_the_same_bits():
         for graph in (tg, imported):
             with tf1.Session(graph=graph, config=session_config()) as s:
                 vals.append(s.run([f"{t}:0" for t in fetch], {f"{k}:0": v for k, v in feed.items()}))
-        for t, a, b in zip(fetch, *vals):
-            assert same_bits(a, b), f"graph {i}, node {t} ({g.node(t).op})"
+        for t, x, y in zip(fetch, *vals):
+            assert same_bits(x, y), f"graph {i}, node {t} ({g.node(t).op})"
+        session = dict(zip(fetch, vals[0]))
+        eagerly = dict(zip(fetch, Evaluator(gd, b.consts, feed).values(fetch)))
+        assert agree_but_for_reordering(g, {nd.name: nd.op for nd in gd.node}, session, eagerly), \
+            f"graph {i}: eagerly, node {first_difference(g, session, eagerly)}"
+        eager_same += first_difference(g, session, eagerly) is None
         direct += 1
         ops.update(n.op for n in g.nodes)
     assert direct >= 250 and invalid >= 1, (direct, invalid, fallback)
     assert len(ops) >= 48, sorted(ops)  # every corpus operator (and the adapters) went the direct way
+    assert eager_same >= 0.9 * direct, (eager_same, direct)
 
 
 def _first_difference(a, b) -> str:  # type: ignore[no-untyped-def]
@@ -123,17 +158,18 @@ def _first_difference(a, b) -> str:  # type: ignore[no-untyped-def]
 
 @pytest.mark.slow
 def test_worker_replies_are_the_same_on_both_paths(tmp_path: Path):
-    """The reference worker's build, direct and through the op layer: the same model.pb (as a
-    proto), inputs and outputs, as the fuzz loop asks (outputs only: the direct graph wraps
-    only what the session feeds and fetches) and as localisation asks (every node's tensor)."""
+    """The reference worker's build, direct (run eagerly) and through the op layer (a session):
+    the same model.pb (as a proto), inputs, and outputs as the fuzz loop asks (outputs only)
+    and as localisation asks (every node's tensor): the same bits, or, for every node, the
+    same up to a Conv2D that rounds differently (see the module docstring)."""
     tensorflow_in_process()
     tf = _tf()
     from gbft_action.reference.worker import ReferenceHandler
     from gbft_action.workers.arrays import unpack
 
-    h = ReferenceHandler()
+    h, reordered = ReferenceHandler(), set()
     for i, g in enumerate(graphs(40, seed=5)):
-        for extra in ([], [n.id for n in g.nodes]):
+        for extra in ([n.id for n in g.nodes], []):
             replies, pbs = [], []
             for direct in (True, False):
                 d = tmp_path / f"{i}-{direct}-{len(extra)}"
@@ -146,15 +182,23 @@ def test_worker_replies_are_the_same_on_both_paths(tmp_path: Path):
                 assert a["kind"] == b["kind"] == "invalid", (a["error"], b["error"])
                 continue
             assert (a["graphdef"], b["graphdef"]) == ("direct", "op-layer"), i
+            assert (a["runner"], b["runner"]) == ("eager", "session"), i
             protos = []
             for p in pbs:
                 gd = tf.compat.v1.GraphDef()
                 gd.ParseFromString(p.read_bytes())
                 protos.append(gd.SerializeToString(deterministic=True))
             assert protos[0] == protos[1], i
-            for key in ("inputs", "expected"):
-                x, y = unpack(a[key]), unpack(b[key])
-                assert x.keys() == y.keys() and all(same_bits(x[k], y[k]) for k in x), (i, key)
+            x, y = unpack(a["inputs"]), unpack(b["inputs"])
+            assert x.keys() == y.keys() and all(same_bits(x[k], y[k]) for k in x), i
+            x, y = unpack(a["expected"]), unpack(b["expected"])
+            assert x.keys() == y.keys(), i
+            if extra:
+                assert agree_but_for_reordering(g, {nd.name: nd.op for nd in gd.node}, x, y), i
+                if first_difference(g, x, y) is not None:
+                    reordered.add(i)
+            elif i not in reordered:  # no node differed: the outputs do not either
+                assert all(same_bits(x[k], y[k]) for k in x), i
 
 
 def test_intermediates_of_the_model_just_built_are_a_fresh_builds_bit_for_bit(tmp_path: Path):
@@ -258,7 +302,8 @@ def test_a_graph_the_table_does_not_lower_takes_the_op_layer(tmp_path: Path, mon
 @pytest.mark.slow
 def test_mnn_runs_a_direct_model_pb_as_it_runs_the_op_layers(tmp_path: Path):
     """A handful of graphs: MNN converts the directly emitted model.pb and gives the same
-    outputs, bit for bit, as from the op layer's (reference and engine in worker processes)."""
+    outputs, bit for bit, as from the op layer's (reference and engine in worker processes);
+    TensorFlow's outputs too, but for graphs with a Conv2D (see the module docstring)."""
     from gbft_action.workers.arrays import pack, unpack
     from gbft_action.workers.supervisor import Worker, WorkerSpec
 
@@ -285,8 +330,8 @@ def test_mnn_runs_a_direct_model_pb_as_it_runs_the_op_layers(tmp_path: Path):
                 y = eng.call({"op": "infer", "inputs": pack(inputs), "outputs": list(g.outputs)}, 60)
                 outs.append(unpack(y.reply["outputs"]) if y.kind == "ok" else ("infer", y.kind))
             a, b = outs
-            if len(expected) == 2:  # and TensorFlow's own outputs, through the worker, bit for bit
-                x, y = expected
+            if len(expected) == 2 and not any(n.op == "Conv2d" for n in g.nodes):
+                x, y = expected  # and TensorFlow's own outputs, through the worker, bit for bit
                 assert x.keys() == y.keys() and all(same_bits(x[k], y[k]) for k in x), i
             if isinstance(a, dict) and isinstance(b, dict):
                 assert a.keys() == b.keys() and all(same_bits(a[k], b[k]) for k in a), i

@@ -374,6 +374,7 @@ class Builder:
         self.gd.versions.CopyFrom(VERSIONS)
         self.dtype: dict[str, int] = {}
         self.used: dict[str, int] = {}  # tf.Graph.unique_name's book of automatic names
+        self.consts: dict[str, np.ndarray] = {}  # each Const's array (eager runs it without decoding)
 
     def node(self, op: str, name: str, args: list[list[str]], attrs: dict[str, Any]) -> str:
         info = op_info(op)
@@ -403,6 +404,7 @@ class Builder:
 
     def const(self, name: str, value: np.ndarray) -> str:
         t = tensor_proto(value)
+        self.consts[name] = value
         self.dtype[name] = t.dtype
         return self.node("Const", name, [], {"value": attr_value_pb2.AttrValue(tensor=t), "dtype": t.dtype})
 
@@ -440,6 +442,13 @@ def covered(g: Graph) -> bool:
 
 def lower(g: Graph) -> graph_pb2.GraphDef | None:
     """g's GraphDef as tf_emit would make it, or None when some node has no exact lowering."""
+    b = lowered(g)
+    return None if b is None else b.gd
+
+
+def lowered(g: Graph) -> Builder | None:
+    """The Builder holding g's GraphDef (``.gd``) and its constants' arrays (``.consts``), or
+    None when some node has no exact lowering."""
     if not covered(g):
         return None
     b = Builder()
@@ -453,7 +462,7 @@ def lower(g: Graph) -> graph_pb2.GraphDef | None:
         _lower_node(b, g, n, ins)
         types[n.id] = n.out
         b.dtype[n.id] = DT[n.out.dtype]
-    return b.gd
+    return b
 
 
 def _lower_node(b: Builder, g: Graph, n: Node, ins: list[TensorType]) -> None:

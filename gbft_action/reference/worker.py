@@ -7,14 +7,16 @@ expected outputs.  A model TensorFlow rejects (shape or argument errors) is
 REF).  ``tflite``: write the model as TFLite (``model.tflite``, or the ``name`` given).
 
 The GraphDef comes straight from the IR (``reference.graphdef``: NodeDefs from a
-table, then imported into a fresh graph for the session); a graph with an
-operator that table does not lower exactly is built through TensorFlow's Python op
-layer (``reference.tf_emit``) as before.  Both give the same GraphDef
+table) and runs in TensorFlow's eager runtime, node by node (``reference.eager``: the
+same kernels as a session, cached across models, the same values bit for bit); a
+graph with an operator that table does not lower exactly is built through TensorFlow's
+Python op layer (``reference.tf_emit``) and runs in a session, as does a TFLite build
+(its converter takes a session).  Both give the same GraphDef and values
 (``tests/test_graphdef.py``).  Fuzzing, minimisation, isolation and localisation
 (every node's tensor ``<id>:0`` fetched) all come through ``build``, except that a
 failing case's localisation first asks ``intermediates`` of the model just built (its
-session is kept open until the next build); a message
-with ``"direct": false`` forces the op layer, and so does ``GBFT_TF_GRAPHDEF=op-layer``
+values, or its session, are kept until the next build); a message with
+``"direct": false`` forces the op layer, and so does ``GBFT_TF_GRAPHDEF=op-layer``
 in the worker's environment (tests and benchmarks compare the two).
 """
 
@@ -31,13 +33,16 @@ import tensorflow as tf  # noqa: E402
 
 from ..graph.ir import Graph  # noqa: E402
 from ..workers.arrays import digest, pack, unpack  # noqa: E402
+from . import eager  # noqa: E402
 from .inputs import draw_inputs  # noqa: E402  (numpy only: the repro script draws the same)
-from .graphdef import load, lower  # noqa: E402
+from .graphdef import load, lower, lowered  # noqa: E402
 from .tf_emit import build, tf1  # noqa: E402
 
 
 # The path a build message without "direct" takes: the op layer only on request (A/B benchmarks).
 DIRECT = os.environ.get("GBFT_TF_GRAPHDEF", "direct") != "op-layer"
+# Eager values equal a session's only with one thread per op (see reference.eager).
+EAGER = eager.single_threaded()
 
 
 def session_config() -> Any:
@@ -49,22 +54,52 @@ def session_config() -> Any:
 
 
 class _Kept:
-    """The last model built, its session still open: a failing case's localisation asks for
-    every node's value of the very model and inputs just run, and gets them without a
-    second GraphDef, import and session (``intermediates``)."""
+    """The last model built, with what computes its values (its eager evaluator, or its session
+    still open): a failing case's localisation asks for every node's value of the very model
+    and inputs just run, and gets them without a second GraphDef, import and session
+    (``intermediates``)."""
 
-    def __init__(self, where: str, graph: str, inputs: dict[str, Any], tg: Any, names: dict[str, str],
-                 session: Any) -> None:
-        self.where, self.graph, self.inputs = where, graph, inputs
-        self.tg, self.names, self.session = tg, names, session
+    def __init__(self, where: str, graph: str, inputs: dict[str, Any], run: SessionRunner | EagerRunner) -> None:
+        self.where, self.graph, self.inputs, self.run = where, graph, inputs, run
 
     def holds(self, msg: dict[str, Any]) -> bool:
         """Whether msg asks about this model: its folder, graph and inputs (their digest: taken
         only when asked, not for every model built)."""
         return (self.where, self.graph) == (msg["dir"], msg["graph"]) and digest(self.inputs) == msg["inputs"]
 
+
+class SessionRunner:
+    """A built model's values by IR tensor name, in a session (op layer, TFLite)."""
+
+    def __init__(self, tg: Any, names: dict[str, str], inputs: dict[str, Any]) -> None:
+        self.tg, self.names, self.inputs = tg, names, inputs
+        self.session = tf1.Session(graph=tg, config=session_config())
+
+    def values(self, fetch: list[str]) -> list[Any]:
+        self.tg._add_new_tf_operations(compute_devices=False)  # noqa: SLF001 - ops load did not wrap
+        return self.session.run([self.names[t] for t in fetch], {self.names[x]: v for x, v in self.inputs.items()})
+
+    def has(self, name: str) -> bool:
+        return name in self.names
+
     def close(self) -> None:
         self.session.close()
+
+
+class EagerRunner:
+    """A built model's values by IR tensor name, node by node (``reference.eager``)."""
+
+    def __init__(self, ev: eager.Evaluator) -> None:
+        self.ev = ev
+
+    def values(self, fetch: list[str]) -> list[Any]:
+        return self.ev.values(fetch)
+
+    def has(self, name: str) -> bool:
+        return name in self.ev.by_name
+
+    def close(self) -> None:
+        pass
 
 
 class ReferenceHandler:
@@ -89,10 +124,9 @@ class ReferenceHandler:
         k = self.kept
         if k is None or not k.holds(msg):
             return {"ok": False, "kind": "stale", "error": "not the model last built"}
-        k.tg._add_new_tf_operations(compute_devices=False)  # noqa: SLF001 - ops the session did not feed or fetch
-        fetch = [n for n in msg["names"] if n in k.names]
+        fetch = [n for n in msg["names"] if k.run.has(n)]
         try:
-            vals = k.session.run([k.names[t] for t in fetch], {k.names[x]: v for x, v in k.inputs.items()})
+            vals = k.run.values(fetch)
         except tf.errors.OpError as e:
             return {"ok": False, "kind": "reference", "error": f"{type(e).__name__}: {e.message}"}
         return {"ok": True, "expected": pack(dict(zip(fetch, vals)))}
@@ -102,11 +136,15 @@ class ReferenceHandler:
         outdir = Path(msg["dir"])
         outdir.mkdir(parents=True, exist_ok=True)
         fetch = list(g.outputs) + [t for t in msg.get("extra_outputs", []) if t not in g.outputs]
+        direct, tflite = msg.get("direct", DIRECT), msg.get("tflite")
         t0 = time.perf_counter()
         try:
-            # The TFLite converter walks the whole graph; a session only what it feeds and fetches.
-            used = None if msg.get("tflite") else [*g.inputs, *fetch]
-            tg, names, pb, path = materialise(g, msg.get("direct", DIRECT), used)
+            b = lowered(g) if direct and EAGER and not tflite else None
+            if b is None:
+                # The TFLite converter walks the whole graph; a session only what it feeds and fetches.
+                tg, names, pb, path = materialise(g, direct, None if tflite else [*g.inputs, *fetch])
+            else:
+                pb, path = b.gd.SerializeToString(), "direct"
         except (ValueError, TypeError, tf.errors.InvalidArgumentError) as e:
             return _invalid(e)
         (outdir / "model.pb").write_bytes(pb)
@@ -114,27 +152,28 @@ class ReferenceHandler:
         inputs = unpack(msg["inputs"]) if "inputs" in msg else draw_inputs(g)
         t1 = time.perf_counter()
         self._forget()
-        s = tf1.Session(graph=tg, config=session_config())
+        run = EagerRunner(eager.Evaluator(b.gd, b.consts, inputs)) if b is not None else SessionRunner(tg, names, inputs)
         try:
-            vals = s.run([names[t] for t in fetch], {names[k]: v for k, v in inputs.items()})
+            vals = run.values(fetch)
         except tf.errors.InvalidArgumentError as e:
-            s.close()
+            run.close()
             return _invalid(e)
         except tf.errors.OpError as e:
-            s.close()
+            run.close()
             return {"ok": False, "kind": "reference", "error": f"{type(e).__name__}: {e.message}"}
-        self.kept = _Kept(str(outdir), msg["graph"], inputs, tg, names, s)
-        if msg.get("tflite"):  # the tflite front end: the engine converts this file instead
+        self.kept = _Kept(str(outdir), msg["graph"], inputs, run)
+        if tflite:  # the tflite front end: the engine converts this file instead
             try:
                 _write_tflite(tg, names, g, outdir)
             except Exception as e:  # noqa: BLE001 - TFLite cannot express the model: not this front end's
                 return _invalid(e, "TFLite conversion")
         return {"ok": True, "inputs": pack(inputs), "expected": pack(dict(zip(fetch, vals))),
-                "t_build": t1 - t0, "t_run": time.perf_counter() - t1, "graphdef": path}
+                "t_build": t1 - t0, "t_run": time.perf_counter() - t1, "graphdef": path,
+                "runner": "eager" if b is not None else "session"}
 
     def _forget(self) -> None:
         if self.kept is not None:
-            self.kept.close()
+            self.kept.run.close()
             self.kept = None
 
     def tflite(self, msg: dict[str, Any]) -> dict[str, Any]:

@@ -1,29 +1,33 @@
-"""Arrays cross process (and platform) boundaries as .npy bytes."""
+"""Arrays cross process (and platform) boundaries as (dtype, shape, bytes) triples.
+
+Not .npy bytes: numpy parses an .npy header with ``ast.literal_eval``, which cost the
+harness more than the rest of a model's unpacking.  The triple is numpy-version and
+platform independent (the dtype string carries the byte order), so an arm64 worker
+under qemu with another numpy speaks it too; an object dtype cannot be made from bytes
+(numpy refuses), so nothing but numbers crosses.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import io
+from typing import Any
 
 import numpy as np
 
-
-def to_npy(a: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.asarray(a), allow_pickle=False)
-    return buf.getvalue()
+Wire = tuple[str, tuple[int, ...], bytes]
 
 
-def from_npy(b: bytes) -> np.ndarray:
-    return np.load(io.BytesIO(b), allow_pickle=False)
+def pack(d: dict[str, np.ndarray]) -> dict[str, Wire]:
+    return {k: _wire(np.asarray(v)) for k, v in d.items()}
 
 
-def pack(d: dict[str, np.ndarray]) -> dict[str, bytes]:
-    return {k: to_npy(v) for k, v in d.items()}
+def unpack(d: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Writable arrays (a copy of each buffer: the receiver may change them in place)."""
+    return {k: np.frombuffer(b, np.dtype(dt)).reshape(shape).copy() for k, (dt, shape, b) in d.items()}
 
 
-def unpack(d: dict[str, bytes]) -> dict[str, np.ndarray]:
-    return {k: from_npy(v) for k, v in d.items()}
+def _wire(a: np.ndarray) -> Wire:
+    return a.dtype.str, tuple(a.shape), a.tobytes()  # C order, whatever a's strides
 
 
 def digest(d: dict[str, np.ndarray]) -> str:
