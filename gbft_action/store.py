@@ -171,7 +171,7 @@ class ResultStore:
             result["others"] = [self._record(o, h) | {"diffs": o.diffs} for o in res.others]
         if res.base is not None:
             result["base"] = self._record(res.base, h) | {"diffs": res.base.diffs}
-        (dest / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
+        (dest / "result.json").write_text(json.dumps(result, sort_keys=True, default=str))
         return dest
 
     def write_json(self, name: str, data: Any) -> None:

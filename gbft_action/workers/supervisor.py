@@ -81,6 +81,8 @@ class Worker:
     def __init__(self, spec: WorkerSpec, log_path: Path) -> None:
         self.spec = spec
         self.log_path = log_path
+        self._logfd: int | None = None  # the log, open for reading (see _log_fd)
+        self._loglock = threading.Lock()
         self.proc: subprocess.Popen[bytes] | ForkedChild | None = None
         self.conn: _DuplexConn | None = None
         self.zygote: Zygote | None = None  # the fork server, with spec.fork_server
@@ -190,6 +192,7 @@ class Worker:
             zygote, self.zygote = self.zygote, None
         if zygote is not None:
             zygote.kill()
+        self._close_log()
 
     def renew(self) -> None:
         """End the worker process; the next one starts whole, not forked (the fork server is kept
@@ -275,20 +278,41 @@ class Worker:
         return CallResult("crash", log=log, signal=sig, exit_code=code, elapsed=time.monotonic() - t0)
 
     # -- log ------------------------------------------------------------------------
+    # The log is read after every call: one descriptor kept open (pread, fstat) rather than
+    # an open, seek and close per call, and no read at all when the call printed nothing.
+    # Under a lock: stop() closes it (from another thread, when a run is cancelled), and a
+    # descriptor number closed mid-read could be another file's by then.
+    def _log_fd(self) -> int | None:
+        if self._logfd is None:
+            try:
+                self._logfd = os.open(self.log_path, os.O_RDONLY)
+            except OSError:
+                return None
+        return self._logfd
+
     def _size(self) -> int:
-        try:
-            return self.log_path.stat().st_size
-        except OSError:
-            return 0
+        with self._loglock:
+            fd = self._log_fd()
+            try:
+                return os.fstat(fd).st_size if fd is not None else 0
+            except OSError:
+                return 0
 
     def _read(self, off: int, limit: int = 64 * 1024) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(off)
-                data = f.read(limit)
-        except OSError:
-            return ""
-        return data.decode("utf-8", "replace")
+        with self._loglock:
+            fd = self._log_fd()
+            try:
+                if fd is None or os.fstat(fd).st_size <= off:
+                    return ""
+                return os.pread(fd, limit, off).decode("utf-8", "replace")
+            except OSError:
+                return ""
+
+    def _close_log(self) -> None:
+        with self._loglock:
+            if self._logfd is not None:
+                os.close(self._logfd)
+                self._logfd = None
 
     def _tail(self, off: int) -> str:
         return "\n".join(self._read(off, 1 << 20).splitlines()[-LOG_TAIL_LINES:])
