@@ -68,7 +68,8 @@ def main() -> None:
         for op, (n, sec) in sorted(ops.items(), key=lambda kv: -kv[1][1]):
             print(f"  {kind} {op}: {n} calls, {sec:.2f} s ({100 * sec / lane_time:.1f}% of lane time), "
                   f"{1000 * sec / max(n, 1):.1f} ms each")
-    print(f"CPU: harness process {cpu[0]:.1f} s ({1000 * cpu[0] / max(s['models'], 1):.1f} ms a model), "
+    print(f"CPU: harness process {cpu[0]:.1f} s ({1000 * cpu[0] / max(s['models'], 1):.1f} ms a model, "
+          f"{100 * cpu[2] / max(cpu[0], 1e-9):.0f}% of it in the kernel: files, pipes), "
           f"workers {cpu[1]:.1f} s ({1000 * cpu[1] / max(s['models'], 1):.1f} ms a model); "
           f"{(cpu[0] + cpu[1]) / wall:.2f} of the machine's cores busy on average")
     print(f"by status: {s['by_status']}")
@@ -91,10 +92,11 @@ def _shares(waited: dict[str, dict[str, tuple[int, float]]], lane_time: float, m
             f"engine {1000 * eng / max(models, 1):.1f} ms, harness {1000 * harness / max(models, 1):.1f} ms")
 
 
-def _cpu() -> tuple[float, float]:
-    """CPU seconds (user + system) of this process and of its reaped workers."""
+def _cpu() -> tuple[float, float, float]:
+    """CPU seconds (user + system) of this process and of its reaped workers, and this
+    process's system seconds alone."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime, me.ru_stime
 
 
 if __name__ == "__main__":
