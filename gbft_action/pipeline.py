@@ -90,6 +90,9 @@ class CaseResult:
     crosscheck: str = ""
     localised: bool = False  # node is where the outputs first differ (not just a failing output)
     after: list[int] = field(default_factory=list)  # cases these engine workers ran before this one
+    # How the engine call that failed ended: timeout | crash, or its error reply's kind (the
+    # exception the worker raised, "convert": the converter made no model, "memory").
+    failed_call: str = ""
     frontend: str = ""  # the case's front end in a mixed campaign ("" otherwise: records as before)
     # Reference values of every node from localisation (not kept on disk): isolation reads them.
     intermediates: dict[str, np.ndarray] = field(default_factory=dict)
@@ -308,6 +311,15 @@ class Lane:
     def _on_engine(self, res: CaseResult, left: Callable[[], float], twin: CaseResult | None = None) -> None:
         """Convert and run on one platform (its own folder for what the engine writes), then judge
         (like ``twin``, the build under test's result, when the outputs are the same)."""
+        if not self._engine_outputs(res, left) and not self._again_on_a_fresh_worker(res, left):
+            return
+        if twin is not None and _same_outputs(twin, res):
+            _judged_like(res, twin)  # same inputs, same reference, same outputs: the same judgement
+            return
+        self._compare(res, left())
+
+    def _engine_outputs(self, res: CaseResult, left: Callable[[], float]) -> bool:
+        """Convert and infer; whether the engine gave outputs (else res says how it failed)."""
         w, slow, to = self._worker(res), self.platforms[res.platform].slowdown, self.cfg.timeouts
         d = res.workdir
         assert d is not None
@@ -316,16 +328,34 @@ class Lane:
         fe = self.cfg.frontend
         convert = {"op": "convert", "model": str(d / fe.model), "format": fe.format, "dir": str(out)}
         if self._stage(res, "convert", w, convert, to.convert * slow, left()) is None:
-            return
+            return False
         infer = {"op": "infer", "inputs": pack(res.arrays["inputs"]), "outputs": list(res.graph.outputs)}
         r = self._stage(res, "infer", w, infer, to.infer * slow, left())
         if r is None:
-            return
+            return False
         res.arrays["actual"] = unpack(r.reply["outputs"])
-        if twin is not None and _same_outputs(twin, res):
-            _judged_like(res, twin)  # same inputs, same reference, same outputs: the same judgement
-            return
-        self._compare(res, left())
+        return True
+
+    def _again_on_a_fresh_worker(self, res: CaseResult, left: Callable[[], float]) -> bool:
+        """An engine call that raised (not a crash, a timeout or the converter's own "no model")
+        is tried once more on a fresh worker; whether that one gave outputs.
+
+        Heap damage an earlier model did to a worker can break the worker's own Python (in a
+        10-minute campaign one lane's worker answered "AttributeError: 'list' object has no
+        attribute 'isinstance'" to every later conversion): the error is then the worker's
+        state, not this model's.  The fresh worker's answer is the case's; a different one is
+        noted.  Without a failure that raised, nothing is retried.
+        """
+        if res.failed_call in ("", "timeout", "crash", "convert", "memory") or left() <= 0:
+            return False
+        first = res.message
+        self._worker(res).recycle()
+        res.status, res.stage, res.message, res.op, res.failed_call = Status.DCP, "", "", "", ""
+        ok = self._engine_outputs(res, left)
+        if ok or res.message != first:
+            res.notes.append(f"an engine worker that had run earlier models failed this one with {first!r}; "
+                             "a fresh worker did not: that was damage earlier models left")
+        return ok
 
     def _engine_dir(self, res: CaseResult) -> Path:
         """Where the engine writes (its converted model) for res: the case folder for the first
@@ -410,7 +440,7 @@ class Lane:
             res.status, res.message = Status.REF, r.reply.get("error", "")
 
     def _engine_failure(self, res: CaseResult, r: CallResult, stage: str, status: Status) -> None:
-        res.stage = stage
+        res.stage, res.failed_call = stage, r.kind if r.kind != "error" else str(r.reply.get("kind", "error"))
         if r.kind == "timeout":
             res.status, res.message = Status.TIMEOUT, f"{stage} timed out"
         elif r.kind == "crash":

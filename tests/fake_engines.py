@@ -174,6 +174,23 @@ class GarbageArtifact(MNNEngine):
         return out
 
 
+class DamagedByItsFirstModel(MNNEngine):
+    """After its first inference, every later conversion in the same process raises
+    AttributeError, as heap damage that broke the worker's own Python did in a campaign; a
+    fresh worker (a fork of the server, which ran no model) converts again."""
+
+    ran = 0
+
+    def convert(self, model, fmt, workdir):
+        if DamagedByItsFirstModel.ran:
+            raise AttributeError("'list' object has no attribute 'isinstance'")
+        return super().convert(model, fmt, workdir)
+
+    def infer(self, artifact, inputs, outputs):
+        DamagedByItsFirstModel.ran += 1
+        return super().infer(artifact, inputs, outputs)
+
+
 class ExitWithoutOutputs(MNNEngine):
     """Inference ends the process with exit status 0 and no answer."""
 

@@ -194,6 +194,11 @@ class Worker:
             zygote.kill()
         self._close_log()
 
+    def recycle(self) -> None:
+        """End the worker process; the next call starts a fresh one (a fork of the server when
+        there is one: cheap).  For a worker an earlier model may have left damaged."""
+        self._end_process()
+
     def renew(self) -> None:
         """End the worker process; the next one starts whole, not forked (the fork server is kept
         for later restarts).  Forks share their server's address-space layout, heap and random

@@ -21,12 +21,14 @@ def _graph(seed: int = 3) -> Graph:
                  ["n1"], seed=seed)
 
 
-def _run(tmp_path, engine: str, n: int = 1, **kw):
+def _run(tmp_path, engine: str, n: int = 1, calls: dict | None = None, **kw):
     lane = Lane(LaneConfig(f"fake_engines:{engine}", tmp_path, timeouts=Timeouts(convert=4.0, infer=4.0), **kw), 0)
     lane.start()
     try:
         return [lane.run(i, _graph(), 60) for i in range(n)]
     finally:
+        if calls is not None:
+            calls.update(lane.engs["x86_64"].calls)
         lane.stop()
 
 
@@ -47,8 +49,20 @@ def test_wrong_shapes_are_a_shape_mismatch(tmp_path, fake_engines_path):
 
 
 def test_a_garbage_artifact_is_an_inference_failure(tmp_path, fake_engines_path):
-    res, = _run(tmp_path, "GarbageArtifact")
+    calls: dict = {}
+    res, = _run(tmp_path, "GarbageArtifact", calls=calls)
     assert res.status == Status.IF and res.stage == "infer"
+    # Tried again on a fresh worker, which failed the same way: the model's own failure.
+    assert calls["infer"] == 2 and not res.notes
+
+
+def test_a_worker_an_earlier_model_damaged_is_replaced_and_the_case_judged_on_a_fresh_one(tmp_path,
+                                                                                          fake_engines_path):
+    first, second, third = _run(tmp_path, "DamagedByItsFirstModel", n=3)
+    assert first.status == Status.DCP and not first.notes
+    for res in (second, third):  # each broke its worker's Python for the next model
+        assert res.status == Status.DCP, res.message
+        assert any("damage earlier models left" in n and "isinstance" in n for n in res.notes), res.notes
 
 
 def test_an_engine_exiting_0_without_outputs_is_an_inference_failure(tmp_path, fake_engines_path):
