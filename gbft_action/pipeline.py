@@ -482,9 +482,9 @@ class Lane:
 
     def _probe(self, res: CaseResult, names: list[str], left: float) -> dict[str, np.ndarray] | None:
         """Intermediate tensors from the engine on res's platform (None if it cannot say)."""
-        slow = self.platforms[res.platform].slowdown
+        limit = min(self.cfg.timeouts.infer * self.platforms[res.platform].slowdown, max(left, 0.1))
         r = self._worker(res).call({"op": "probe", "inputs": pack(res.arrays["inputs"]), "outputs": names},
-                                   min(self.cfg.timeouts.infer * slow, max(left, 0.1)))
+                                   min(limit, _probe_limit(res.timings.get("infer"), len(names))))
         return unpack(r.reply["outputs"]) if r.kind == "ok" else None
 
     def _localise_between(self, first: CaseResult, other: CaseResult, left: float) -> tuple[str, OutputDiff | None]:
@@ -687,6 +687,17 @@ def _first_difference(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarra
         if compare(x, y, n.id, tol, signed_zero=signed_zero).ratio < d.ratio:  # the rules excused some
             excused.add(n.id)
     return None
+
+
+def _probe_limit(infer_s: float | None, names: int) -> float:
+    """A probe runs the model once, or once per name when the engine fused some away: at most
+    ``names + 1`` runs of what its inference took, with room to spare (2 s at least).  Seen
+    in campaigns: a probe that ran 28 s (the inference limit) on two busy threads while the
+    model's inference took milliseconds, starving every other lane; localisation then
+    fails, the case is keyed by its output, and the worker is restarted (a fork: cheap)."""
+    if infer_s is None:
+        return float("inf")
+    return max(2.0, 20.0 * infer_s * (names + 1))
 
 
 class _Aborted(Exception):

@@ -157,6 +157,16 @@ class NaNEverywhere(MNNEngine):
         return {k: np.full_like(v, np.nan) for k, v in super().infer(artifact, inputs, outputs).items()}
 
 
+class SlowProbe(NaNEverywhere):
+    """NaN everywhere, answered at once; asked for intermediate tensors too (a localisation
+    probe), it takes a minute."""
+
+    def infer(self, artifact, inputs, outputs):
+        if len(outputs) > 1:
+            time.sleep(60)
+        return super().infer(artifact, inputs, outputs)
+
+
 class WrongShapes(MNNEngine):
     """Every output flattened and one element longer."""
 

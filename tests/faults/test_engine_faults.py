@@ -21,8 +21,9 @@ def _graph(seed: int = 3) -> Graph:
                  ["n1"], seed=seed)
 
 
-def _run(tmp_path, engine: str, n: int = 1, calls: dict | None = None, **kw):
-    lane = Lane(LaneConfig(f"fake_engines:{engine}", tmp_path, timeouts=Timeouts(convert=4.0, infer=4.0), **kw), 0)
+def _run(tmp_path, engine: str, n: int = 1, calls: dict | None = None, timeouts: Timeouts | None = None, **kw):
+    timeouts = timeouts or Timeouts(convert=4.0, infer=4.0)
+    lane = Lane(LaneConfig(f"fake_engines:{engine}", tmp_path, timeouts=timeouts, **kw), 0)
     lane.start()
     try:
         return [lane.run(i, _graph(), 60) for i in range(n)]
@@ -41,6 +42,15 @@ def test_nan_everywhere_is_a_wrong_result_of_a_guarded_model(tmp_path, fake_engi
     res, = _run(tmp_path, "NaNEverywhere")
     assert res.status == Status.DCF and res.mismatch == "nan" and res.direction == "finite->NaN"
     assert res.symptom == "wrong-result"  # a NaN made from finite inputs: garbage, not NaN semantics
+
+
+def test_a_probe_far_slower_than_the_models_inference_is_given_up_and_the_case_judged(tmp_path, fake_engines_path):
+    """A localisation probe gets a bound from the model's own inference time (2 s at least),
+    not the 30-s inference limit: one such probe once held a lane, and two cores, for 28 s."""
+    t0 = time.monotonic()
+    res, = _run(tmp_path, "SlowProbe", timeouts=Timeouts(convert=30.0, infer=30.0), cross_reference=False)
+    assert res.status == Status.DCF and res.mismatch == "nan" and not res.localised
+    assert time.monotonic() - t0 < 20
 
 
 def test_wrong_shapes_are_a_shape_mismatch(tmp_path, fake_engines_path):
