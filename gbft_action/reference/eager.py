@@ -6,9 +6,12 @@ model, against 0.6 ms for the computing itself.  Eager execution runs the same
 kernels, and keeps them cached across models (by op type and attributes), so a model
 costs the Python call per node and the arithmetic.  The values are the session's bit
 for bit (``tests/test_graphdef.py``, every node of random graphs of the whole corpus)
-provided both run one thread per op: ``single_threaded`` sets that before TensorFlow's
-eager context starts, and says whether it holds (an in-process caller may have started
-the context with other settings; the worker then uses a session).
+but for one thing: graph mode and eager mode pick different oneDNN paths for some
+Conv2D geometries (mostly one input channel), which sum in another order (12 of 600
+random graphs first differed at such a Conv2D, within 1e-5 there).  Both must run one
+thread per op: ``single_threaded`` sets that before TensorFlow's eager context starts,
+and says whether it holds (an in-process caller may have started the context with
+other settings; the worker then uses a session).
 
 Only what a fetch needs is run, in the GraphDef's order (which is topological: the
 Builder writes a node after its inputs), as a session prunes its graph; what one

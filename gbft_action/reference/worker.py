@@ -8,10 +8,11 @@ REF).  ``tflite``: write the model as TFLite (``model.tflite``, or the ``name`` 
 
 The GraphDef comes straight from the IR (``reference.graphdef``: NodeDefs from a
 table) and runs in TensorFlow's eager runtime, node by node (``reference.eager``: the
-same kernels as a session, cached across models, the same values bit for bit); a
+same kernels as a session, cached across models; the same values but for the rounding
+of some Conv2D geometries); a
 graph with an operator that table does not lower exactly is built through TensorFlow's
 Python op layer (``reference.tf_emit``) and runs in a session, as does a TFLite build
-(its converter takes a session).  Both give the same GraphDef and values
+(its converter takes a session).  Both give the same GraphDef
 (``tests/test_graphdef.py``).  Fuzzing, minimisation, isolation and localisation
 (every node's tensor ``<id>:0`` fetched) all come through ``build``, except that a
 failing case's localisation first asks ``intermediates`` of the model just built (its
