@@ -352,9 +352,11 @@ class Lane:
         self._worker(res).recycle()
         res.status, res.stage, res.message, res.op, res.failed_call = Status.DCP, "", "", "", ""
         ok = self._engine_outputs(res, left)
-        if ok or res.message != first:
-            res.notes.append(f"an engine worker that had run earlier models failed this one with {first!r}; "
-                             "a fresh worker did not: that was damage earlier models left")
+        said = f"an engine worker that had run earlier models failed this one with {first!r}"
+        if ok:
+            res.notes.append(f"{said}; a fresh worker ran it: that was damage earlier models left")
+        elif res.message != first:
+            res.notes.append(f"{said}; a fresh worker failed it otherwise")
         return ok
 
     def _engine_dir(self, res: CaseResult) -> Path:
@@ -692,7 +694,7 @@ def _first_difference(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarra
 def _probe_limit(infer_s: float | None, names: int) -> float:
     """A probe runs the model once, or once per name when the engine fused some away: at most
     ``names + 1`` runs of what its inference took, with room to spare (2 s at least).  Seen
-    in campaigns: a probe that ran 28 s (the inference limit) on two busy threads while the
+    in benchmark runs: a probe that ran 28 s (the inference limit) on two busy threads while the
     model's inference took milliseconds, starving every other lane; localisation then
     fails, the case is keyed by its output, and the worker is restarted (a fork: cheap)."""
     if infer_s is None:
