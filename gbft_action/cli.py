@@ -292,7 +292,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 
     from .bugs.bundle import BugBook
     from .bugs.fingerprint import Fingerprint
-    from .bugs.replay import bug_platforms, load_bundle, minimize_bug, replay
+    from .bugs.replay import bug_platforms, bundle_key, load_bundle, minimize_bug, replay
     from .engines.builds import build_of_bundle
     from .pipeline import FrontendError, Lane, LaneConfig
     from .platforms import PlatformError
@@ -335,8 +335,9 @@ def cmd_bundle(args: argparse.Namespace) -> int:
                 print(json.dumps(stats, indent=2))
                 return EXIT_OK
             target = Fingerprint.from_json(meta["fingerprint"])
-            v = replay(lane, g if args.original or small is None else small, target,
-                       platforms=bug_platforms(lane, meta))
+            minimised = not args.original and small is not None
+            v = replay(lane, small if small is not None and minimised else g, target,
+                       platforms=bug_platforms(lane, meta), key=bundle_key(meta) if minimised else None)
         finally:
             lane.stop()
     print(f"{info.get('engine')} {info.get('version')} ({info.get('machine')}): {v.outcome}")

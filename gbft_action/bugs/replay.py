@@ -96,10 +96,20 @@ def bug_platforms(lane: Lane, meta: dict[str, Any], cheapest: bool = False) -> l
     return seen
 
 
+def bundle_key(meta: dict[str, Any]) -> tuple[str, str, str] | None:
+    """The local key (symptom, operator, direction) a bundle's minimiser keeps; None for older
+    bundles without a symptom (their minimiser kept the fingerprint)."""
+    return local_key(meta["symptom"], meta["fingerprint"], meta.get("direction", "")) if meta.get("symptom") else None
+
+
 def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0, fresh: bool = True,
-           platforms: list[str] | None = None) -> Replay:
+           platforms: list[str] | None = None, key: tuple[str, str, str] | None = None) -> Replay:
+    """Run g again: the same bug when a platform shows ``target``, or, with ``key`` (the
+    minimised model of a bundle: ``bundle_key``), the local key the minimiser kept.  The
+    minimiser may change the structure a fingerprint names (a two-input Minimum becomes a
+    one-input one) while keeping the symptom, operator and direction."""
     res = run_graph(lane, g, budget, fresh=fresh, platforms=platforms, base=needs_base(target))
-    if matching(res, target) is not None:
+    if matching(res, target) is not None or (key is not None and showing(res, key) is not None):
         return Replay(SAME, target, res)
     if res.aborted or res.status in (Status.GEN, Status.REF) or res.stage == "reference":
         # The reference could not judge the model (another front end's lane, a cut replay): that
@@ -135,7 +145,7 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
     where = bug_platforms(lane, meta, cheapest=True)
     # No slippage: a candidate counts only with the same symptom, operator and direction (the
     # local key), not merely "some failure"; older bundles without a symptom keep the fingerprint.
-    key = local_key(meta["symptom"], meta["fingerprint"], meta.get("direction", "")) if meta.get("symptom") else None
+    key = bundle_key(meta)
 
     end = time.monotonic() + time_limit
 

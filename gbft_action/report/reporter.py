@@ -539,7 +539,7 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
     cause's issue replays the first of its fingerprints with a bundle (the canonical one first);
     an issue any of whose ids failed in this run is not fixed; the tracking issue is no bug."""
     from ..bugs.fingerprint import Fingerprint
-    from ..bugs.replay import load_bundle, replay
+    from ..bugs.replay import bundle_key, load_bundle, replay
 
     corpus = cfg.corpus or cfg.out / "bugs"
     seen: set[int] = set()
@@ -563,7 +563,8 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
             setup = json.dumps([meta["fingerprint"].get("frontend", ""), meta.get("engine", {}).get("engine", ""),
                                 meta.get("engine", {}).get("settings", {})], sort_keys=True, default=str)
             lane = lanes[setup] = lanes.get(setup) or lane_factory(meta)
-            v = replay(lane, small or g, Fingerprint.from_json(meta["fingerprint"]))
+            v = replay(lane, small or g, Fingerprint.from_json(meta["fingerprint"]),
+                       key=bundle_key(meta) if small is not None else None)
             entry["title"] = meta["title"]
             if v.outcome == "passes":
                 tracker.comment(issue.number, render.fixed(lane.eng.hello, ctx, [lane.eng.hello.get("machine", "")],
