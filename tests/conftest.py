@@ -18,6 +18,29 @@ def fake_engines_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(TESTS), old) if p))
 
 
+def relu_sigmoid(seed: int = 3):  # type: ignore[no-untyped-def]
+    """A two-node model any engine runs: Relu -> Sigmoid on (1, 4, 4, 2)."""
+    from gbft_action.graph.ir import Graph, Node, TensorType
+
+    t = TensorType((1, 4, 4, 2))
+    return Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu"), Node("n1", "Sigmoid", ["n0"], {}, t, "Sigmoid")],
+                 ["n1"], seed=seed)
+
+
+@pytest.fixture
+def nan_lane(tmp_path: Path, fake_engines_path: None):  # type: ignore[no-untyped-def]
+    """A started lane whose engine answers NaN everywhere (a wrong result on every model);
+    no second reference."""
+    from gbft_action.pipeline import Lane, LaneConfig
+
+    lane = Lane(LaneConfig("fake_engines:NaNEverywhere", tmp_path / "nan-lane", cross_reference=False), 0)
+    lane.start()
+    try:
+        yield lane
+    finally:
+        lane.stop()
+
+
 def gbft_cmd() -> list[str]:
     exe = VENV_BIN / "gbft"
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "gbft_action.cli"]

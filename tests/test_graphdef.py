@@ -38,7 +38,7 @@ from gbft_action.graph.generate import GenOptions
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.search import RandomSource
 
-from .conftest import tensorflow_in_process
+from .conftest import relu_sigmoid, tensorflow_in_process
 
 CORPUS = load_corpus()
 
@@ -233,23 +233,14 @@ def test_intermediates_of_the_model_just_built_are_a_fresh_builds_bit_for_bit(tm
 
 
 @pytest.mark.slow
-def test_a_lanes_localisation_takes_the_kept_models_values_not_a_second_build(tmp_path: Path, fake_engines_path):
-    """A wrong result is localised with the reference's kept session: one build for the case,
+def test_a_lanes_localisation_takes_the_kept_models_values_not_a_second_build(nan_lane):
+    """A wrong result is localised with the reference's kept values: one build for the case,
     one ``intermediates`` call, no second build (which would still give the same answer)."""
     from gbft_action.oracle import Status
-    from gbft_action.pipeline import Lane, LaneConfig
 
-    t = TensorType((1, 4, 4, 2))
-    g = Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu"), Node("n1", "Sigmoid", ["n0"], {}, t, "Sigmoid")],
-              ["n1"], seed=3)
-    lane = Lane(LaneConfig("fake_engines:NaNEverywhere", tmp_path, cross_reference=False), 0)
-    lane.start()
-    try:
-        res = lane.run(0, g, 60)
-    finally:
-        lane.stop()
+    res = nan_lane.run(0, relu_sigmoid(), 60)
     assert res.status == Status.DCF and res.localised and res.node == "n0"
-    assert (lane.ref.calls["build"], lane.ref.calls["intermediates"]) == (1, 1)
+    assert (nan_lane.ref.calls["build"], nan_lane.ref.calls["intermediates"]) == (1, 1)
 
 
 @pytest.mark.slow

@@ -16,6 +16,8 @@ from gbft_action.graph.generate import GenOptions, generate
 from gbft_action.oracle import Status
 from gbft_action.pipeline import CaseResult
 
+from .conftest import relu_sigmoid
+
 CORPUS = load_corpus()
 
 
@@ -125,28 +127,18 @@ def test_a_bundles_minimiser_never_gives_a_call_more_than_its_time_left(tmp_path
 
 
 @pytest.mark.slow
-def test_a_minimised_model_replays_as_the_same_bug_by_the_key_its_minimiser_kept(tmp_path, fake_engines_path):
+def test_a_minimised_model_replays_as_the_same_bug_by_the_key_its_minimiser_kept(nan_lane):
     """The minimiser keeps a bug's local key (symptom, operator, direction), not its whole
     fingerprint: replaying the minimised model, whose structure changed (a two-input Minimum
     became a one-input one in a CI run), is the same bug; a key naming another operator is not."""
     from dataclasses import replace as changed
 
-    from gbft_action.graph.ir import Graph, Node, TensorType
-    from gbft_action.pipeline import Lane, LaneConfig
-
-    t = TensorType((1, 4, 4, 2))
-    g = Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu"), Node("n1", "Sigmoid", ["n0"], {}, t, "Sigmoid")],
-              ["n1"], seed=3)
-    lane = Lane(LaneConfig("fake_engines:NaNEverywhere", tmp_path, cross_reference=False), 0)
-    lane.start()
-    try:
-        res = run_graph(lane, g)
-        assert res.fingerprint is not None and res.symptom
-        recorded = changed(res.fingerprint, structure="in-degree 2, input ranks [5,5]")  # the unminimised model's
-        meta = {"symptom": res.symptom, "fingerprint": recorded.to_json(), "direction": res.direction}
-        assert replay(lane, g, recorded).outcome == "different"
-        assert replay(lane, g, recorded, key=bundle_key(meta)).outcome == "same"
-        other = {**meta, "fingerprint": {**recorded.to_json(), "op": "Tanh"}}
-        assert replay(lane, g, recorded, key=bundle_key(other)).outcome == "different"
-    finally:
-        lane.stop()
+    g = relu_sigmoid()
+    res = run_graph(nan_lane, g)
+    assert res.fingerprint is not None and res.symptom
+    recorded = changed(res.fingerprint, structure="in-degree 2, input ranks [5,5]")  # the unminimised model's
+    meta = {"symptom": res.symptom, "fingerprint": recorded.to_json(), "direction": res.direction}
+    assert replay(nan_lane, g, recorded).outcome == "different"
+    assert replay(nan_lane, g, recorded, key=bundle_key(meta)).outcome == "same"
+    other = {**meta, "fingerprint": {**recorded.to_json(), "op": "Tanh"}}
+    assert replay(nan_lane, g, recorded, key=bundle_key(other)).outcome == "different"

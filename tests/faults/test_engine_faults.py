@@ -8,17 +8,12 @@ import time
 
 import pytest
 
-from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status
 from gbft_action.pipeline import Lane, LaneConfig, Timeouts
 
+from ..conftest import relu_sigmoid
+
 pytestmark = pytest.mark.slow
-T = TensorType((1, 4, 4, 2))
-
-
-def _graph(seed: int = 3) -> Graph:
-    return Graph({"in0": T}, [Node("n0", "Relu", ["in0"], {}, T, "Relu"), Node("n1", "Sigmoid", ["n0"], {}, T, "Sigmoid")],
-                 ["n1"], seed=seed)
 
 
 def _run(tmp_path, engine: str, n: int = 1, calls: dict | None = None, timeouts: Timeouts | None = None, **kw):
@@ -26,7 +21,7 @@ def _run(tmp_path, engine: str, n: int = 1, calls: dict | None = None, timeouts:
     lane = Lane(LaneConfig(f"fake_engines:{engine}", tmp_path, timeouts=timeouts, **kw), 0)
     lane.start()
     try:
-        return [lane.run(i, _graph(), 60) for i in range(n)]
+        return [lane.run(i, relu_sigmoid(), 60) for i in range(n)]
     finally:
         if calls is not None:
             calls.update(lane.engs["x86_64"].calls)
