@@ -335,9 +335,9 @@ def cmd_bundle(args: argparse.Namespace) -> int:
                 print(json.dumps(stats, indent=2))
                 return EXIT_OK
             target = Fingerprint.from_json(meta["fingerprint"])
-            minimised = not args.original and small is not None
-            v = replay(lane, small if small is not None and minimised else g, target,
-                       platforms=bug_platforms(lane, meta), key=bundle_key(meta) if minimised else None)
+            model = g if args.original or small is None else small
+            v = replay(lane, model, target, platforms=bug_platforms(lane, meta),
+                       key=bundle_key(meta) if model is small else None)
         finally:
             lane.stop()
     print(f"{info.get('engine')} {info.get('version')} ({info.get('machine')}): {v.outcome}")

@@ -189,12 +189,13 @@ def test_worker_replies_are_the_same_on_both_paths(tmp_path: Path):
                 gd.ParseFromString(p.read_bytes())
                 protos.append(gd.SerializeToString(deterministic=True))
             assert protos[0] == protos[1], i
+            ops = {nd.name: nd.op for nd in gd.node}  # either model.pb: the protos are equal
             x, y = unpack(a["inputs"]), unpack(b["inputs"])
             assert x.keys() == y.keys() and all(same_bits(x[k], y[k]) for k in x), i
             x, y = unpack(a["expected"]), unpack(b["expected"])
             assert x.keys() == y.keys(), i
             if extra:
-                assert agree_but_for_reordering(g, {nd.name: nd.op for nd in gd.node}, x, y), i
+                assert agree_but_for_reordering(g, ops, x, y), i
                 if first_difference(g, x, y) is not None:
                     reordered.add(i)
             elif i not in reordered:  # no node differed: the outputs do not either
