@@ -312,9 +312,12 @@ class Campaign:
 
     def _fuzz_and_minimize(self, lanes: list[Lane], deadline: float) -> None:
         share = self.cfg.budget * self.cfg.minimize_share
-        # With a base build, a tail of the budget confirms what the last models found.
-        tail = 0.1 * self.cfg.budget if self.cfg.base is not None else 0.0
-        self._loop(lanes, lambda: deadline - self._reserve(share), deadline)
+        # With a base build, a tail of the budget confirms what the last models found (_confirm
+        # stops GRACE_S before its deadline, so the tail holds that too).
+        tail = 0.1 * self.cfg.budget + GRACE_S if self.cfg.base is not None else 0.0
+        # The tail too: with minimising off the reserve is nothing, and a loop run to the deadline
+        # would leave every new failure unchecked (never blamed: a green check over a regression).
+        self._loop(lanes, lambda: deadline - max(self._reserve(share), tail), deadline)
         reason = self.stop_reason
         if self._interrupted:  # a signal: the summary from what was judged, at once
             return

@@ -215,3 +215,22 @@ def test_a_new_failure_whose_base_build_fails_otherwise_in_replay_is_changed():
         return Round(True, False, {}, base_other=True)
     got, why = confirm(play, Verdict.NEW, time.monotonic() + 60)
     assert got is Verdict.CHANGED and "failed otherwise" in why
+
+
+@pytest.mark.slow
+def test_with_minimising_off_the_budget_still_keeps_time_to_confirm(tmp_path, fake_engines_path):
+    """A base build with --minimize-share 0, stopped by the budget (no --max-models): the loop
+    must leave the confirmation its tail, or every new failure stays unchecked and the check
+    is green over a regression."""
+    from gbft_action.campaign import Campaign, FuzzConfig
+    from gbft_action.engines.builds import EngineBuild
+
+    cfg = FuzzConfig(out=tmp_path / "o", engine="fake_engines:ScriptedRejects",
+                     engine_env={"GBFT_FAKE_REJECT": "Tanh:a"}, budget=20, seed=5, blocks=(2, 5), jobs=1,
+                     minimize_share=0.0, base=EngineBuild("fake_engines:ScriptedRejects", env={}, source="base"))
+    s = Campaign(cfg).run()
+    verdicts = triage.read_verdicts(tmp_path / "o")
+    tanh = [bv for bv in verdicts.values() if "rejects Tanh" in bv.title]
+    why = json.dumps({k: [bv.verdict.value, bv.title, bv.confirmation] for k, bv in verdicts.items()}, indent=1)
+    assert tanh and tanh[0].verdict is Verdict.NEW, why
+    assert tanh[0].key in s["new_failures"], why
