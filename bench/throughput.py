@@ -73,13 +73,14 @@ def main() -> None:
     print(f"models {s['models']}, models/s {s['models'] / wall:.1f} (wall, including worker start-up)")
     print(_shares(waited, lane_time, s["models"]))
     for kind, ops in waited.items():
-        for op, (n, sec) in sorted(ops.items(), key=lambda kv: -kv[1][1]):
+        for op, (n, sec, busy) in sorted(ops.items(), key=lambda kv: -kv[1][1]):
             print(f"  {kind} {op}: {n} calls, {sec:.2f} s ({100 * sec / lane_time:.1f}% of lane time), "
-                  f"{1000 * sec / max(n, 1):.1f} ms each")
+                  f"{1000 * sec / max(n, 1):.1f} ms each, {1000 * busy / max(n, 1):.1f} ms of its CPU")
     print(f"CPU: harness process {cpu[0]:.1f} s ({1000 * cpu[0] / max(s['models'], 1):.1f} ms a model, "
           f"{100 * cpu[2] / max(cpu[0], 1e-9):.0f}% of it in the kernel: files, pipes), "
           f"workers {cpu[1]:.1f} s ({1000 * cpu[1] / max(s['models'], 1):.1f} ms a model); "
           f"{(cpu[0] + cpu[1]) / wall:.2f} of the machine's cores busy on average")
+    print(_ceilings(waited, cpu, wall, s["models"], a.jobs, bool(a.base_build)))
     print(f"by status: {s['by_status']}")
     if s.get("triage"):
         print(f"verdicts: {s['triage']['counts']}")
@@ -89,7 +90,7 @@ def _shares(waited: dict[str, dict[str, tuple[int, float]]], lane_time: float, m
     """Lane time split into waiting for the reference(s), the engine build(s), worker start-up,
     and the harness (the rest: generation, judging, IPC, recording, bundles)."""
     def total(kinds: tuple[str, ...], start: bool) -> float:
-        return sum(sec for k in kinds for op, (_, sec) in waited.get(k, {}).items() if (op == "start") == start)
+        return sum(sec for k in kinds for op, (_, sec, _) in waited.get(k, {}).items() if (op == "start") == start)
     ref = total(("reference", "second reference"), False)
     eng = total(("engine", "base build"), False)
     start = sum(total((k,), True) for k in waited)
@@ -98,6 +99,32 @@ def _shares(waited: dict[str, dict[str, tuple[int, float]]], lane_time: float, m
     return (f"time share of lane time: reference {pct(ref)}, engine {pct(eng)}, worker start-up {pct(start)}, "
             f"harness {pct(harness)}\nper model: reference {1000 * ref / max(models, 1):.1f} ms, "
             f"engine {1000 * eng / max(models, 1):.1f} ms, harness {1000 * harness / max(models, 1):.1f} ms")
+
+
+def _ceilings(waited: dict[str, dict[str, tuple[int, float, float]]], cpu: list[float], wall: float, models: int,
+              jobs: int, with_base: bool) -> str:
+    """What this machine's cores allow at the CPU a model costs here, whatever the scheduling:
+    the rate with every core busy, the engine's own floor (its calls' CPU alone), and the most
+    a base build (another engine's calls a model) or, from a --jobs 1 run, more lanes can keep."""
+    cores, n = os.cpu_count() or 1, max(models, 1)
+
+    def busy(kinds: tuple[str, ...]) -> float:
+        return sum(c for k in kinds for op, (_, _, c) in waited.get(k, {}).items() if op != "start")
+    engine, base = busy(("engine",)), busy(("base build",))
+    per = lambda x: 1000 * x / n  # noqa: E731 - ms a model
+    total = cpu[0] + cpu[1]
+    lines = [f"CPU a model: engine calls {per(engine):.1f} ms, base build calls {per(base):.1f} ms, "
+             f"reference calls {per(busy(('reference', 'second reference'))):.1f} ms, "
+             f"harness {per(cpu[0]):.1f} ms, all {per(total):.1f} ms",
+             f"ceiling on {cores} cores all busy: {cores * n / total:.0f} models/s; the engine's calls alone "
+             f"allow {cores * n / max(engine, 1e-9):.0f}"]
+    if not with_base:
+        lines.append(f"a base build (its calls costing the engine's {per(engine):.1f} ms) keeps at most "
+                     f"{total / (total + engine):.2f} of this rate")
+    if jobs == 1:
+        lines.append(f"one lane keeps {total / wall:.2f} cores busy: more lanes can reach at most "
+                     f"{cores * wall / total:.2f} times its rate")
+    return "\n".join(lines)
 
 
 @contextlib.contextmanager

@@ -265,17 +265,18 @@ class Campaign:
             # thread, while that thread is inside a worker's start (which close waits for).
             threading.Thread(target=self._close_lanes, name="gbft-cancel", daemon=True).start()
 
-    def worker_time(self) -> dict[str, dict[str, tuple[int, float]]]:
-        """Calls and wall seconds the lanes waited for their workers, by worker kind and op
-        ("start": spawning a worker up to its hello): where the time went (bench/throughput.py)."""
-        out: dict[str, dict[str, tuple[int, float]]] = {}
+    def worker_time(self) -> dict[str, dict[str, tuple[int, float, float]]]:
+        """Calls, wall seconds the lanes waited for their workers and the CPU seconds the workers
+        spent on them, by worker kind and op ("start": spawning a worker up to its hello): where
+        the time went (bench/throughput.py)."""
+        out: dict[str, dict[str, tuple[int, float, float]]] = {}
         for lane in self._lanes:
             for kind, workers in lane.workers().items():
                 ops = out.setdefault(kind, {})
                 for w in workers:
                     for op, sec in w.spent.items():
-                        n, t = ops.get(op, (0, 0.0))
-                        ops[op] = (n + w.calls[op], t + sec)
+                        n, t, c = ops.get(op, (0, 0.0, 0.0))
+                        ops[op] = (n + w.calls[op], t + sec, c + w.cpu[op])
         return out
 
     def _close_lanes(self) -> None:

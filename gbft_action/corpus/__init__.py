@@ -96,12 +96,24 @@ class Corpus:
 
     def candidates(self, d_in: int, d_out: int) -> list[Block]:
         """The blocks that take in-degree d_in and out-degree d_out, in corpus order."""
-        return [b for b in self.blocks if d_in in b.in_degree and d_out in b.out_degree]
+        found = self._candidates.get((d_in, d_out))
+        if found is None:
+            found = self._candidates[d_in, d_out] = [b for b in self.blocks if d_in in b.in_degree
+                                                     and d_out in b.out_degree]
+        return list(found)
+
+    @cached_property
+    def _candidates(self) -> dict[tuple[int, int], list[Block]]:  # asked at every node too
+        return {}
 
     @property
     def op_types(self) -> list[str]:
         """Distinct operator types in the corpus (n_t of the paper), sorted."""
-        return sorted({op for b in self.blocks for op in b.ops})
+        return list(self._op_types)
+
+    @cached_property
+    def _op_types(self) -> tuple[str, ...]:
+        return tuple(sorted({op for b in self.blocks for op in b.ops}))
 
     def blocks_with_op(self, op: str) -> list[Block]:
         return [b for b in self.blocks if op in b.ops]

@@ -63,6 +63,8 @@ class Coverage:
         self._ops = frozenset(self.op_types)
         self._seen: dict[str, dict[str, set[Any]]] = {
             k: {op: set() for op in self.op_types} for k in KINDS}
+        # OLC per operator, until its sets grow (MCTS asks it of every operator at every step).
+        self._olc_of: dict[str, float] = {}
 
     @classmethod
     def from_corpus(cls, corpus: Corpus, n_maxspc: int | None = None,
@@ -93,9 +95,13 @@ class Coverage:
 
     def add(self, graph: Graph) -> bool:
         """Record ``graph``; True when it brought any new coverage item."""
-        new = self._new_items(graph)
+        return self.add_items(self._new_items(graph))
+
+    def add_items(self, new: set[Item]) -> bool:
+        """Record items ``new_items`` gave (for a graph, before any other update); True when any."""
         for kind, op, item in new:
             self._seen[kind][op].add(item)
+            self._olc_of.pop(op, None)
         return bool(new)
 
     def new_items(self, graph: Graph) -> set[Item]:
@@ -120,6 +126,13 @@ class Coverage:
     # -- metrics -------------------------------------------------------------
     def per_op(self) -> dict[str, dict[str, float]]:
         return {op: self._op_metrics(op) for op in self.op_types}
+
+    def olc(self, op: str) -> float:
+        """One operator's OLC (``per_op()[op]["OLC"]``, without the others')."""
+        v = self._olc_of.get(op)
+        if v is None:
+            v = self._olc_of[op] = self._op_metrics(op)["OLC"]
+        return v
 
     def _op_metrics(self, op: str) -> dict[str, float]:
         s = {k: len(self._seen[k][op]) for k in KINDS}
@@ -158,6 +171,7 @@ class Coverage:
         for kind, by_op in other._seen.items():
             for op, items in by_op.items():
                 out._seen[kind][op].update(items)
+        out._olc_of.clear()
         return out
 
     def to_json(self) -> dict[str, Any]:

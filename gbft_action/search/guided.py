@@ -62,9 +62,10 @@ class GuidedSource:
             rng = random.Random(f"{stream_key(self.seed, index, self.shard)}:{attempt}")
             g, path = self._attempt(rng, index)
             self.generated += 1
+            items = self.coverage.new_items(g)  # once: the arms' gain and the update read the same
             if self.arms:
-                self.arms.update(g.meta["model"], g.meta["k"], self._structural_gain(g))
-            new = self.coverage.add(g)
+                self.arms.update(g.meta["model"], g.meta["k"], self._structural_gain(g, items))
+            new = self.coverage.add_items(items)
             if self.mcts:
                 self.mcts.backpropagate(path, 1.0 if new else 0.0)
             if new:
@@ -141,7 +142,7 @@ class GuidedSource:
         cov = self.coverage
         # What coverage lacks, once per attempt (it changes only with feedback, between attempts).
         new_type = {op for op in self.corpus.op_types if not cov.seen("OTC", op, 1)}
-        open_spc = {op for op in self.corpus.op_types if cov.size("SPC", op) < cov.n_maxspc}
+        score = _Scorer(cov, {op for op in self.corpus.op_types if cov.size("SPC", op) < cov.n_maxspc})
         for j in range(sk.n):
             d_in, d_out = max(1, len(sk.preds(j))), sk.out_degree(j)
             cands = self.corpus.candidates(d_in, d_out)
@@ -150,38 +151,22 @@ class GuidedSource:
             if self.mcts is None:
                 sk.blocks.append(rng.choice(cands).name)
                 continue
-            preds = [self.corpus.block(sk.blocks[p]) for p in sk.preds(j)]
+            tails = [self.corpus.block(sk.blocks[p]).tail for p in sk.preds(j)]
             fresh = new_type - set(sk.blocks)
             # The MCTS path breaks ties: coverage first, then the tree's choice.
-            scored = [(self._score(b, d_in, d_out, preds, fresh, open_spc) + (0.5 if b.name in on_path else 0), b)
-                      for b in cands]
+            scored = [(x + (0.5 if b.name in on_path else 0), b)
+                      for x, b in zip(score.scores(cands, d_in, d_out, tails, fresh), cands)]
             best = max(s for s, _ in scored)
             top = [b for s, b in scored if s == best]
             sk.blocks.append(rng.choice(top).name)
 
-    def _score(self, b: Block, d_in: int, d_out: int, preds: list[Block], fresh: set[str],
-               open_spc: set[str]) -> float:
-        """New coverage this block would bring at this node: types (``fresh``: not yet covered nor
-        placed in this model), degrees, edges from its predecessors."""
-        cov = self.coverage
-        head, tail = b.head, b.tail
-        s = 2 * len(fresh.intersection(b.ops))
-        # A subgraph's entry operators take one external input each.
-        s += 0 if cov.seen("IDC", head, 1 if b.is_subgraph else d_in) else 1
-        s += 0 if cov.seen("ODC", tail, d_out) else 1
-        s += sum(0 if cov.seen("SEC", p.tail, head) else 1 for p in preds)
-        # Between equals, prefer operators still under n_maxspc shape/parameter vectors.
-        s += 0.5 * sum(op in open_spc for op in b.ops) / len(b.ops)
-        return s
-
-    def _structural_gain(self, g: Graph) -> float:
-        """Coverage gain per block, in units of one SEC pair.
+    def _structural_gain(self, g: Graph, new: set[tuple[str, str, Any]]) -> float:
+        """Coverage gain per block (``new``: g's new coverage items), in units of one SEC pair.
 
         A shape/parameter vector is worth n_t / n_maxspc of a pair in OLC, and
         only while the operator is under n_maxspc vectors.
         """
         cov = self.coverage
-        new = cov.new_items(g)
         spc = sum(1 for k, op, _ in new if k == "SPC" and cov.size("SPC", op) < cov.n_maxspc)
         rest = sum(1 for k, _, _ in new if k in ("OTC", "IDC", "ODC", "SEC"))
         return (rest + spc * cov.n_t / cov.n_maxspc) / max(1, len(g.block_nodes()))
@@ -191,6 +176,51 @@ class GuidedSource:
         for k, v in graph_level(g, self.corpus.op_types).items():
             old = self._graph_level.get(k, 0.0)
             self._graph_level[k] = old + (v - old) / self._kept
+
+
+class _Scorer:
+    """New coverage each candidate block would bring at a node, for one attempt's assignment:
+    types (``fresh``: not yet covered nor placed in this model), degrees, edges from its
+    predecessors (``tails``: their exit operators), and, between equals, operators still
+    under n_maxspc shape/parameter vectors (``open_spc``).  Every block of the corpus is
+    scored at every node; coverage does not change within an attempt, so what depends on
+    it alone is looked up once per degree pair or edge."""
+
+    def __init__(self, cov: Coverage, open_spc: set[str]) -> None:
+        self.cov, self.open_spc = cov, open_spc
+        self._static: dict[tuple[int, int], list[tuple[int, float, str, tuple[str, ...]]]] = {}
+        self._edges: dict[tuple[str, str], int] = {}
+
+    def scores(self, cands: list[Block], d_in: int, d_out: int, tails: list[str], fresh: set[str]) -> list[float]:
+        by_head: dict[str, int] = {}
+        out = []
+        for deg, spc, head, ops in self._per_block(cands, d_in, d_out):
+            e = by_head.get(head)
+            if e is None:
+                e = by_head[head] = sum(self._edge(t, head) for t in tails)
+            # Integers first, the shape/parameter share last: the sums the ties are drawn from.
+            out.append(((2 * len(fresh.intersection(ops)) if fresh else 0) + deg + e) + spc)
+        return out
+
+    def _per_block(self, cands: list[Block], d_in: int, d_out: int) -> list[tuple[int, float, str, tuple[str, ...]]]:
+        """Per candidate: its degree coverage (0-2), its share of open operators, head, ops."""
+        static = self._static.get((d_in, d_out))
+        if static is None:
+            cov, static = self.cov, []
+            for b in cands:
+                # A subgraph's entry operators take one external input each.
+                deg = (0 if cov.seen("IDC", b.head, 1 if b.is_subgraph else d_in) else 1) + \
+                    (0 if cov.seen("ODC", b.tail, d_out) else 1)
+                spc = 0.5 * sum(op in self.open_spc for op in b.ops) / len(b.ops)
+                static.append((deg, spc, b.head, b.ops))
+            self._static[d_in, d_out] = static
+        return static
+
+    def _edge(self, tail: str, head: str) -> int:
+        e = self._edges.get((tail, head))
+        if e is None:
+            e = self._edges[tail, head] = 0 if self.cov.seen("SEC", tail, head) else 1
+        return e
 
 
 class GraphArms:

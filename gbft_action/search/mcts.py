@@ -76,12 +76,12 @@ class MCTSChooser:
     def _expand(self, rng: random.Random, node: TreeNode, path: list[TreeNode], cov: Coverage) -> TreeNode | None:
         on_path = {op for p in path[1:] for op in self.corpus.block(p.block).ops}
         siblings = {c.block for c in node.children}
-        per = cov.per_op()
         cands = [op for op in self.corpus.op_types if op not in on_path]
         if not cands:
             return None
-        low = min(per[op]["OLC"] for op in cands)
-        op = rng.choice([o for o in cands if per[o]["OLC"] <= low + 1e-12])
+        olc = {op: cov.olc(op) for op in cands}
+        low = min(olc.values())
+        op = rng.choice([o for o in cands if olc[o] <= low + 1e-12])
         blocks = [b for b in self.corpus.blocks_with_op(op) if b.name not in siblings]
         if not blocks:
             return None

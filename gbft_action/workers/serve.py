@@ -77,6 +77,7 @@ def serve(role: str, target: str, rfd: int, wfd: int, handler: Any = None) -> No
             msg = rconn.recv()
         except EOFError:
             return
+        c0 = time.process_time()
         try:
             if msg["op"] == "hello":
                 handler = handler or load_handler(role, target)
@@ -90,6 +91,7 @@ def serve(role: str, target: str, rfd: int, wfd: int, handler: Any = None) -> No
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "kind": type(e).__name__,
                      "trace": traceback.format_exc()}
         _flush()
+        reply["cpu"] = time.process_time() - c0  # this process's CPU (all threads) for the call
         wconn.send(reply)
 
 

@@ -96,6 +96,9 @@ class Worker:
         # how many calls: where a lane's time goes (bench/throughput.py).
         self.spent: Counter[str] = Counter()
         self.calls: Counter[str] = Counter()
+        # The worker's own CPU seconds for those calls (all its threads), as its replies say:
+        # what the engine or the reference costs, apart from waiting for a core.
+        self.cpu: Counter[str] = Counter()
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> dict[str, Any]:
@@ -107,7 +110,7 @@ class Worker:
         if pipes is not None:  # fork it from the zygote (outside the lock: close() may kill it)
             self._fork(pipes, timeout)
         res = self.call({"op": "hello"}, timeout)
-        self._count("start", time.monotonic() - t0)
+        self._count("start", time.monotonic() - t0, res.reply.get("cpu", 0.0))  # the hello loads the handler
         if res.kind != "ok":
             self._start_failed(res)
         self.hello = res.reply
@@ -251,7 +254,7 @@ class Worker:
         t0 = time.monotonic()
         res = self._exchange(proc, conn, msg, timeout, off, t0)
         if msg.get("op") != "hello":  # a hello is counted with the start that asked it
-            self._count(str(msg.get("op")), res.elapsed)
+            self._count(str(msg.get("op")), res.elapsed, res.reply.get("cpu", 0.0))
         return res
 
     def _exchange(self, proc: subprocess.Popen[bytes] | ForkedChild, conn: _DuplexConn, msg: dict[str, Any], timeout: float,
@@ -267,9 +270,10 @@ class Worker:
         kind = "ok" if reply.get("ok") else "error"
         return CallResult(kind, reply, self._read(off), elapsed=time.monotonic() - t0)
 
-    def _count(self, op: str, seconds: float) -> None:
+    def _count(self, op: str, seconds: float, cpu: float = 0.0) -> None:
         self.spent[op] += seconds
         self.calls[op] += 1
+        self.cpu[op] += cpu
 
     def _died(self, proc: subprocess.Popen[bytes] | ForkedChild, off: int, t0: float) -> CallResult:
         try:
