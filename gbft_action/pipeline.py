@@ -237,8 +237,11 @@ class Lane:
         lane has one and ``base``) in its ``base``, with the case's verdict.  ``inputs``
         replaces the drawn input data (isolation feeds a node the reference's own values)."""
         d = self.cfg.workdir / "tmp" / f"{index:06d}"
-        shutil.rmtree(d, ignore_errors=True)
-        d.mkdir(parents=True)
+        try:
+            d.mkdir(parents=True)
+        except FileExistsError:  # left by a run that was killed (resume): start it clean
+            shutil.rmtree(d)
+            d.mkdir()
         names = platforms or list(self.platforms)
         res = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0], after=list(self.history))
         self._second = None

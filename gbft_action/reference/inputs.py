@@ -13,6 +13,7 @@ Host side: numpy only.  May import: graph.
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
@@ -48,6 +49,7 @@ def with_special_values(r: np.random.Generator, x: np.ndarray) -> np.ndarray:
     return y.reshape(x.shape)
 
 
+@functools.cache  # read from the source file: the same for the whole run, and not cheap
 def special_values_source() -> str:
     """``with_special_values`` as source text, for the repro script."""
     return inspect.getsource(with_special_values).rstrip()
