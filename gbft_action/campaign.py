@@ -195,6 +195,9 @@ class Campaign:
         self.sessions: list[dict[str, Any]] = []
         self.minimized: dict[str, dict[str, Any]] = {}
         self.confirmed: dict[str, tuple[triage.Verdict, str]] = {}  # fingerprint -> (verdict, how)
+        # Fingerprints the base build / the build under test showed, and those a case called
+        # new or changed / fixed: what confirmation will have to replay (_confirm_tail).
+        self._keys: dict[str, set[str]] = {"base": set(), "pr": set(), "new": set(), "fixed": set()}
         self._rounds: list[float] = []  # wall time of each confirmation round so far
         self._groups: set[tuple[str, str, str]] = set()  # local keys of reportable failures met
         self._diagnosed: set[tuple[str, str, str]] = set()  # ... and those diagnosed
@@ -329,16 +332,29 @@ class Campaign:
         self._confirm(lanes, end)
         self._diagnose(lanes, end)
         if reason == "budget reached" and not self._interrupted:  # only the reserve was reached
-            self.stop_reason = ""
-            # Time the reserve did not need goes to more models, then to what they found.
-            self._loop(lanes, lambda: deadline - self._reserve(tail), deadline)
-            if not self._interrupted:
-                self._stop.clear()
-                self._confirm(lanes, deadline)
-                self._diagnose(lanes, deadline)
-                self.stop_reason = self.stop_reason or "budget reached"
+            self._more_models(lanes, deadline, tail)
         elif not self._interrupted:
             self.stop_reason = reason
+
+    def _more_models(self, lanes: list[Lane], deadline: float, tail: float) -> None:
+        """Time the reserve did not need goes to more models, then to what they found, for as
+        long as models still fit: each loop keeps only what confirming (and diagnosing) its
+        candidates takes, not the whole tail, so a run with nothing new uses its budget."""
+        def done() -> int:
+            return len(self.records) + len(self.confirmed) + len(self.minimized)
+
+        while not self._interrupted:
+            self.stop_reason = ""
+            before = done()
+            self._loop(lanes, lambda: deadline - self._reserve(self._confirm_tail(tail)), deadline)
+            if self._interrupted:
+                return
+            self._stop.clear()
+            self._confirm(lanes, deadline)
+            self._diagnose(lanes, deadline)
+            self.stop_reason = self.stop_reason or "budget reached"
+            if done() == before or deadline - time.monotonic() <= GRACE_S:
+                return  # nothing more fitted: the rest is the grace
 
     # -- setup ----------------------------------------------------------------------
     def _check_resume(self) -> None:
@@ -370,6 +386,21 @@ class Campaign:
                 raise RuntimeError(f"resume: case {i} regenerates as {g.structure_hash()}, "
                                    f"recorded {rec['hash']}: the generator is not deterministic")
             self._pending.append((i, g, rec))
+            self._note_candidate(rec)
+
+    def _note_candidate(self, rec: dict[str, Any]) -> None:
+        """A case that may need confirming: its fingerprints, for the time the tail keeps."""
+        if "base" not in rec:
+            return
+        pr, base, verdict = rec.get("key"), rec["base"].get("key"), rec.get("verdict")
+        if pr:
+            self._keys["pr"].add(pr)
+            if verdict in (triage.Verdict.NEW, triage.Verdict.CHANGED):
+                self._keys["new"].add(pr)
+        if base:
+            self._keys["base"].add(base)
+            if verdict == triage.Verdict.FIXED:
+                self._keys["fixed"].add(base)
 
     def _feed_until(self, upto: int) -> None:
         """Give the generator every recorded result with index <= upto, in order."""
@@ -504,6 +535,13 @@ class Campaign:
                 lane = self._lane_for(lanes, verdicts[fid].fingerprint)
                 self.confirmed[fid] = self._confirm_one(lane, verdicts[fid], time.monotonic() + share)
 
+    def _confirm_tail(self, cap: float) -> float:
+        """Seconds confirming the candidates met so far will take (at most ``cap``), with the
+        grace _confirm keeps: every candidate at full rounds, so never less than it needs."""
+        k = self._keys  # as triage.aggregate decides: shown by the other build anywhere, no candidate
+        todo = len(((k["new"] - k["base"]) | (k["fixed"] - k["pr"])) - self.confirmed.keys())
+        return min(cap, GRACE_S + todo * self.cfg.confirm_rounds * self._round_estimate() * 1.5)
+
     def _round_estimate(self) -> float:
         """Seconds one confirmation round takes (fresh workers of both builds, one model)."""
         recent = self._rounds[-20:]
@@ -579,6 +617,7 @@ class Campaign:
             sub = r if r is rec else {**r, "case_dir": rec.get("case_dir", "")}
             self.bugs.observe(sub, res.graph, self.platform_info.get(r.get("platform", ""), self.engine_info), ctx)
         self._pending.append((res.index, res.graph, rec))
+        self._note_candidate(rec)
         self._groups.update(_local(r) for r in per_platform(rec) if "key" in r
                             and policy_for(r.get("symptom", ""), self.cfg.symptom_policy) == "report")
         if self.progress:

@@ -234,3 +234,36 @@ def test_with_minimising_off_the_budget_still_keeps_time_to_confirm(tmp_path, fa
     why = json.dumps({k: [bv.verdict.value, bv.title, bv.confirmation] for k, bv in verdicts.items()}, indent=1)
     assert tanh and tanh[0].verdict is Verdict.NEW, why
     assert tanh[0].key in s["new_failures"], why
+
+
+def test_the_last_loop_keeps_what_its_candidates_need_to_confirm_not_the_whole_tail():
+    """Time left after the last models goes to confirming what they found; with nothing to
+    confirm only the grace is kept, so the budget buys models instead of idling.  What
+    counts as a candidate is what triage.aggregate will call new, changed or fixed."""
+    from types import SimpleNamespace
+
+    import gbft_action.campaign as C
+
+    c = C.Campaign.__new__(C.Campaign)
+    c.cfg = SimpleNamespace(confirm_rounds=6)
+    c.confirmed, c._rounds = {}, [0.2] * 5
+    c._keys = {"base": set(), "pr": set(), "new": set(), "fixed": set()}
+    recs = [{"verdict": "pre-existing", "key": "p", "base": {"key": "p"}},
+            {"verdict": "new", "key": "n", "base": {}},
+            {"verdict": "fixed", "base": {"key": "f"}},
+            {"verdict": "new", "key": "q", "base": {}},
+            {"verdict": "changed", "key": "r", "base": {"key": "q"}},  # the base shows q too: pre-existing
+            {"index": 9}]  # no base build: nothing to confirm
+    for rec in recs:
+        c._note_candidate(rec)
+    verdicts = triage.aggregate(recs)
+    want = {k for k, bv in verdicts.items() if bv.verdict in triage.CONFIRMED}
+    assert want == {"n", "f", "r"}
+    one = 6 * 0.2 * 1.5
+    assert c._confirm_tail(60.0) == pytest.approx(C.GRACE_S + len(want) * one)
+    c.confirmed["n"] = (Verdict.NEW, "")
+    assert c._confirm_tail(60.0) == pytest.approx(C.GRACE_S + (len(want) - 1) * one)
+    c._keys["new"] |= {f"x{i}" for i in range(100)}
+    assert c._confirm_tail(60.0) == 60.0  # never past the tail
+    c.confirmed.update({k: (Verdict.NEW, "") for k in c._keys["new"] | c._keys["fixed"]})
+    assert c._confirm_tail(60.0) == C.GRACE_S
