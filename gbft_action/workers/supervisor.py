@@ -40,6 +40,7 @@ class CallResult:
     signal: int | None = None
     exit_code: int | None = None
     elapsed: float = 0.0
+    cpu: float = 0.0  # the worker's own CPU seconds for the call, as its reply said
 
     @property
     def crash_summary(self) -> str:
@@ -110,7 +111,7 @@ class Worker:
         if pipes is not None:  # fork it from the zygote (outside the lock: close() may kill it)
             self._fork(pipes, timeout)
         res = self.call({"op": "hello"}, timeout)
-        self._count("start", time.monotonic() - t0, res.reply.get("cpu", 0.0))  # the hello loads the handler
+        self._count("start", time.monotonic() - t0, res.cpu)  # the hello loads the handler
         if res.kind != "ok":
             self._start_failed(res)
         self.hello = res.reply
@@ -254,7 +255,7 @@ class Worker:
         t0 = time.monotonic()
         res = self._exchange(proc, conn, msg, timeout, off, t0)
         if msg.get("op") != "hello":  # a hello is counted with the start that asked it
-            self._count(str(msg.get("op")), res.elapsed, res.reply.get("cpu", 0.0))
+            self._count(str(msg.get("op")), res.elapsed, res.cpu)
         return res
 
     def _exchange(self, proc: subprocess.Popen[bytes] | ForkedChild, conn: _DuplexConn, msg: dict[str, Any], timeout: float,
@@ -268,7 +269,8 @@ class Worker:
         except (EOFError, OSError):
             return self._died(proc, off, t0)
         kind = "ok" if reply.get("ok") else "error"
-        return CallResult(kind, reply, self._read(off), elapsed=time.monotonic() - t0)
+        cpu = float(reply.pop("cpu", 0.0))  # bookkeeping, not the answer (a hello is kept whole)
+        return CallResult(kind, reply, self._read(off), elapsed=time.monotonic() - t0, cpu=cpu)
 
     def _count(self, op: str, seconds: float, cpu: float = 0.0) -> None:
         self.spent[op] += seconds
