@@ -537,9 +537,12 @@ class Campaign:
 
     def _confirm_tail(self, cap: float) -> float:
         """Seconds confirming the candidates met so far will take (at most ``cap``), with the
-        grace _confirm keeps: every candidate at full rounds, so never less than it needs."""
+        grace _confirm keeps: every candidate at full rounds, so never less than it needs.
+        Nothing to confirm keeps nothing: the loop runs to the deadline, as without a base."""
         k = self._keys  # as triage.aggregate decides: shown by the other build anywhere, no candidate
         todo = len(((k["new"] - k["base"]) | (k["fixed"] - k["pr"])) - self.confirmed.keys())
+        if not todo:
+            return 0.0
         return min(cap, GRACE_S + todo * self.cfg.confirm_rounds * self._round_estimate() * 1.5)
 
     def _round_estimate(self) -> float:

@@ -245,8 +245,8 @@ def test_with_minimising_off_the_budget_still_keeps_time_to_confirm(tmp_path, fa
 
 def test_the_last_loop_keeps_what_its_candidates_need_to_confirm_not_the_whole_tail():
     """Time left after the last models goes to confirming what they found; with nothing to
-    confirm only the grace is kept, so the budget buys models instead of idling.  What
-    counts as a candidate is what triage.aggregate will call new, changed or fixed."""
+    confirm nothing is kept, so the budget buys models instead of idling.  What counts as
+    a candidate is what triage.aggregate will call new, changed or fixed."""
     from types import SimpleNamespace
 
     import gbft_action.campaign as C
@@ -273,4 +273,4 @@ def test_the_last_loop_keeps_what_its_candidates_need_to_confirm_not_the_whole_t
     c._keys["new"] |= {f"x{i}" for i in range(100)}
     assert c._confirm_tail(60.0) == 60.0  # never past the tail
     c.confirmed.update({k: (Verdict.NEW, "") for k in c._keys["new"] | c._keys["fixed"]})
-    assert c._confirm_tail(60.0) == C.GRACE_S
+    assert c._confirm_tail(60.0) == 0.0
