@@ -195,9 +195,7 @@ class Campaign:
         self.sessions: list[dict[str, Any]] = []
         self.minimized: dict[str, dict[str, Any]] = {}
         self.confirmed: dict[str, tuple[triage.Verdict, str]] = {}  # fingerprint -> (verdict, how)
-        # Fingerprints the base build / the build under test showed, and those a case called
-        # new or changed / fixed: what confirmation will have to replay (_confirm_tail).
-        self._keys: dict[str, set[str]] = {"base": set(), "pr": set(), "new": set(), "fixed": set()}
+        self._candidates = triage.Candidates()  # what confirmation will replay (_confirm_tail)
         self._rounds: list[float] = []  # wall time of each confirmation round so far
         self._groups: set[tuple[str, str, str]] = set()  # local keys of reportable failures met
         self._diagnosed: set[tuple[str, str, str]] = set()  # ... and those diagnosed
@@ -386,21 +384,7 @@ class Campaign:
                 raise RuntimeError(f"resume: case {i} regenerates as {g.structure_hash()}, "
                                    f"recorded {rec['hash']}: the generator is not deterministic")
             self._pending.append((i, g, rec))
-            self._note_candidate(rec)
-
-    def _note_candidate(self, rec: dict[str, Any]) -> None:
-        """A case that may need confirming: its fingerprints, for the time the tail keeps."""
-        if "base" not in rec:
-            return
-        pr, base, verdict = rec.get("key"), rec["base"].get("key"), rec.get("verdict")
-        if pr:
-            self._keys["pr"].add(pr)
-            if verdict in (triage.Verdict.NEW, triage.Verdict.CHANGED):
-                self._keys["new"].add(pr)
-        if base:
-            self._keys["base"].add(base)
-            if verdict == triage.Verdict.FIXED:
-                self._keys["fixed"].add(base)
+            self._candidates.note(rec)
 
     def _feed_until(self, upto: int) -> None:
         """Give the generator every recorded result with index <= upto, in order."""
@@ -539,8 +523,7 @@ class Campaign:
         """Seconds confirming the candidates met so far will take (at most ``cap``), with the
         grace _confirm keeps: every candidate at full rounds, so never less than it needs.
         Nothing to confirm keeps nothing: the loop runs to the deadline, as without a base."""
-        k = self._keys  # as triage.aggregate decides: shown by the other build anywhere, no candidate
-        todo = len(((k["new"] - k["base"]) | (k["fixed"] - k["pr"])) - self.confirmed.keys())
+        todo = len(self._candidates.keys() - self.confirmed.keys())
         if not todo:
             return 0.0
         return min(cap, GRACE_S + todo * self.cfg.confirm_rounds * self._round_estimate() * 1.5)
@@ -620,7 +603,7 @@ class Campaign:
             sub = r if r is rec else {**r, "case_dir": rec.get("case_dir", "")}
             self.bugs.observe(sub, res.graph, self.platform_info.get(r.get("platform", ""), self.engine_info), ctx)
         self._pending.append((res.index, res.graph, rec))
-        self._note_candidate(rec)
+        self._candidates.note(rec)
         self._groups.update(_local(r) for r in per_platform(rec) if "key" in r
                             and policy_for(r.get("symptom", ""), self.cfg.symptom_policy) == "report")
         if self.progress:

@@ -254,7 +254,7 @@ def test_the_last_loop_keeps_what_its_candidates_need_to_confirm_not_the_whole_t
     c = C.Campaign.__new__(C.Campaign)
     c.cfg = SimpleNamespace(confirm_rounds=6)
     c.confirmed, c._rounds = {}, [0.2] * 5
-    c._keys = {"base": set(), "pr": set(), "new": set(), "fixed": set()}
+    c._candidates = triage.Candidates()
     recs = [{"verdict": "pre-existing", "key": "p", "base": {"key": "p"}},
             {"verdict": "new", "key": "n", "base": {}},
             {"verdict": "fixed", "base": {"key": "f"}},
@@ -262,15 +262,15 @@ def test_the_last_loop_keeps_what_its_candidates_need_to_confirm_not_the_whole_t
             {"verdict": "changed", "key": "r", "base": {"key": "q"}},  # the base shows q too: pre-existing
             {"index": 9}]  # no base build: nothing to confirm
     for rec in recs:
-        c._note_candidate(rec)
+        c._candidates.note(rec)
     verdicts = triage.aggregate(recs)
     want = {k for k, bv in verdicts.items() if bv.verdict in triage.CONFIRMED}
-    assert want == {"n", "f", "r"}
+    assert want == {"n", "f", "r"} == c._candidates.keys()
     one = 6 * 0.2 * 1.5
     assert c._confirm_tail(60.0) == pytest.approx(C.GRACE_S + len(want) * one)
     c.confirmed["n"] = (Verdict.NEW, "")
     assert c._confirm_tail(60.0) == pytest.approx(C.GRACE_S + (len(want) - 1) * one)
-    c._keys["new"] |= {f"x{i}" for i in range(100)}
+    c._candidates.new |= {f"x{i}" for i in range(100)}
     assert c._confirm_tail(60.0) == 60.0  # never past the tail
-    c.confirmed.update({k: (Verdict.NEW, "") for k in c._keys["new"] | c._keys["fixed"]})
+    c.confirmed.update({k: (Verdict.NEW, "") for k in c._candidates.keys()})
     assert c._confirm_tail(60.0) == 0.0

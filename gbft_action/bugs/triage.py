@@ -133,6 +133,34 @@ def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, BugVerdict]:
     return out
 
 
+@dataclass
+class Candidates:
+    """The fingerprints ``aggregate`` will call new, changed or fixed, kept as records arrive:
+    the campaign asks after every model how much confirming will take, and aggregate reads
+    every record.  The same rule: a fingerprint the other build showed anywhere is none."""
+
+    base: set[str] = field(default_factory=set)  # shown by the base build
+    pr: set[str] = field(default_factory=set)  # shown by the build under test
+    new: set[str] = field(default_factory=set)  # a case called them new or changed
+    fixed: set[str] = field(default_factory=set)  # a case called them fixed (the base's key)
+
+    def note(self, rec: dict[str, Any]) -> None:
+        if "base" not in rec:
+            return
+        pr, base, verdict = rec.get("key"), rec["base"].get("key"), rec.get("verdict")
+        if pr:
+            self.pr.add(pr)
+            if verdict in (Verdict.NEW, Verdict.CHANGED):
+                self.new.add(pr)
+        if base:
+            self.base.add(base)
+            if verdict == Verdict.FIXED:
+                self.fixed.add(base)
+
+    def keys(self) -> set[str]:
+        return (self.new - self.base) | (self.fixed - self.pr)
+
+
 def _entry(rec: dict[str, Any], case_dir: str, verdict: Verdict = Verdict.UNCHECKED) -> BugVerdict:
     fp = rec.get("fingerprint") or {}
     return BugVerdict(rec["key"], verdict, fp.get("title", ""), rec.get("op", ""), case_dir=case_dir,
