@@ -411,7 +411,7 @@ def _replay_lane(meta: dict[str, Any]) -> Any:
     build = build_of_bundle(meta["engine"])
     lane = Lane(LaneConfig(build.engine, Path(tempfile.mkdtemp(prefix="gbft-fix-")), engine_env=dict(build.env),
                            tolerance=Tolerance(**meta.get("tolerance", {})),
-                           frontend=frontend_of(meta["fingerprint"])), 0)
+                           frontend=frontend_of(meta["fingerprint"]), scratch=True), 0)
     lane.start()
     return lane
 

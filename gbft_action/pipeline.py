@@ -121,6 +121,8 @@ class LaneConfig:
     frontend: Frontend = DEFAULT_FRONTEND  # the model format converted and the reference that judges it
     # A wrong result on a TensorFlow graph is asked of ONNX Runtime too (Lane._cross_reference).
     cross_reference: bool = True
+    # The work folder is the lane's own (a report's replays): stop() removes it, logs and all.
+    scratch: bool = False
 
     def __post_init__(self) -> None:
         # Absolute: the workers run inside it (see Lane), so a relative path would not reach them.
@@ -201,6 +203,8 @@ class Lane:
         if self.second_ref is not None:
             self.second_ref.stop()
         self.stop_engines()
+        if self.cfg.scratch:
+            shutil.rmtree(self.cfg.workdir, ignore_errors=True)
 
     def stop_engines(self) -> None:
         for w in self._engines():

@@ -7,6 +7,7 @@ import logging
 import re
 import random
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -271,8 +272,11 @@ def test_unknown_tracker_is_refused():
 # --------------------------------------------------------------------------- fix detection (real MNN)
 
 @pytest.mark.slow
-def test_check_fixes_closes_fixed_and_keeps_failing(tmp_path, fake):
+def test_check_fixes_closes_fixed_and_keeps_failing(tmp_path, fake, monkeypatch):
     # An issue whose model passes on this MNN (fixed) and one whose model still fails (Lrn on 1x1x1x1).
+    scratch = tmp_path / "scratch"  # where the replay lanes make their work folders
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     fixed, failing = fp("Relu"), fp("Lrn")
     corpus_out = make_out(tmp_path / "corpus", [(fixed, 1, "x", relu_graph("Relu")),
                                                 (failing, 1, "x", relu_graph("Lrn"))])
@@ -298,6 +302,7 @@ def test_check_fixes_closes_fixed_and_keeps_failing(tmp_path, fake):
     assert [x["fingerprint"] for x in res.still_failing] == [failing.id]
     closed = next(i for i in bot_issues(fake) if i["state"] == "closed")
     assert "Fixed" in fake.comments(REPO, closed["number"])[-1]["body"]
+    assert not list(scratch.iterdir()), "a stopped replay lane left its work folder behind"
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from gbft_action.bugs.repro import STATUS_TEXT
 from gbft_action.graph.ir import Graph
 from gbft_action.oracle import Tolerance
 from gbft_action.report.render import Renderer, RunContext
@@ -60,6 +61,8 @@ def test_the_repro_in_the_issue_runs_as_pasted(tmp_path, name):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     real = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert real.returncode == 1, f"{name} ({lines} lines) on MNN:\n{real.stdout[-2000:]}{real.stderr[-2000:]}"
+    # The last line says what the bug is in words, not only its status code.
+    assert real.stdout.splitlines()[-1] == f"{meta['status']} ({STATUS_TEXT[meta['status']]}): the bug shows"
     fake = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
                           env={**env, "PYTHONPATH": str(TESTS / "data" / "fake_mnn")})
     assert fake.returncode == 0, f"{name} on an engine that agrees:\n{fake.stdout[-2000:]}{fake.stderr[-2000:]}"

@@ -39,6 +39,10 @@ from ..reference.tf_code import HELPERS, check_graph, model_lines
 
 EMBED_LIMIT = 200_000  # bytes of model and arrays that repro_engine.py may carry
 _STATUS = re.compile(r"[A-Z]{2,8}")
+# What each status means, in the repro's verdict line and on the issue page: "IF" alone does
+# not tell a maintainer that a missing output (titled a conversion error) shows at inference.
+STATUS_TEXT = {"MCF": "model conversion failure", "IF": "inference failure", "DCF": "data comparison failure",
+               "TIMEOUT": "timeout", "XPF": "cross-platform failure", "XBF": "cross-build failure"}
 
 
 @dataclass
@@ -97,6 +101,7 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
         platforms=[doc(p, 40) for p in meta.get("platforms") or ["?"]], tool_version=doc(meta["tool_version"], 40),
         seed=_int(meta.get("seed")), case_index=_int(meta.get("case_index")), seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=tol,
+        status_text=STATUS_TEXT.get(status, ""),
         signal=_signal(meta["fingerprint"]),
         engine_pip=doc(engine_needs(meta["engine"])), helpers=HELPERS, frontend=frontend, onnx=onnx,
         model=(lines := model_lines(graph) if onnx is None else []),

@@ -18,13 +18,10 @@ import jinja2
 from markupsafe import Markup
 
 from ..bugs.bundle import TEMPLATES, mermaid
-from ..bugs.repro import engine_needs, render_repro
+from ..bugs.repro import STATUS_TEXT, engine_needs, render_repro
 from ..graph.ir import Graph
 from .sanitize import cell, code_block, finalize, prose, title, truncate_body
 
-STATUS_TEXT = {"MCF": "model conversion failure", "IF": "inference failure", "DCF": "data comparison failure",
-               "TIMEOUT": "timeout", "XPF": "cross-platform failure",
-               "XBF": "cross-build failure"}
 WHAT = {"MCF": "fails to convert a valid model", "IF": "fails while running a converted model",
         "DCF": "computes results that differ from the reference framework's", "TIMEOUT": "hangs on a valid model",
         "XPF": "computes different results on different platforms",
