@@ -434,6 +434,31 @@ def test_the_reserve_goes_to_one_fingerprint_per_local_key_first(monkeypatch):
     assert [f for f, _, _ in calls[:2]] == ["v3", "h2"]
 
 
+def test_between_platforms_a_node_the_first_one_fused_away_passes_on_what_is_undefined():
+    """Seen in a 10-minute campaign: Cast(Inf) to int32 is INT_MIN on x86 and INT_MAX on arm;
+    the first platform fused the no-op Cast after the Softmax, so it was missing from its
+    probe, and GatherV2 was blamed for a cross-platform bug."""
+    t = lambda dt="float32": TensorType((1, 2), dt)
+    g = Graph({"in0": t()},
+              [Node("n0", "Cast", ["in0"], {"to": "int32"}, t("int32"), "Cast"),
+               Node("a0", "Cast", ["n0"], {"to": "float32"}, t(), "Cast"),
+               Node("n1", "Softmax", ["a0"], {"axis": -1}, t(), "Softmax"),
+               Node("n2", "Cast", ["n1"], {"to": "float32"}, t(), "Cast"),
+               Node("n3", "Relu", ["n2"], {}, t(), "Relu")], ["n3"], 1)
+    x86 = {"in0": np.array([[np.inf, 0]], np.float32), "n0": np.array([[-2**31, 0]], np.int32),
+           "a0": np.array([[-2.0**31, 0]], np.float32), "n1": np.array([[0, 1]], np.float32),
+           "n3": np.array([[0, 1]], np.float32)}  # no n2: fused on this platform
+    arm = {"n0": np.array([[2**31 - 1, 0]], np.int32), "a0": np.array([[2.0**31, 0]], np.float32),
+           "n1": np.array([[1, 0]], np.float32), "n2": np.array([[1, 0]], np.float32),
+           "n3": np.array([[1, 0]], np.float32)}
+    assert _first_difference(g, x86, arm, Tolerance()) is None
+    assert _first_difference(g, arm | {"in0": x86["in0"]}, {k: v for k, v in x86.items() if k != "in0"},
+                             Tolerance()) is None
+    # A finite input leaves nothing undefined: the same values are a difference, found at n0.
+    finite = {**x86, "in0": np.array([[5.0, 0]], np.float32)}
+    assert _first_difference(g, finite, arm, Tolerance()).name == "n0"
+
+
 def test_an_undefined_cast_the_engine_fused_away_still_excuses_what_it_feeds():
     t = lambda dt="float32": TensorType((1, 3), dt)
     g = Graph({"in0": t()},
