@@ -555,6 +555,13 @@ def test_a_pattern_showing_at_glue_is_keyed_by_the_block_it_carries():
     assert k.title.startswith("Fusedbatchnorm: wrong results")
     # Where it shows at a block operator, that operator keys it, as before.
     assert in_pattern(Symptom.WRONG.value, fp, g, "n3").ops == ("Concat",)
+    # A NaN lost there (run8 and run10: a Slice of Reshape(Concat) read zeros) is the same
+    # pattern's wrong result: Concat only moves data, it cannot drop a NaN.
+    lost = in_pattern(Symptom.NAN_INF.value, {**fp, "op": "Concat", "code": "nan"}, g, "n3", "NaN->finite")
+    assert lost.id == in_pattern(Symptom.WRONG.value, {**fp, "op": "Concat"}, g, "n3").id
+    assert lost.title.startswith("Concat: wrong results after")
+    # An operator that computes keeps its NaN/Inf key in a pattern too.
+    assert in_pattern(Symptom.NAN_INF.value, fp, g, "n1", "NaN->finite").symptom == Symptom.NAN_INF.value
 
 
 def test_a_root_cause_is_settled_once_any_diagnosis_of_it_settled():

@@ -211,7 +211,12 @@ def in_pattern(symptom: str, fp: dict[str, Any], small: Graph, node: str, direct
     ops = tuple(dict.fromkeys(n.op for n in small.nodes))
     # Glue (an adapter, a view) carries a block's value: the block names it, as in an unproven
     # blame, so a Pad after a FusedBatchNorm is the FusedBatchNorm's.
-    sink = small.node(block_producer(small, node)).op
+    producer = block_producer(small, node)
+    sink = small.node(producer).op
+    if symptom == Symptom.NAN_INF.value and moves_data((sink,), small, producer):
+        # As in root_key: a NaN that vanishes where data only moves was read from the wrong place
+        # (a Slice of Reshape(Concat) reading zeros): the pattern's wrong result, one defect.
+        symptom = Symptom.WRONG.value
     return RootKey(symptom, (sink,), direction if symptom == Symptom.NAN_INF.value else _shape(fp), True,
                    (*[o for o in ops if o != sink], sink))
 
