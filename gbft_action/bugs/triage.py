@@ -109,8 +109,10 @@ def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, BugVerdict]:
     PR build passes, is fixed.
     """
     recs = [r for r in records if "base" in r]
-    base_seen = {r["base"]["key"] for r in recs if "key" in r["base"]}
-    pr_seen = {r["key"] for r in recs if "key" in r}
+    seen = Candidates()  # what each build showed: the campaign keeps the same as records arrive
+    for r in recs:
+        seen.note(r)
+    base_seen, pr_seen = seen.base, seen.pr
     out: dict[str, BugVerdict] = {}
     for r in recs:
         if "key" in r:
