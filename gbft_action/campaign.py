@@ -756,7 +756,15 @@ def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]],
         "platform_order": list(platform_info or {}),  # summary.json's keys are sorted
         "stop_reason": sessions[-1]["stop_reason"] if sessions else "",
         "sessions": len(sessions),
+        "harness_errors": harness_errors(flat),
     }
+
+
+def harness_errors(flat: list[dict[str, Any]]) -> dict[str, Any]:
+    """Results the harness failed itself on (their localisation is missing): how many, and the
+    first one's words, so that a broken reference shows on the job summary."""
+    hit = [r["harness_error"] for r in flat if r.get("harness_error")]
+    return {"count": len(hit), "first": hit[0] if hit else ""}
 
 
 def frontend_counts(records: list[dict[str, Any]], names: list[str],

@@ -96,6 +96,9 @@ class CaseResult:
     frontend: str = ""  # the case's front end in a mixed campaign ("" otherwise: records as before)
     # Reference values of every node from localisation (not kept on disk): isolation reads them.
     intermediates: dict[str, np.ndarray] = field(default_factory=dict)
+    # The harness failed itself on this case (a reference that cannot give intermediates): the
+    # judgement stands, but its localisation is missing; the summary counts and shows these.
+    harness: str = ""
 
     def per_platform(self) -> list[CaseResult]:
         """The build under test's results, one per platform."""
@@ -531,6 +534,11 @@ class Lane:
             msg = {"op": "build", "graph": js, "dir": str(res.workdir / "probe"), "extra_outputs": names,
                    "inputs": pack(res.arrays["inputs"])}
             r = self.ref.call(msg, limit)
+        if r.kind == "error" and r.reply.get("kind") not in ("reference", "invalid"):
+            # Not the model's doing: the reference worker cannot answer at all (an operation it
+            # lacks, an exception of its own).  Never a quiet "no localisation": ONNX ran a whole
+            # campaign so, every key named after the node where a difference surfaced.
+            res.harness = f"the reference cannot give intermediates: {r.reply.get('error', '')}"[:300]
         if r.kind != "ok":
             return None
         res.intermediates = {**res.arrays["inputs"], **unpack(r.reply["expected"])}

@@ -135,6 +135,8 @@ class ResultStore:
             rec["frontend"] = res.frontend
         if res.notes:
             rec["notes"] = list(res.notes)
+        if res.harness:
+            rec["harness_error"] = res.harness
         if res.symptom:
             rec["symptom"] = res.symptom
             if res.direction:

@@ -267,3 +267,27 @@ class RaiseOnImport(MNNEngine):
 
     def __init__(self) -> None:
         raise ImportError("libMNN_fake.so: cannot open shared object file")
+
+
+class OnnxRewrites(MNNEngine):
+    """The real MNN on an ONNX model its "converter" first damages, one operator type at a time.
+
+    ``GBFT_FAKE_WRONG`` is ``Op=Other``: every node of type Op is converted as Other (an
+    operator wrong alone, wherever it sits in the model); ``GBFT_FAKE_CRASH`` names an
+    operator whose presence crashes the converter (SIGSEGV).  Everything else is the real MNN.
+    """
+
+    def convert(self, model, fmt, workdir):
+        import onnx
+
+        m = onnx.load(str(model))
+        ops = {n.op_type for n in m.graph.node}
+        if os.environ.get("GBFT_FAKE_CRASH", "") in ops:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        src, _, dst = os.environ.get("GBFT_FAKE_WRONG", "").partition("=")
+        for n in m.graph.node:
+            if n.op_type == src:
+                n.op_type = dst
+        out = Path(workdir) / "rewritten.onnx"
+        onnx.save(m, str(out))
+        return super().convert(out, fmt, workdir)

@@ -14,7 +14,7 @@ and 2 on anything else, uncaught exceptions included.
 
 The scripts are generated from data (the graph, meta.json), never copied from a
 bundle: a bundle may come from a pull request, so every value that reaches the
-code is checked or quoted here.  May import: graph, oracle, reference.tf_code, reference.inputs,
+code is checked or quoted here.  May import: graph, oracle, reference.tf_code, reference.inputs, bugs.rootcause,
 engines.registry (what the host knows of each engine, never an adapter).
 """
 
@@ -36,6 +36,7 @@ from ..graph.ir import Graph
 from ..oracle import Tolerance
 from ..reference.inputs import special_values_source
 from ..reference.tf_code import HELPERS, check_graph, model_lines
+from .rootcause import MEMORY_SIGNALS
 
 EMBED_LIMIT = 200_000  # bytes of model and arrays that repro_engine.py may carry
 _STATUS = re.compile(r"[A-Z]{2,8}")
@@ -102,7 +103,7 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
         seed=_int(meta.get("seed")), case_index=_int(meta.get("case_index")), seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=tol,
         status_text=STATUS_TEXT.get(status, ""),
-        signal=_signal(meta["fingerprint"]),
+        signals=_signals(meta["fingerprint"]),
         engine_pip=doc(engine_needs(meta["engine"])), helpers=HELPERS, frontend=frontend, onnx=onnx,
         model=(lines := model_lines(graph) if onnx is None else []),
         weights=any("rng(" in line for line in lines),
@@ -117,12 +118,15 @@ def engine_needs(engine: dict[str, Any]) -> str:
     return knowledge_of(str(engine.get("engine", ""))).package.needs(str(engine.get("version", "")))
 
 
-def _signal(fp: dict[str, Any]) -> int:
-    """The signal a crash bug kills the engine with (0: not a crash)."""
+def _signals(fp: dict[str, Any]) -> tuple[int, ...]:
+    """The signals that show a crash bug (() when it is not a crash): a memory error shows by
+    any of its class (SIGSEGV, SIGBUS, SIGABRT from glibc's heap checks), as in root-cause
+    keys, since one out-of-bounds write kills by another of them from run to run."""
     name = str(fp.get("code", "")).split(" ")[0]
     if fp.get("kind") != "signal" or name not in signal.Signals.__members__:
-        return 0
-    return int(signal.Signals[name])
+        return ()
+    names = MEMORY_SIGNALS if name in MEMORY_SIGNALS else (name,)
+    return tuple(int(signal.Signals[n]) for n in names)
 
 
 def _int(v: Any) -> int | str:

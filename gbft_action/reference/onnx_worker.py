@@ -12,6 +12,12 @@ A model ONNX Runtime refuses to load (INVALID_GRAPH, INVALID_ARGUMENT, a failed
 load or type/shape check) is ``invalid`` (status GEN); a failure while running
 is ``reference`` (status REF).  No TensorFlow: ONNX workers start faster without it.
 
+``intermediates`` gives every named node's value of the model last built, on the inputs it
+ran (the same contract as the TensorFlow handler's): ONNX Runtime runs that model once more
+with the named tensors as graph outputs.  ``stale`` when msg names another model; the
+caller then builds it again with ``extra_outputs``.  Localisation and isolation read these
+values; without them every ONNX key would name the node where a difference surfaced.
+
 ``crosscheck`` serves the TensorFlow front end: the TF-IR graph in msg["graph"] as ONNX
 (``reference.tf_as_onnx``), run on msg["inputs"]; the reply says whether the graph could
 be translated (``checkable``, and ``why`` not) and gives ``outputs`` (msg["outputs"]).
@@ -29,7 +35,7 @@ import numpy as np
 import onnxruntime as ort
 
 from ..graph.ir import Graph
-from ..workers.arrays import pack, unpack
+from ..workers.arrays import digest, pack, unpack
 from .inputs import draw_inputs
 from .onnx_emit import build
 from .tf_as_onnx import translate
@@ -53,6 +59,10 @@ def make_session(model_bytes: bytes) -> ort.InferenceSession:
 
 
 class OnnxReferenceHandler:
+    def __init__(self) -> None:
+        # The last model built: (its folder, its graph JSON, its inputs), for ``intermediates``.
+        self.kept: tuple[str, str, dict[str, Any]] | None = None
+
     def hello(self) -> dict[str, Any]:
         return {"framework": "onnxruntime", "version": ort.__version__}
 
@@ -61,6 +71,8 @@ class OnnxReferenceHandler:
             return self.build(msg)
         if msg["op"] == "crosscheck":
             return self.crosscheck(msg)
+        if msg["op"] == "intermediates":
+            return self.intermediates(msg)
         raise ValueError(f"unknown op {msg['op']!r}")
 
     def build(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -91,9 +103,24 @@ class OnnxReferenceHandler:
         wrong = _type_mismatch(g, fetch, vals)
         if wrong:  # ORT only warns when a declared shape is wrong: the IR (the solver) was
             return {"ok": False, "kind": "invalid", "error": wrong}
+        self.kept = (str(outdir), msg["graph"], inputs)
         return {"ok": True, "inputs": pack(inputs), "expected": pack(dict(zip(fetch, vals))),
                 "t_build": t1 - t0, "t_run": time.perf_counter() - t1}
 
+
+    def intermediates(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Every named node's value of the model last built, if ``msg`` names it (its folder,
+        graph and inputs' digest); else ``stale``."""
+        if self.kept is None or self.kept[:2] != (msg["dir"], msg["graph"]) or digest(self.kept[2]) != msg["inputs"]:
+            return {"ok": False, "kind": "stale", "error": "not the model last built"}
+        g, inputs = Graph.from_json(msg["graph"]), self.kept[2]
+        names = [n for n in msg["names"] if n not in g.inputs]
+        try:
+            sess = make_session(build(g, names).SerializeToString())
+            vals = sess.run(names, {k: np.asarray(v) for k, v in inputs.items()})
+        except Exception as e:  # noqa: BLE001 - ORT raises its own classes per status code
+            return _reference(e)
+        return {"ok": True, "expected": pack(dict(zip(names, vals)))}
 
     def crosscheck(self, msg: dict[str, Any]) -> dict[str, Any]:
         """TensorFlow's graph run by ONNX Runtime: the second opinion on a failing case."""

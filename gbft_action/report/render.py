@@ -177,6 +177,7 @@ class Renderer:
             stop_reason=summary.get("stop_reason", ""),
             by_status=summary["by_status"], coverage=summary.get("coverage"), not_filed=not_filed,
             frontends=summary.get("frontends") or {},
+            harness=summary.get("harness_errors") or {},
             refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored,
             shards=_shards(summary.get("shards")))
 

@@ -28,7 +28,14 @@ from ..graph.solver import GenError
 from ..oracle import ENGINE_FAILURES  # str statuses: a record's "MCF" matches Status.MCF
 from . import case_seed, stream_key
 from .coverage import Coverage, graph_level
+from .known import KnownFailures
 from .mcts import MCTSChooser, TreeNode
+
+# Draws allowed per case beyond max_attempts for models search.known steers away from.
+MAX_STEERED = 8
+# A block's score (new coverage items, 0 to about 6) loses this times its settled risk: a
+# known defect's operator is placed only where nothing else fits or brings as much.
+KNOWN_PENALTY = 6.0
 
 
 class GuidedSource:
@@ -54,14 +61,20 @@ class GuidedSource:
         self._graph_level: dict[str, float] = {}
         self._kept = 0
         self._base: dict[str, Any] = {"mcts": None, "graph_arms": None}  # what load_state loaded (merge)
+        self.known = KnownFailures()  # settled failures: models carrying them are drawn again
 
     # -- CaseSource -------------------------------------------------------------------
     def next_graph(self, index: int) -> Graph:
-        g, path = None, []
-        for attempt in range(self.max_attempts):
-            rng = random.Random(f"{stream_key(self.seed, index, self.shard)}:{attempt}")
+        g, path, steered, attempt = None, [], 0, 0
+        while attempt < self.max_attempts:
+            rng = random.Random(f"{stream_key(self.seed, index, self.shard)}:{attempt + steered}")
             g, path = self._attempt(rng, index)
             self.generated += 1
+            # Judged before coverage: a model not run must not count as covered.
+            if steered < MAX_STEERED and not self.known.keep(g, random.Random(rng.random())):
+                steered += 1
+                self.known.steered += 1
+                continue
             items = self.coverage.new_items(g)  # once: the arms' gain and the update read the same
             if self.arms:
                 self.arms.update(g.meta["model"], g.meta["k"], self._structural_gain(g, items))
@@ -73,13 +86,17 @@ class GuidedSource:
             if new or attempt == self.max_attempts - 1:
                 break  # the last attempt is kept even without new coverage: every index has a test
             self.discarded += 1
+            attempt += 1
         assert g is not None
         g.meta.update(index=index, attempt=attempt)
+        if steered:  # only then: an unsteered model keeps its bytes
+            g.meta["steered"] = steered
         self._paths[index] = path
         self._accumulate_graph_level(g)
         return g
 
     def feedback(self, index: int, graph: Graph, record: dict[str, Any]) -> None:
+        self.known.observe(graph, record)
         path = self._paths.pop(index, [])
         if self.mcts and record.get("status") in ENGINE_FAILURES and index not in self._rewarded:
             self.mcts.backpropagate(path, 1.0, visit=False)
@@ -88,7 +105,7 @@ class GuidedSource:
         st = {"chooser": self.chooser_name, "mutations": bool(self.mutations),
               "coverage": self.coverage.to_json(), "mcts": self.mcts.to_json() if self.mcts else None,
               "graph_arms": self.arms.to_json() if self.arms else None,
-              "generated": self.generated, "discarded": self.discarded}
+              "generated": self.generated, "discarded": self.discarded, "known": self.known.to_json()}
         if self.shard[1] > 1:  # merging shards subtracts the common start (mcts.combine_trees)
             st["base"] = dict(self._base)
         return st
@@ -96,6 +113,7 @@ class GuidedSource:
     def load_state(self, st: dict[str, Any]) -> None:
         """Start from a saved state (``--state``): coverage and the MCTS tree."""
         self.coverage = Coverage.from_json(st["coverage"])
+        self.known = KnownFailures.from_json(st.get("known"))
         self._base = {"mcts": st.get("mcts") if self.mcts else None,
                       "graph_arms": st.get("graph_arms") if self.arms else None}
         if self.mcts and st.get("mcts"):
@@ -105,7 +123,8 @@ class GuidedSource:
 
     def summary(self) -> dict[str, Any]:
         return {**self.coverage.metrics(), "graph": dict(self._graph_level), "generated": self.generated,
-                "discarded": self.discarded, "mcts_nodes": self.mcts.size() if self.mcts else 0,
+                "discarded": self.discarded, "steered": self.known.steered,
+                "settled_triggers": dict(list(self.known.settled().items())[:20]), "mcts_nodes": self.mcts.size() if self.mcts else 0,
                 "graph_arms": self.arms.to_json() if self.arms else None}
 
     # -- one attempt ------------------------------------------------------------------
@@ -143,6 +162,7 @@ class GuidedSource:
         # What coverage lacks, once per attempt (it changes only with feedback, between attempts).
         new_type = {op for op in self.corpus.op_types if not cov.seen("OTC", op, 1)}
         score = _Scorer(cov, {op for op in self.corpus.op_types if cov.size("SPC", op) < cov.n_maxspc})
+        avoid = {b.name: r for b in self.corpus.blocks if (r := max(self.known.share(op) for op in b.ops)) > 0}
         for j in range(sk.n):
             d_in, d_out = max(1, len(sk.preds(j))), sk.out_degree(j)
             cands = self.corpus.candidates(d_in, d_out)
@@ -153,8 +173,9 @@ class GuidedSource:
                 continue
             tails = [self.corpus.block(sk.blocks[p]).tail for p in sk.preds(j)]
             fresh = new_type - set(sk.blocks)
-            # The MCTS path breaks ties: coverage first, then the tree's choice.
-            scored = [(x + (0.5 if b.name in on_path else 0), b)
+            # The MCTS path breaks ties: coverage first, then the tree's choice; a block whose
+            # operator fails on a settled known defect loses up to KNOWN_PENALTY (search.known).
+            scored = [(x + (0.5 if b.name in on_path else 0) - KNOWN_PENALTY * avoid.get(b.name, 0.0), b)
                       for x, b in zip(score.scores(cands, d_in, d_out, tails, fresh), cands)]
             best = max(s for s, _ in scored)
             top = [b for s, b in scored if s == best]

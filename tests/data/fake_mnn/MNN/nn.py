@@ -10,6 +10,8 @@ class _Module:
         self.path, self.inputs, self.outputs = path, inputs, outputs
 
     def forward(self, xs):
+        if os.environ.get("FAKE_MNN_MODE") == "no-outputs":  # a converter that lost the outputs' names
+            return []
         with open(self.path, "rb") as f:
             if f.read(1) == b"\x08":  # an ONNX model (ir_version first), not a GraphDef (nodes first)
                 return self._onnx(xs)

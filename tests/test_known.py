@@ -1,0 +1,84 @@
+"""Known failures steer generation (issue 24 item 5): once failures settle on a trigger (an
+operator, or an operator with one parameter value), models carrying it become rare, and the
+same seed with the same engine behaviour still gives the same models."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gbft_action.corpus import ONNX_CORPUS, load_corpus
+from gbft_action.graph.generate import GenOptions
+from gbft_action.graph.ir import Graph, Node, TensorType
+from gbft_action.search.guided import GuidedSource
+from gbft_action.search.known import SETTLE, KnownFailures, triggers
+
+CORPUS = load_corpus(ONNX_CORPUS)
+N = 300
+
+
+def _engine(g: Graph, op: str) -> dict:
+    """A toy engine's record: wrong at the first node of type ``op`` (localised), else a pass."""
+    bad = next((n for n in g.block_nodes() if n.op == op), None)
+    return {"status": "DCF", "node": bad.id, "op": op} if bad else {"status": "DCP", "node": "", "op": ""}
+
+
+def _campaign(seed: int, defect: str | None) -> list[Graph]:
+    src = GuidedSource(CORPUS, GenOptions(blocks=(2, 8)), seed)
+    out = []
+    for i in range(N):
+        g = src.next_graph(i)
+        out.append(g)
+        src.feedback(i, g, _engine(g, defect) if defect else {"status": "DCP"})
+    return out
+
+
+def _share(graphs: list[Graph], op: str) -> float:
+    return sum(any(n.op == op for n in g.block_nodes()) for g in graphs) / len(graphs)
+
+
+def test_a_settled_failures_trigger_becomes_rarer():
+    plain, steered = _campaign(4, None), _campaign(4, "Softmax")
+    # The first models are the same: nothing has failed yet, nothing steers.
+    assert [g.to_json() for g in plain[:5]] == [g.to_json() for g in steered[:5]]
+    before, after = _share(plain[100:], "Softmax"), _share(steered[100:], "Softmax")
+    assert before > 0.1 and after < before / 3, (before, after)
+    assert after > 0  # rarer, never banned: a change to the operator can still show
+    # Operators that do not fail keep their place (but those of a subgraph block holding a
+    # Softmax, attention's MatMul, Transpose and Mul, go with it), and every operator still shows.
+    assert _share(steered[100:], "Less") > 0.7 * _share(plain[100:], "Less")
+    ops = [{n.op for g in gs[100:] for n in g.block_nodes()} for gs in (plain, steered)]
+    assert len(ops[1]) >= len(ops[0]) - 2
+
+
+def test_steering_is_deterministic_and_travels_in_state():
+    a, b = _campaign(9, "Where"), _campaign(9, "Where")
+    assert [g.to_json() for g in a] == [g.to_json() for g in b]
+    src = GuidedSource(CORPUS, GenOptions(blocks=(2, 8)), 9)
+    for i, g in enumerate(a):
+        src.known.observe(g, _engine(g, "Where"))
+    again = GuidedSource(CORPUS, GenOptions(blocks=(2, 8)), 9)
+    again.load_state(src.state())  # --state: the next run starts from what this one learned
+    assert again.known.settled() == src.known.settled() and "Where" in again.known.settled()
+
+
+def test_a_parameter_value_settles_apart_from_its_operator():
+    k = KnownFailures()
+    t = TensorType((1, 2, 3, 3))
+    for i in range(20):
+        mode = "reflection" if i % 2 else "zeros"
+        g = Graph({"in0": t}, [Node("n0", "GridSample", ["in0"], {"padding_mode": mode, "align_corners": 0.5}, t,
+                                   "GridSample")], ["n0"], seed=i)
+        k.observe(g, {"status": "DCF", "node": "n0"} if mode == "reflection" else {"status": "DCP"})
+    risky = k.settled()
+    # Floats are no trigger; the failing value is the riskiest, the operator half as risky.
+    assert "GridSample.align_corners=0.5" not in triggers(g.nodes[0])
+    assert risky["GridSample.padding_mode=reflection"] > 0.8 > risky["GridSample"]
+    assert "GridSample.padding_mode=zeros" not in risky
+    assert k.failed["GridSample"] >= SETTLE
+    never = random.Random(0)
+    zeros = Graph({"in0": t}, [Node("n0", "GridSample", ["in0"], {"padding_mode": "zeros"}, t, "GridSample")],
+                  ["n0"], seed=0)
+    assert k.risk(zeros.nodes[0]) == k.share("GridSample") == pytest.approx(risky["GridSample"], abs=1e-3)
+    assert sum(k.keep(zeros, never) for _ in range(200)) > 80  # the operator's own risk only

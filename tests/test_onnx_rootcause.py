@@ -1,0 +1,98 @@
+"""Root causes on ONNX models (issue 24 items 1-2): ONNX Runtime gives every node's value, so a
+failing ONNX model is localised to the first node that differs, and its suspect is run alone on
+ONNX Runtime's values of its inputs.  Real ONNX Runtime and MNN; the engine's converter damages
+one operator type on purpose (tests/fake_engines.py:OnnxRewrites), so the culprit is known."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+from gbft_action.bugs.diagnose import _key, blame  # noqa: E402
+from gbft_action.frontends import FRONTENDS  # noqa: E402
+from gbft_action.graph.ir import Graph, Node, TensorType  # noqa: E402
+from gbft_action.oracle import Status  # noqa: E402
+from gbft_action.pipeline import Lane, LaneConfig  # noqa: E402
+from gbft_action.reference.onnx_worker import OnnxReferenceHandler  # noqa: E402
+from gbft_action.workers.arrays import digest, unpack  # noqa: E402
+
+T = TensorType((1, 3, 4, 4))
+
+
+def chain(*ops: str, seed: int = 7) -> Graph:
+    """in0 -> ops[0] -> ops[1] -> ...: one ONNX node per operator."""
+    nodes, prev = [], "in0"
+    for i, op in enumerate(ops):
+        nodes.append(Node(f"n{i}", op, [prev], {}, T, op))
+        prev = f"n{i}"
+    return Graph({"in0": T}, nodes, [prev], seed, {"frontend": "onnx", "blocks": list(ops)})
+
+
+def test_the_onnx_reference_gives_intermediates_of_the_model_it_built_last(tmp_path):
+    h, g = OnnxReferenceHandler(), chain("Neg", "Exp", "Sigmoid")
+    r = h.build({"op": "build", "graph": g.to_json(), "dir": str(tmp_path)})
+    assert r["ok"]
+    x = unpack(r["inputs"])["in0"]
+    ask = {"op": "intermediates", "graph": g.to_json(), "dir": str(tmp_path), "names": ["n0", "n1", "n2"],
+           "inputs": digest(unpack(r["inputs"]))}
+    got = h.handle(ask)
+    assert got["ok"]
+    vals = unpack(got["expected"])
+    assert np.allclose(vals["n0"], -x) and np.allclose(vals["n1"], np.exp(-x), rtol=1e-6)
+    # Another model, or other inputs: stale (the caller builds it again), never a wrong answer.
+    assert h.handle({**ask, "graph": chain("Neg", "Exp").to_json()})["kind"] == "stale"
+    assert h.handle({**ask, "inputs": "0" * 40})["kind"] == "stale"
+
+
+@pytest.fixture
+def onnx_lane(tmp_path, fake_engines_path, monkeypatch):
+    monkeypatch.setenv("GBFT_FAKE_WRONG", "Neg=Identity")
+    monkeypatch.setenv("GBFT_FAKE_CRASH", "Erf")
+    lane = Lane(LaneConfig("fake_engines:OnnxRewrites", tmp_path / "lane", frontend=FRONTENDS["onnx"]), 0)
+    lane.start()
+    try:
+        yield lane
+    finally:
+        lane.stop()
+
+
+def test_a_chain_whose_upstream_operator_is_wrong_is_blamed_on_it(onnx_lane):
+    g = chain("Relu", "Neg", "Exp", "Sigmoid")
+    res = onnx_lane.run(0, g, 60)
+    # Localised upstream of the Sigmoid the difference reached: to the Exp right after the Neg
+    # (MNN drops the Identity the Neg became, so it exposes no value for n1).
+    assert res.status == Status.DCF and res.localised and res.node == "n2" and not res.harness
+    res.node = "n3"  # as if localisation had named the output: isolation walks back to Neg
+    b = blame(onnx_lane, res, "n3", None, until=time.monotonic() + 60)
+    assert b.tried == ["n3", "n2", "n1"] and b.node == "n1" and b.symptom == "wrong-result"
+    meta = {"symptom": "wrong-result", "fingerprint": res.fingerprint.to_json(), "platforms": [res.platform]}
+    key = _key(onnx_lane, meta, g, time.monotonic() + 60)
+    assert key.isolated and key.ops == ("Neg",) and key.title == "[onnx] Neg: wrong results"
+
+
+def test_one_operators_converter_crash_is_that_operators_crash(onnx_lane):
+    g = chain("Relu", "Erf", "Sigmoid")
+    res = onnx_lane.run(1, g, 60)
+    assert res.status == Status.MCF and res.signal == 11
+    meta = {"symptom": "crash", "fingerprint": res.fingerprint.to_json(), "platforms": [res.platform]}
+    key = _key(onnx_lane, meta, g, time.monotonic() + 60)
+    assert key.isolated and key.ops == ("Erf",) and key.title == "[onnx] memory error with Erf"
+
+
+def test_a_reference_that_cannot_give_intermediates_is_counted_not_silent(onnx_lane, monkeypatch):
+    g = chain("Relu", "Neg", "Exp")
+    real = onnx_lane.ref.call
+
+    def lacks(msg, timeout):  # the ONNX reference before this issue: no such operation
+        if msg["op"] == "intermediates":
+            msg = {**msg, "op": "no-such-op"}
+        return real(msg, timeout)
+
+    monkeypatch.setattr(onnx_lane.ref, "call", lacks)
+    res = onnx_lane.run(2, g, 60)
+    assert res.status == Status.DCF and not res.localised
+    assert res.harness.startswith("the reference cannot give intermediates: ")
