@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/catalogue.py                      # list the entries
     .venv/bin/python bench/catalogue.py --verify [--only ID,ID] [--repeat N]
-    .venv/bin/python bench/catalogue.py --show ID            # inputs, TensorFlow's and MNN's outputs
+    .venv/bin/python bench/catalogue.py --show ID            # inputs, the reference's and MNN's outputs
     .venv/bin/python bench/catalogue.py --try Lrn --params '{"depth_radius": 5, ...}' --shape 1,4,7,8
+    .venv/bin/python bench/catalogue.py --catalogue bench/catalogue/mnn-3.6.1-onnx.yaml --verify
 
 ``--verify`` runs every entry of ``bench/catalogue/mnn-3.6.1.yaml`` through a real ``Lane``
 on MNN (x86, natively, a fresh engine worker per entry) and checks that the behaviour
@@ -26,11 +27,16 @@ themselves (an output differs from TensorFlow's beyond the tolerance) whatever t
 oracle's status: the oracle excuses some real differences (see the catalogue's
 artefacts).
 
+A catalogue whose header says ``frontend: onnx`` (``bench/catalogue/mnn-3.6.1-onnx.yaml``)
+holds ONNX models: operators and parameters of ``ops.onnx_specs`` as the IR has them, NCHW,
+converted by MNN's ONNX converter and judged against ONNX Runtime; ``--catalogue`` picks it
+(``--try`` then runs ONNX operators too, unless ``--frontend`` says otherwise).
+
 ``--try`` runs one ad-hoc single-operator model and prints what happened; ``--show``
 prints an entry's arrays (how the behaviours were read by hand).  The catalogue's
 ``defects`` and ``artefacts`` sections (the matching rules) are read by
 ``bench/triage.py``: a defect is a real MNN bug, an artefact a difference the harness
-reports that is not one (TensorFlow's own behaviour, an undefined case).
+reports that is not one (the reference's own behaviour, an undefined case).
 """
 
 from __future__ import annotations
@@ -48,12 +54,14 @@ from typing import Any
 import numpy as np
 import yaml
 
+from gbft_action.frontends import FRONTENDS
 from gbft_action.graph.ir import Graph, TensorType
 from gbft_action.graph.solver import Builder, GenError
+from gbft_action.ops.registry import registry
 from gbft_action.ops.shapes import MAX_ELEMS
-from gbft_action.ops.specs import SPECS
 
 CATALOGUE = Path(__file__).resolve().parent / "catalogue" / "mnn-3.6.1.yaml"
+ONNX_CATALOGUE = CATALOGUE.with_name("mnn-3.6.1-onnx.yaml")  # the same engine through its ONNX converter
 SYMPTOMS = ("wrong-result", "nan-inf", "precision", "crash", "unsupported", "conversion-error", "api-error",
             "timeout", "nondeterministic", "heap-damage", "tie")
 VALUES = ("random", "special", "feed")  # feed: explicit finite inputs (a normal graph)
@@ -167,6 +175,7 @@ class Entry:
     # A pattern: nodes n0, n1, ... as (op, input names, params); () for one operator.
     nodes: tuple[tuple[str, tuple[str, ...], dict[str, Any]], ...] = ()
     outputs: tuple[str, ...] = ()  # a pattern's outputs (default: the nodes nothing reads)
+    frontend: str = "tf"  # the catalogue's: which operator table and converter the model goes through
 
 
 @dataclass(frozen=True)
@@ -176,7 +185,8 @@ class Catalogue:
     platform: str
     defects: tuple[Defect, ...]  # real defects and the controls
     entries: tuple[Entry, ...]
-    artefacts: tuple[Defect, ...] = ()  # not MNN defects: the harness's or TensorFlow's doing
+    artefacts: tuple[Defect, ...] = ()  # not MNN defects: the harness's or the reference's doing
+    frontend: str = "tf"  # tf: TensorFlow models (reference TensorFlow); onnx: ONNX models (ONNX Runtime)
 
     def defect(self, did: str) -> Defect:
         return next(d for d in (*self.defects, *self.artefacts) if d.id == did)
@@ -198,6 +208,9 @@ def _tuple(x: Any) -> tuple[str, ...]:
 def load(path: Path = CATALOGUE) -> Catalogue:
     """Read and check a catalogue file (ValueError naming the entry on anything malformed)."""
     d = yaml.safe_load(Path(path).read_text())
+    frontend = str(d.get("frontend", "tf"))
+    if frontend not in FRONTENDS or frontend == "tflite":  # tflite models are TF graphs: no catalogue of their own
+        raise ValueError(f"{path}: frontend must be tf or onnx, not {frontend!r}")
 
     def one(x: dict[str, Any], artefact: bool) -> Defect:
         rules = []
@@ -234,7 +247,7 @@ def load(path: Path = CATALOGUE) -> Catalogue:
                   behaviour=" ".join(str(x["behaviour"]).split()), verified=str(x["verified"]).strip(),
                   seed=int(m.get("seed", 1)), values=str(x.get("values", "random")),
                   feed={k: [float(v) for v in vs] for k, vs in (x.get("feed") or {}).items()},
-                  nodes=nodes, outputs=tuple(str(o) for o in m.get("outputs") or ()))
+                  nodes=nodes, outputs=tuple(str(o) for o in m.get("outputs") or ()), frontend=frontend)
         if e.defect not in ids:
             raise ValueError(f"entry {e.id}: unknown defect {e.defect!r}")
         if e.values not in VALUES:
@@ -248,7 +261,7 @@ def load(path: Path = CATALOGUE) -> Catalogue:
     if len(set(eids)) != len(eids):
         raise ValueError("duplicate entry ids")
     return Catalogue(str(d["engine"]), str(d["version"]), str(d.get("platform", "x86_64")), tuple(defects),
-                     tuple(entries), tuple(artefacts))
+                     tuple(entries), tuple(artefacts), frontend)
 
 
 # --------------------------------------------------------------------------- the models
@@ -260,15 +273,18 @@ def build_graph(e: Entry) -> Graph:
     A pattern (``nodes``): each node n0, n1, ... the same way, on graph inputs or earlier nodes.
 
     Raises GenError when the spec would not accept the model as it stands (another rank,
-    an input the operator would need an adapter for, an empty or oversized output)."""
-    b = Builder(random.Random(0), e.seed)
+    an input the operator would need an adapter for, an empty or oversized output).
+    An ONNX entry's operators are ONNX ones (``ops.onnx_specs``), and its graph says so
+    (``meta.frontend``: the emitter and ONNX Runtime read it)."""
+    reg = registry(e.frontend)
+    b = Builder(random.Random(0), e.seed, reg=reg)
     types = {f"in{i}": TensorType(s) for i, s in enumerate(e.inputs)}
     for name, t in types.items():
         b.add_input(name, t)
     nodes = e.nodes or ((e.op, tuple(types), e.params),)
     for k, (op, srcs, params) in enumerate(nodes):
         what = f"{e.id}: {op}" + (f" (n{k})" if e.nodes else "")
-        spec = SPECS.get(op)
+        spec = reg.specs.get(op)
         if spec is None:
             raise GenError(f"{what}: unknown operator")
         unknown = [x for x in srcs if x not in types]
@@ -289,7 +305,8 @@ def build_graph(e: Entry) -> Graph:
         if out.size > MAX_ELEMS:
             raise GenError(f"{what}: output {out.shape} is larger than {MAX_ELEMS} elements")
         types[b._emit(op, list(srcs), dict(params), out, block=op, gnode=k)] = out
-    g = b.finish({"catalogue": e.id, "blocks": [n[0] for n in nodes]})
+    meta = {"catalogue": e.id, "blocks": [n[0] for n in nodes]}
+    g = b.finish({**meta, "frontend": e.frontend} if e.frontend != "tf" else meta)
     if e.outputs:
         unknown = [o for o in e.outputs if o not in {n.id for n in g.nodes}]
         if unknown:
@@ -331,7 +348,7 @@ class Outcome:
     message: str = ""
     worst: list[dict[str, Any]] = field(default_factory=list)
     log: str = ""  # the engine's log tail (what it printed: heap-damage messages, converter errors)
-    differs: bool | None = None  # an output differs from TensorFlow's beyond the tolerance (None: no outputs)
+    differs: bool | None = None  # an output differs from the reference's beyond the tolerance (None: no outputs)
     arrays: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)  # inputs/expected/actual
 
     def brief(self) -> str:
@@ -360,8 +377,9 @@ def from_result(res: Any) -> Outcome:
 
 def differs(arrays: dict[str, dict[str, np.ndarray]], rtol: float = 1e-3, atol: float = 1e-5,
             min_ratio: float = 0.999) -> bool | None:
-    """Whether some output differs from TensorFlow's, read from the arrays alone (the campaign's
-    tolerance; NaN equals NaN; another shape differs), whatever the oracle concluded."""
+    """Whether some output differs from the reference's (TensorFlow, ONNX Runtime), read from the
+    arrays alone (the campaign's tolerance; NaN equals NaN; another shape differs), whatever
+    the oracle concluded."""
     exp, act = arrays.get("expected") or {}, arrays.get("actual") or {}
     if not exp or not act:
         return None
@@ -419,7 +437,7 @@ def verify(cat: Catalogue, only: set[str] | None = None, repeat: int = 1) -> lis
     chosen = [e for e in cat.entries if not only or e.id in only]
     results: dict[str, list[Outcome]] = {e.id: [] for e in chosen}
     with tempfile.TemporaryDirectory(prefix="gbft-catalogue-") as tmp:
-        lane = Lane(LaneConfig("mnn", Path(tmp) / "lane"), 0)
+        lane = Lane(LaneConfig("mnn", Path(tmp) / "lane", frontend=FRONTENDS[cat.frontend]), 0)
         lane.start()
         try:
             for e in chosen:
@@ -484,15 +502,22 @@ def show(o: Outcome, limit: int = 24) -> None:
 
 
 def adhoc(op: str, params: dict[str, Any], shapes: list[tuple[int, ...]], seed: int,
-          feed: dict[str, list[float]] | None) -> Catalogue:
+          feed: dict[str, list[float]] | None, frontend: str = "tf") -> Catalogue:
     e = Entry("try", "try", op, params, tuple(shapes), {"status": "DCP"}, "", "", seed,
-              "special" if feed else "random", feed or {})
-    return Catalogue("mnn", "?", "x86_64", (Defect("try", "try"),), (e,))
+              "special" if feed else "random", feed or {}, frontend=frontend)
+    return Catalogue("mnn", "?", "x86_64", (Defect("try", "try"),), (e,), frontend=frontend)
+
+
+def catalogue_frontend(path: Path) -> str:
+    """The front end a catalogue file names (its header's ``frontend:``, tf when absent)."""
+    return str((yaml.safe_load(Path(path).read_text()) or {}).get("frontend", "tf"))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--catalogue", type=Path, default=CATALOGUE)
+    ap.add_argument("--catalogue", type=Path, default=CATALOGUE,
+                    help=f"the catalogue file (default {CATALOGUE.name}; {ONNX_CATALOGUE.name} for ONNX models)")
+    ap.add_argument("--frontend", default="", help="--try: tf or onnx (default: the catalogue's)")
     ap.add_argument("--verify", action="store_true", help="run every entry on MNN and check it")
     ap.add_argument("--only", default="", help="comma-separated entry ids")
     ap.add_argument("--repeat", type=int, default=1, help="runs per entry (fresh worker each)")
@@ -506,7 +531,8 @@ def main() -> int:
     if a.try_op:
         shapes = [tuple(int(v) for v in s.split(",")) for s in a.shape] or [(1, 4, 4, 3)]
         feed = {k: [float(x) for x in v] for k, v in json.loads(a.feed).items()} if a.feed else None
-        for _, outs in verify(adhoc(a.try_op, json.loads(a.params), shapes, a.seed, feed), repeat=a.repeat):
+        fe = a.frontend or catalogue_frontend(a.catalogue)
+        for _, outs in verify(adhoc(a.try_op, json.loads(a.params), shapes, a.seed, feed, fe), repeat=a.repeat):
             for o in outs:
                 show(o)
         return 0

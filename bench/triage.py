@@ -1,7 +1,7 @@
 """How well a campaign's reported keys map to known MNN defects (issue 13's triage benchmark).
 
-    .venv/bin/python bench/triage.py --out DIR [--json]
-    .venv/bin/python bench/triage.py --budget 60 --seed 0 [--platforms P --arm-root R] --out DIR [--json]
+    .venv/bin/python bench/triage.py --out DIR [--json] [--catalogue PATH ...]
+    .venv/bin/python bench/triage.py --budget 60 --seed 0 [--frontend onnx] [--platforms P --arm-root R] --out DIR [--json]
 
 With only ``--out``, analyses an existing ``gbft fuzz`` output; with ``--budget``, runs the
 campaign first (``python -m gbft_action.cli fuzz --engine mnn ... --quiet`` with this
@@ -10,8 +10,7 @@ gives the "before" figures).
 
 The reported keys are the summary's root causes with policy ``report`` when it has root
 causes, else every fingerprint (outputs of the code before root causes).  Each key is
-mapped to the first defect of the catalogue (``bench/catalogue/mnn-3.6.1.yaml``) whose
-rules match its symptom class, operators, title/detail words, (fingerprints only) its
+mapped to the first defect of its front end's catalogue whose rules match its symptom class, operators, title/detail words, (fingerprints only) its
 mismatch kind and its minimised model (the canonical bundle's ``minimized.json``, when
 the minimiser finished: a key blamed on the wrong operator still has the model that shows
 the defect).  Real defects are tried first, then the catalogue's artefacts (differences that
@@ -19,6 +18,14 @@ are not MNN defects: TensorFlow's own behaviour, undefined cases), then the cont
 mismatch is a wrong result, a NaN/Inf mismatch nan-inf, a signal a crash, "not supported"
 unsupported, a missing output or any other converter failure a conversion error, any
 other inference error an API error.
+
+ONNX and mixed (``--frontend tf,onnx``) campaigns: a key of the ONNX front end (a title
+starting with "[onnx]", or a fingerprint whose front end is onnx) is matched against the
+ONNX catalogue (``bench/catalogue/mnn-3.6.1-onnx.yaml``), any other against the TensorFlow
+one (``mnn-3.6.1.yaml``; tflite models are TensorFlow graphs); the catalogues are the
+defaults of the front ends the output's keys name, or those given with ``--catalogue``
+(each file's ``frontend:`` says whose keys it takes).  With keys of both front ends, the
+defects are named ``tf:ID`` and ``onnx:ID`` (both catalogues have a ``control``).
 
 Printed: fingerprints, reported keys, per known defect the keys and fingerprints that match
 it, the keys matching no defect (with their titles, to inspect by hand), the keys blamed on
@@ -40,7 +47,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from catalogue import CATALOGUE, Catalogue, Defect, Model, load  # noqa: E402
+from catalogue import CATALOGUE, ONNX_CATALOGUE, Catalogue, Defect, Model, load  # noqa: E402
+
+DEFAULT_CATALOGUES = {"tf": CATALOGUE, "onnx": ONNX_CATALOGUE}
 
 
 @dataclass
@@ -59,6 +68,7 @@ class Key:
     defect: str = ""  # the matched defect's (or artefact's) id ("" for none)
     model: Model = field(default_factory=Model)  # its minimised model, as rules read it
     bundle: str = ""  # the bundle the model came from
+    frontend: str = "tf"  # whose catalogue it is matched against: tf (tf, tflite) or onnx
 
 
 # --------------------------------------------------------------------------- reading an output
@@ -132,14 +142,26 @@ def fingerprint_key(f: dict[str, Any], fp: dict[str, Any]) -> Key:
     title = f.get("title") or fp.get("title", "")
     mismatch = code if kind == "mismatch" else ""
     return Key(f["key"], title, fingerprint_symptom(status, kind, code), [op] if op else [],
-               " ".join((title, f.get("message", ""))), mismatch, [f["key"]], int(f.get("count", 0)))
+               " ".join((title, f.get("message", ""))), mismatch, [f["key"]], int(f.get("count", 0)),
+               frontend=key_frontend(title, [fp]))
 
 
-def root_cause_key(rc: dict[str, Any]) -> Key:
+def root_cause_key(rc: dict[str, Any], fps: dict[str, dict[str, Any]] | None = None) -> Key:
+    fronts = [(fps or {}).get(f, {}) for f in rc.get("fingerprints", [])]
     return Key(rc["key"], rc.get("title", ""), rc.get("symptom", ""), list(rc.get("ops", [])),
                " ".join((rc.get("title", ""), rc.get("detail", ""))), "", list(rc.get("fingerprints", [])),
                # Unsettled (diagnosis cut short): listed, not filed, like a summary class.
-               int(rc.get("count", 0)), rc.get("policy", "report") if rc.get("settled", True) else "unsettled")
+               int(rc.get("count", 0)), rc.get("policy", "report") if rc.get("settled", True) else "unsettled",
+               frontend=key_frontend(rc.get("title", ""), fronts))
+
+
+def key_frontend(title: str, fingerprints: list[dict[str, Any]]) -> str:
+    """onnx for a key of the ONNX front end (its title's "[onnx]" prefix, or a fingerprint found
+    through it), else tf: an ONNX operator is not the TensorFlow one of the same name (Resize,
+    Pad), so each front end's keys go to its own catalogue."""
+    if title.lstrip().lower().startswith("[onnx]") or any(fp.get("frontend") == "onnx" for fp in fingerprints):
+        return "onnx"
+    return "tf"
 
 
 def match(cat: Catalogue, k: Key) -> Defect | None:
@@ -148,53 +170,88 @@ def match(cat: Catalogue, k: Key) -> Defect | None:
     return next((d for d in cat.matching_order() if d.matches(k.symptom, k.ops, k.text, k.mismatch, k.model)), None)
 
 
+class Catalogues:
+    """The catalogues of a campaign's front ends (tf, onnx), as one: a key goes to its front end's.
+    With more than one, defect ids are qualified by the front end (``onnx:control``), since the
+    catalogues share ids (control, exp-clamp, missing-output)."""
+
+    def __init__(self, cats: Catalogue | dict[str, Catalogue]) -> None:
+        self.by_frontend = {cats.frontend: cats} if isinstance(cats, Catalogue) else dict(cats)
+        self.multi = len(self.by_frontend) > 1
+
+    def qid(self, frontend: str, did: str) -> str:
+        return f"{frontend}:{did}" if self.multi else did
+
+    def assign(self, k: Key) -> None:
+        """Set the key's defect: the first match in its front end's catalogue ("" without one)."""
+        cat = self.by_frontend.get(k.frontend)
+        d = match(cat, k) if cat else None
+        k.defect = self.qid(k.frontend, d.id) if d else ""
+
+    def ordered(self) -> list[tuple[str, Defect]]:
+        """(qualified id, defect) of every catalogue: real defects, then artefacts, then controls."""
+        out = []
+        for fe, cat in self.by_frontend.items():
+            out += [(self.qid(fe, d.id), d) for d in cat.defects if not d.control]
+        for fe, cat in self.by_frontend.items():
+            out += [(self.qid(fe, a.id), a) for a in cat.artefacts]
+        for fe, cat in self.by_frontend.items():
+            out += [(self.qid(fe, d.id), d) for d in cat.defects if d.control]
+        return out
+
+    def names(self) -> str:
+        return ", ".join(f"{fe}: {cat.engine} {cat.version}" for fe, cat in self.by_frontend.items())
+
+
 # --------------------------------------------------------------------------- the analysis
 
 
-def analyse(summary: dict[str, Any], fps: dict[str, dict[str, Any]], cat: Catalogue,
+def analyse(summary: dict[str, Any], fps: dict[str, dict[str, Any]], cats: Catalogue | dict[str, Catalogue],
             models: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The figures for one campaign output (``summary.json``, its fingerprints' details and
     its bundles' minimised models, by bundle id: a root cause's canonical bundle, a
-    fingerprint's own)."""
+    fingerprint's own), against one catalogue or one per front end (``{"tf": ..., "onnx": ...}``)."""
     models = models or {}
+    cs = Catalogues(cats)
     failures = summary.get("failures", [])
     fkeys = {f["key"]: fingerprint_key(f, fps.get(f["key"], {})) for f in failures}
     for k in fkeys.values():
         if k.id in models:
             k.model, k.bundle = Model.of(models[k.id]), k.id
-        d = match(cat, k)
-        k.defect = d.id if d else ""
+        cs.assign(k)
     has_rc = "root_causes" in summary
     if has_rc:
-        causes = [root_cause_key(rc) for rc in summary["root_causes"]]
+        causes = [root_cause_key(rc, fps) for rc in summary["root_causes"]]
         keys = [k for k in causes if k.policy == "report"]
         for rc, k in zip(summary["root_causes"], causes):
             canon = rc.get("canonical") or ""
             if canon in models:
                 k.model, k.bundle = Model.of(models[canon]), canon
-            d = match(cat, k)
-            k.defect = d.id if d else ""
+            cs.assign(k)
     else:
         causes = []
         keys = list(fkeys.values())
-    control = {d.id for d in cat.defects if d.control}
-    artefact = {a.id for a in cat.artefacts}
+    ordered = cs.ordered()
+    control = {q for q, d in ordered if d.control}
+    artefact = {q for q, d in ordered if d.artefact}
     not_real = control | artefact
-    real = [d for d in cat.defects if not d.control]
+    real = [q for q, d in ordered if d.real]
 
     per_defect = []
-    for d in (*[d for d in cat.defects if not d.control], *cat.artefacts, *[d for d in cat.defects if d.control]):
-        ks = [k for k in keys if k.defect == d.id]
-        per_defect.append({"defect": d.id, "control": d.control, "artefact": d.artefact, "keys": len(ks),
+    for q, d in ordered:
+        ks = [k for k in keys if k.defect == q]
+        per_defect.append({"defect": q, "control": d.control, "artefact": d.artefact, "keys": len(ks),
                            "fingerprints": sum(len(k.fingerprints) for k in ks), "cases": sum(k.count for k in ks),
                            "titles": [k.title for k in ks]})
     matched_real = [k for k in keys if k.defect and k.defect not in not_real]
-    defects_found = sorted({k.defect for k in matched_real}, key=[d.id for d in cat.defects].index)
+    defects_found = sorted({k.defect for k in matched_real}, key=real.index)
     unmatched = sorted((k for k in keys if not k.defect), key=lambda k: (-k.count, k.title, k.id))
     suspects = sorted((k for k in keys if k.defect in control), key=lambda k: (-k.count, k.title, k.id))
     artefacts = sorted((k for k in keys if k.defect in artefact), key=lambda k: (-k.count, k.title, k.id))
     result: dict[str, Any] = {
         "format": "root-causes" if has_rc else "fingerprints",
+        "catalogues": cs.names(),
+        "keys_by_frontend": _count(k.frontend for k in keys),
         "models": summary.get("models", 0),
         "fingerprints": len(failures),
         "reported_keys": len(keys),
@@ -240,13 +297,22 @@ def analyse(summary: dict[str, Any], fps: dict[str, dict[str, Any]], cat: Catalo
     return result
 
 
+def _count(xs: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in xs:
+        out[x] = out.get(x, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def _brief(k: Key) -> dict[str, Any]:
     return {"key": k.id, "title": k.title, "symptom": k.symptom, "ops": k.ops, "cases": k.count,
             "fingerprints": len(k.fingerprints), **({"defect": k.defect} if k.defect else {})}
 
 
-def render(r: dict[str, Any], cat: Catalogue, out: Path) -> str:
+def render(r: dict[str, Any], out: Path) -> str:
     lines = [f"{out}: {r['models']} models, {r['fingerprints']} fingerprints, format: {r['format']}"]
+    fronts = ", ".join(f"{fe} {n}" for fe, n in r["keys_by_frontend"].items())
+    lines.append(f"catalogues: {r['catalogues']} (reported keys by front end: {fronts or '-'})")
     if r["format"] == "root-causes":
         pol = ", ".join(f"{p} {n}" for p, n in r["root_causes_by_policy"].items())
         lines.append(f"root causes: {r['root_causes']} ({pol})")
@@ -299,6 +365,8 @@ def run_campaign(a: argparse.Namespace) -> None:
         cmd += ["--platforms", a.platforms]
     if a.arm_root:
         cmd += ["--arm-root", str(a.arm_root.resolve())]
+    if a.frontend:
+        cmd += ["--frontend", a.frontend]
     print("running: " + " ".join(cmd), file=sys.stderr, flush=True)
     # From a neutral folder: ``python -m`` puts the working folder first on sys.path, ahead of
     # PYTHONPATH, so a run from a checkout would ignore a PYTHONPATH pointing at another one.
@@ -311,12 +379,15 @@ def run_campaign(a: argparse.Namespace) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="a gbft fuzz output folder (written with --budget)")
-    ap.add_argument("--catalogue", type=Path, default=CATALOGUE)
+    ap.add_argument("--catalogue", type=Path, action="append", default=[],
+                    help="a catalogue file (repeatable; its frontend: says whose keys it takes); default: "
+                         f"{CATALOGUE.name} for TensorFlow keys, {ONNX_CATALOGUE.name} for ONNX keys")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--budget", type=float, default=0, help="run a campaign of this many seconds first")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--platforms", default="")
     ap.add_argument("--arm-root", type=Path)
+    ap.add_argument("--frontend", default="", help="with --budget: the campaign's front end(s), e.g. onnx or tf,onnx")
     a = ap.parse_args()
     if a.budget:
         run_campaign(a)
@@ -324,10 +395,22 @@ def main() -> int:
     if not summary_path.exists():
         print(f"{summary_path}: not found (run a campaign with --budget, or point --out at one)", file=sys.stderr)
         return 2
-    cat = load(a.catalogue)
-    r = analyse(json.loads(summary_path.read_text()), fingerprint_details(a.out), cat, bundle_models(a.out))
-    print(json.dumps(r, indent=2, sort_keys=True) if a.json else render(r, cat, a.out))
+    summary, fps = json.loads(summary_path.read_text()), fingerprint_details(a.out)
+    r = analyse(summary, fps, catalogues(summary, fps, a.catalogue), bundle_models(a.out))
+    print(json.dumps(r, indent=2, sort_keys=True) if a.json else render(r, a.out))
     return 0
+
+
+def catalogues(summary: dict[str, Any], fps: dict[str, dict[str, Any]], given: list[Path]) -> dict[str, Catalogue]:
+    """The catalogues to match against, by front end: those given (each file says its front end),
+    else the defaults of the front ends the output's keys belong to (TensorFlow's when it has none)."""
+    if given:
+        cats = [load(p) for p in given]
+        return {c.frontend: c for c in cats}
+    keys = [fingerprint_key(f, fps.get(f["key"], {})) for f in summary.get("failures", [])]
+    keys += [root_cause_key(rc, fps) for rc in summary.get("root_causes", [])]
+    fronts = sorted({k.frontend for k in keys}, key=["tf", "onnx"].index) or ["tf"]
+    return {fe: load(DEFAULT_CATALOGUES[fe]) for fe in fronts}
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from gbft_action.search.known import SETTLE, KnownFailures, triggers
 
 CORPUS = load_corpus(ONNX_CORPUS)
 N = 300
+LONG = 2000  # models: about 1,700 cover every operator pair (SEC) of the corpus
 
 
 def _engine(g: Graph, op: str) -> dict:
@@ -24,10 +25,10 @@ def _engine(g: Graph, op: str) -> dict:
     return {"status": "DCF", "node": bad.id, "op": op} if bad else {"status": "DCP", "node": "", "op": ""}
 
 
-def _campaign(seed: int, defect: str | None) -> list[Graph]:
-    src = GuidedSource(CORPUS, GenOptions(blocks=(2, 8)), seed)
+def _campaign(seed: int, defect: str | None, n: int = N) -> list[Graph]:
+    src = GuidedSource(CORPUS, GenOptions(blocks=(2, 12)), seed)
     out = []
-    for i in range(N):
+    for i in range(n):
         g = src.next_graph(i)
         out.append(g)
         src.feedback(i, g, _engine(g, defect) if defect else {"status": "DCP"})
@@ -39,16 +40,20 @@ def _share(graphs: list[Graph], op: str) -> float:
 
 
 def test_a_settled_failures_trigger_becomes_rarer():
-    plain, steered = _campaign(4, None), _campaign(4, "Softmax")
+    plain, steered = _campaign(4, None, LONG), _campaign(4, "Softmax", LONG)
     # The first models are the same: nothing has failed yet, nothing steers.
     assert [g.to_json() for g in plain[:5]] == [g.to_json() for g in steered[:5]]
-    before, after = _share(plain[100:], "Softmax"), _share(steered[100:], "Softmax")
+    # Once types, degrees and edges are covered (a model bringing new ones always runs),
+    # models holding the failing Softmax are drawn again.
+    late = slice(LONG - 400, LONG)
+    before, after = _share(plain[late], "Softmax"), _share(steered[late], "Softmax")
     assert before > 0.1 and after < before / 3, (before, after)
     assert after > 0  # rarer, never banned: a change to the operator can still show
     # Operators that do not fail keep their place (but those of a subgraph block holding a
     # Softmax, attention's MatMul, Transpose and Mul, go with it), and every operator still shows.
-    assert _share(steered[100:], "Less") > 0.7 * _share(plain[100:], "Less")
-    ops = [{n.op for g in gs[100:] for n in g.block_nodes()} for gs in (plain, steered)]
+    others = {n.op for g in plain for n in g.block_nodes()} - {"Softmax", "MatMul", "Transpose", "Mul"}
+    assert sum(_share(steered[late], op) for op in others) > 0.85 * sum(_share(plain[late], op) for op in others)
+    ops = [{n.op for g in gs[late] for n in g.block_nodes()} for gs in (plain, steered)]
     assert len(ops[1]) >= len(ops[0]) - 2
 
 

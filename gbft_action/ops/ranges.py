@@ -185,8 +185,8 @@ def _div(ins, types, p, out):
     a = ins[0]
     if len(ins) == 1:  # the constant divisor is +-U[0.5, 1]
         return _sym(magnitude(a) / DIVISOR_RANGE[0])
-    lo, hi = ins[1]
-    if lo <= 0.0 <= hi:
+    lo, hi = min(ins[1]), max(ins[1])
+    if lo <= 0.0 <= hi:  # (a seed-11 ONNX campaign met a divisor range (0.0, negative): ZeroDivisionError)
         return UNKNOWN
     return _times(a, (1.0 / hi, 1.0 / lo))
 

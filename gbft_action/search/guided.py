@@ -33,9 +33,10 @@ from .mcts import MCTSChooser, TreeNode
 
 # Draws allowed per case beyond max_attempts for models search.known steers away from.
 MAX_STEERED = 8
-# A block's score (new coverage items, 0 to about 6) loses this times its settled risk: a
-# known defect's operator is placed only where nothing else fits or brings as much.
-KNOWN_PENALTY = 6.0
+# A block's score (new coverage items, 0 to about 6) loses this times its settled risk: among
+# blocks bringing as much new coverage, a known defect's operator loses the tie.
+KNOWN_PENALTY = 1.0
+STRUCTURE = ("OTC", "IDC", "ODC", "SEC")
 
 
 class GuidedSource:
@@ -70,12 +71,15 @@ class GuidedSource:
             rng = random.Random(f"{stream_key(self.seed, index, self.shard)}:{attempt + steered}")
             g, path = self._attempt(rng, index)
             self.generated += 1
-            # Judged before coverage: a model not run must not count as covered.
-            if steered < MAX_STEERED and not self.known.keep(g, random.Random(rng.random())):
+            items = self.coverage.new_items(g)  # once: the arms' gain and the update read the same
+            # A model bringing new structure (types, degrees, edges) always runs; shape or
+            # parameter vectors and operator triples are nearly always new, so they earn no pass:
+            # such a model is drawn again while it carries settled known failures (search.known).
+            if steered < MAX_STEERED and not any(k in STRUCTURE for k, _, _ in items) and \
+                    not self.known.keep(g, random.Random(rng.random())):
                 steered += 1
                 self.known.steered += 1
                 continue
-            items = self.coverage.new_items(g)  # once: the arms' gain and the update read the same
             if self.arms:
                 self.arms.update(g.meta["model"], g.meta["k"], self._structural_gain(g, items))
             new = self.coverage.add_items(items)
