@@ -1,6 +1,6 @@
 """Cost of guided generation alone, and a digest of what it generated.
 
-    .venv/bin/python bench/generation.py [--models 600] [--blocks 10-10] [--seed 0]
+    .venv/bin/python bench/generation.py [--models 600] [--blocks 10-10] [--seed 0] [--corpus PATH]
 
 Runs the campaign's generator (``GuidedSource``: MCTS, mutations, coverage) for N models
 in one process, with feedback arriving a few models late as in the fuzz loop (every third
@@ -29,8 +29,9 @@ def main() -> None:
     ap.add_argument("--models", type=int, default=600)
     ap.add_argument("--blocks", type=parse_range, default=(10, 10))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--corpus", default="", help="a block corpus (default: the TensorFlow one), e.g. the ONNX one")
     a = ap.parse_args()
-    src = GuidedSource(load_corpus(), GenOptions(blocks=a.blocks), a.seed)
+    src = GuidedSource(load_corpus(a.corpus) if a.corpus else load_corpus(), GenOptions(blocks=a.blocks), a.seed)
     digest = hashlib.sha256()
     pending: list[tuple[int, Graph]] = []
     spent = 0.0

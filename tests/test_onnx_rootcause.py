@@ -96,3 +96,34 @@ def test_a_reference_that_cannot_give_intermediates_is_counted_not_silent(onnx_l
     res = onnx_lane.run(2, g, 60)
     assert res.status == Status.DCF and not res.localised
     assert res.harness.startswith("the reference cannot give intermediates: ")
+
+
+def _one(op: str, params: dict, shape: tuple[int, ...], seed: int = 3) -> Graph:
+    from gbft_action.ops.onnx_specs import ONNX_SPECS
+
+    t = TensorType(shape)
+    out = ONNX_SPECS[op].infer([t], params)
+    return Graph({"in0": t}, [Node("n0", op, ["in0"], params, out, op)], ["n0"], seed, {"frontend": "onnx",
+                                                                                      "blocks": [op]})
+
+
+def test_a_key_names_only_the_parameters_its_defect_needs(tmp_path):
+    """MNN 3.6.1's Less is wrong whatever the form of its second operand (bench/catalogue, ONNX:
+    less-int-compare): a Less minimised with operand=row is keyed without it.  Its Conv with
+    SAME_LOWER computes SAME_UPPER (conv-same-lower): that key keeps auto_pad."""
+    lane = Lane(LaneConfig("mnn", tmp_path / "lane", frontend=FRONTENDS["onnx"]), 0)
+    lane.start()
+    try:
+        keys = []
+        for g in (_one("Less", {"operand": "row"}, (1, 2, 3, 4), seed=11),
+                  _one("Conv", {"auto_pad": "SAME_LOWER", "bias": True, "dh": 1, "dw": 1, "group": 1,
+                                "groups": "one", "kh": 2, "kw": 2, "out_ch": 2, "pads": [0, 0, 0, 0], "sh": 1,
+                                "sw": 1}, (1, 2, 5, 5))):
+            res = lane.run(len(keys), g, 60)
+            assert res.status == Status.DCF, res.message
+            meta = {"symptom": res.symptom, "fingerprint": res.fingerprint.to_json(), "platforms": [res.platform]}
+            keys.append(_key(lane, meta, g, time.monotonic() + 60))
+    finally:
+        lane.stop()
+    assert keys[0].title == "[onnx] Less: wrong results" and keys[0].isolated
+    assert keys[1].title == "[onnx] Conv: wrong results (auto_pad=SAME_LOWER)" and keys[1].isolated

@@ -690,3 +690,37 @@ def test_every_lane_diagnoses_fingerprints_of_its_own_front_end(monkeypatch):
     c._diagnose([lane("tf-a", "tf"), lane("tf-b", "tf")], _time.monotonic() + 20.0 + C.GRACE_S)
     # Two lanes of one front end share its fingerprints; each fingerprint is diagnosed once.
     assert sorted(f for f, _, _ in seen) == ["o1", "o2", "t1", "t2"] and {ln for _, ln, _ in seen} == {"tf-a", "tf-b"}
+
+
+class FusingLane(ToyLane):
+    """Exp right after a Relu is computed 1.5 times too large (a fusion gone wrong); each
+    operator is right alone."""
+
+    def _eval(self, g: Graph, inputs: dict[str, np.ndarray], engine: bool) -> dict[str, np.ndarray]:
+        vals = dict(inputs)
+        relus = {n.id for n in g.nodes if n.op == "Relu"}
+        for n in g.nodes:
+            y = np.asarray(REF[n.op](*[vals[i] for i in n.inputs])).astype(n.out.dtype)
+            vals[n.id] = y * np.float32(1.5) if engine and n.op == "Exp" and n.inputs[0] in relus else y
+        return vals
+
+
+def test_a_pattern_is_keyed_by_its_smallest_chain_wrong_on_its_own():
+    from gbft_action.bugs.diagnose import _a_pattern, chains, failing_window
+
+    g = _graph(("n0", "Sub", ["in0", "in1"]), ("n1", "Relu", ["n0"]), ("n2", "Exp", ["n1"]),
+               ("n3", "Sub", ["n2", "in1"]))
+    assert chains(g, 2) == [["n0", "n1"], ["n1", "n2"], ["n2", "n3"]]
+    lane = FusingLane({})
+    res = _failing(lane, g, {"in0": X, "in1": X * 0.5})
+    assert res.node == "n2"  # where the difference shows: Exp, right alone
+    b = blame(lane, res, "n2", None, until=1e12)
+    assert b.node == "" and b.tried == ["n2", "n1", "n0"] and _a_pattern("wrong-result", g, "n2", b)
+    b.window = failing_window(lane, res, None, until=1e12)
+    assert b.window == ["n1", "n2"]  # Sub -> Relu is right on its own, Relu -> Exp is not
+    key = _from_blame(Symptom.WRONG.value, {"op": "Exp"}, g, "n2", b, "")
+    assert key.ops == ("Relu", "Exp") and key.isolated and key.title == "the pattern Relu -> Exp: wrong results"
+    # The same chain showing at another sink is the same root cause.
+    other = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]), ("n2", "Greater", ["n1", "in1"]))
+    assert _from_blame(Symptom.WRONG.value, {"op": "Greater"}, other, "n2", Blame(tried=["n2"], window=["n0", "n1"]),
+                       "").id == key.id

@@ -3,9 +3,12 @@
 ``diagnose`` minimises a bundle (keeping its symptom, operator and direction: no
 slippage), runs the minimised model again to get TensorFlow's value of every node,
 and then re-runs the failing operator alone, in the reference and the engine, on
-those values (``blame``).  Wrong alone: the operator is blamed.  Right alone: its
-nearest producers are tried the same way; if every one is right alone the defect
-lives in a pattern and the key names the minimised model's operators.  A crash is
+those values (``blame``).  Wrong alone: the operator is blamed, with only the choice
+parameters it is wrong with (``needed_params``: each one put back to its simplest value
+and run alone again).  Right alone: its nearest producers are tried the same way; if
+every one is right alone (and exact: no tie, no approximation to amplify) the defect
+lives in a pattern: the smallest chain of two or three of them that is wrong on its own
+(``failing_window``) is the key, else the key names the minimised model's operators.  A crash is
 replayed on fresh workers first: one that does not come back was heap damage left by
 earlier models, not a defect of this model.
 
@@ -28,7 +31,7 @@ from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
 from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, in_pattern, local_key,
-                        root_key, suspect, suspect_node)
+                        root_key, simplest_choices, suspect, suspect_node)
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
@@ -56,21 +59,66 @@ class Blame:
     # The difference vanished with the intermediates exposed (localisation found no node): the
     # walk went over every node, not over the failing node's producers.
     unlocalised: bool = False
+    # Every operator right alone: the smallest chain of them wrong on its own (node ids), if any.
+    window: list[str] = field(default_factory=list)
 
 
 def single_node(g: Graph, node_id: str) -> tuple[Graph, dict[str, str]]:
     """Node ``node_id`` alone: each distinct input tensor becomes a graph input (in0, in1, ...).
     Same id, parameters and seed: its constants (weights) are drawn exactly as in the model.
     Returns the graph and, per new input, the tensor of g it stands for."""
-    n = g.node(node_id)
-    sources = list(dict.fromkeys(n.inputs))
+    return sub_graph(g, [node_id])
+
+
+def sub_graph(g: Graph, ids: list[str]) -> tuple[Graph, dict[str, str]]:
+    """Nodes ``ids`` of g (in g's order) alone, the last one's tensor the output: each distinct
+    tensor they read from outside becomes a graph input (in0, in1, ...), as in single_node."""
+    keep = [n for n in g.nodes if n.id in set(ids)]
+    inside = {n.id for n in keep}
+    sources = list(dict.fromkeys(x for n in keep for x in n.inputs if x not in inside))
     names = {src: f"in{i}" for i, src in enumerate(sources)}
-    alone = Node(n.id, n.op, [names[x] for x in n.inputs], dict(n.params), n.out, n.block or n.op, "block", n.gnode)
-    meta: dict[str, Any] = {"isolated": node_id, "blocks": [n.op]}
+    nodes = [Node(n.id, n.op, [names.get(x, x) for x in n.inputs], dict(n.params), n.out, n.block or n.op, "block",
+                  n.gnode) for n in keep]
+    meta: dict[str, Any] = {"isolated": ids[0] if len(ids) == 1 else list(ids), "blocks": [n.op for n in keep]}
     if "frontend" in g.meta:  # an ONNX node stays an ONNX node (TF graphs carry no key)
         meta["frontend"] = g.meta["frontend"]
-    g1 = Graph({names[x]: g.tensor_type(x) for x in sources}, [alone], [n.id], g.seed, meta, values=g.values)
+    g1 = Graph({names[x]: g.tensor_type(x) for x in sources}, nodes, [keep[-1].id], g.seed, meta, values=g.values)
     return g1, {names[x]: x for x in sources}
+
+
+MAX_WINDOW = 3  # operators in the largest chain tried on its own when each is right alone
+
+
+def chains(g: Graph, size: int) -> list[list[str]]:
+    """Every chain of ``size`` nodes of g, each feeding the next, ordered by its last node."""
+    return [c for n in g.nodes for c in _ending(g, n.id, size)]
+
+
+def _ending(g: Graph, node: str, size: int) -> list[list[str]]:
+    if size == 1:
+        return [[node]]
+    producers = dict.fromkeys(x for x in g.node(node).inputs if x not in g.inputs)
+    return [[*c, node] for p in producers for c in _ending(g, p, size - 1)]
+
+
+def failing_window(lane: Lane, res: CaseResult, where: list[str] | None, until: float) -> list[str]:
+    """The smallest chain of res's operators (two, then three) that gives wrong results on its
+    own, fed the reference's values of its inputs; [] when none does.  Each operator was right
+    alone: the defect lives in how the engine joins some of them (a Pad after a Reshape), and
+    the key names that chain, wherever in the model the difference then showed (a pattern's
+    keys were named after a dozen different sinks)."""
+    values = lane.reference_values(res, until - time.monotonic())
+    if values is None:
+        return []
+    for size in range(2, MAX_WINDOW + 1):
+        for chain in chains(res.graph, size):
+            if time.monotonic() > until:
+                return []
+            iso = run_alone(lane, res.graph, chain, values, where, until)
+            if iso is not None and any(r.status in DCF_LIKE and r.symptom == Symptom.WRONG.value
+                                       for r in iso.per_platform()):
+                return chain
+    return []
 
 
 def candidates(g: Graph, node: str, limit: int = MAX_CANDIDATES) -> list[str]:
@@ -113,6 +161,31 @@ def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until
             b.inconclusive = True
         b.max_error = max([b.max_error, *(relative_error(r) for r in iso.per_platform())])
     return b
+
+
+def needed_params(lane: Lane, res: CaseResult, node: str, symptom: str, where: list[str] | None,
+                  until: float) -> Graph:
+    """res's model with each choice parameter of ``node`` (found wrong alone) put back to its
+    simplest value where the node, run alone so, is still wrong (``symptom``): the key then names only the
+    parameters the defect needs.  The minimiser leaves others where it had no time or no
+    luck (one Less defect was keyed four ways, by the form of its second operand)."""
+    g = res.graph
+    values = lane.reference_values(res, until - time.monotonic())
+    if values is None:
+        return g
+    for k, simplest in simplest_choices(g, node).items():
+        if time.monotonic() > until:
+            break
+        trial = _with_param(g, node, k, simplest)
+        iso = run_alone(lane, trial, node, values, where, until)
+        if iso is not None and any(r.status in DCF_LIKE and r.symptom == symptom for r in iso.per_platform()):
+            g = trial  # as wrong without it: the defect does not hinge on k
+    return g
+
+
+def _with_param(g: Graph, node: str, k: str, v: Any) -> Graph:
+    nodes = [replace(n, params={**n.params, k: v}) if n.id == node else n for n in g.nodes]
+    return Graph(dict(g.inputs), nodes, list(g.outputs), g.seed, dict(g.meta), values=g.values)
 
 
 def relative_error(r: CaseResult) -> float:
@@ -175,6 +248,10 @@ def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKe
             return root_key(symptom, fp, small, direction=direction, minimized=False)
         node = hit.node
         b = blame(lane, hit, node, where, until)
+        if b.node:
+            small = needed_params(lane, hit, b.node, b.symptom, where, until)
+        elif _a_pattern(symptom, small, node, b):
+            b.window = failing_window(lane, hit, where, until)
         if not hit.localised:
             # A right-alone walk over guessed nodes proves no tie; over every node of the model
             # it proves that no operator is wrong alone, nothing less.
@@ -238,15 +315,22 @@ def _first_failing_alone(lane: Lane, res: CaseResult, symptom: str, where: list[
     return ""
 
 
-def run_alone(lane: Lane, g: Graph, node: str, values: dict[str, np.ndarray], where: list[str] | None,
+def run_alone(lane: Lane, g: Graph, node: str | list[str], values: dict[str, np.ndarray], where: list[str] | None,
               until: float, fresh: bool = False) -> CaseResult | None:
-    """Node ``node`` of g run alone on ``values`` (TensorFlow's, of g's tensors); None when
-    TensorFlow gave no value for one of its inputs."""
-    g1, feeds = single_node(g, node)
+    """Node ``node`` of g (or the chain of nodes ``node``) run alone on ``values`` (the
+    reference's, of g's tensors); None when the reference gave no value for one of its inputs."""
+    g1, feeds = sub_graph(g, [node] if isinstance(node, str) else node)
     if any(src not in values for src in feeds.values()):
         return None
     return run_graph(lane, g1, max(1.0, until - time.monotonic()), fresh=fresh, platforms=where,
                      inputs={k: values[src] for k, src in feeds.items()})
+
+
+def _a_pattern(symptom: str, small: Graph, node: str, b: Blame) -> bool:
+    """Whether isolation proved every operator right alone and exact (no tie at a discontinuous
+    operator, no approximation to amplify): a wrong result of how the engine joins them."""
+    return (symptom == Symptom.WRONG.value and bool(b.tried) and not b.inconclusive and b.max_error <= ROUNDING
+            and small.node(node).op not in DISCONTINUOUS)
 
 
 def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Blame, direction: str) -> RootKey:
@@ -257,6 +341,8 @@ def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Bl
         if s in (Symptom.WRONG.value, Symptom.PRECISION.value) and b.special_inputs:
             s, d = Symptom.NAN_INF.value, SPECIAL_INPUT
         return root_key(s, fp, small, blamed=b.node, isolated=True, direction=d)
+    if b.window:  # the smallest chain wrong on its own is the defect, wherever it then showed
+        return RootKey(symptom, tuple(small.node(x).op for x in b.window), "", True)
     if not b.tried or b.inconclusive:  # isolation proved nothing: the case's own operator stands in
         return root_key(symptom, fp, small, blamed=block_producer(small, node), direction=direction)
     if b.unlocalised:

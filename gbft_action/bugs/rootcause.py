@@ -148,7 +148,9 @@ class RootKey:
         if s == Symptom.WRONG.value and len(self.pattern) > 1:
             return f"{subj}: wrong results after " + " -> ".join(self.pattern[:-1]) + " (each right alone)"
         if s == Symptom.WRONG.value:
-            return f"{subj}: wrong results" + (f" ({d})" if d else "")
+            # Named without proof (isolation was cut short or said nothing): the title says so.
+            unproven = "" if self.isolated or len(self.ops) != 1 else "not yet shown wrong alone"
+            return f"{subj}: wrong results" + (f" ({', '.join(x for x in (d, unproven) if x)})" if d or unproven else "")
         if s == Symptom.NAN_INF.value:
             return f"{subj} {_DIRECTION.get(d, d)}"
         if s == Symptom.PRECISION.value:
@@ -250,12 +252,18 @@ def salient_params(g: Graph, node: str) -> str:
         n = g.node(node)
     except KeyError:
         return ""
+    return ", ".join(f"{k}={n.params[k]}" for k in simplest_choices(g, node))
+
+
+def simplest_choices(g: Graph, node: str) -> dict[str, Any]:
+    """Node ``node``'s choice parameters that are not at their simplest value: each one's
+    simplest value (the first of its domain)."""
+    n = g.node(node)
     spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(n.op)
     if spec is None:
-        return ""
-    out = [f"{k}={n.params[k]}" for k, dom in sorted(spec.domains.items())
-           if isinstance(dom, Choice) and k in n.params and n.params[k] != dom.values[0]]
-    return ", ".join(out)
+        return {}
+    return {k: dom.values[0] for k, dom in sorted(spec.domains.items())
+            if isinstance(dom, Choice) and k in n.params and n.params[k] != dom.values[0]}
 
 
 def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str = "", isolated: bool = False,

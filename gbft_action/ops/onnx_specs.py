@@ -107,7 +107,8 @@ class Clip(Nchw):
 
 
 class Where(OnnxBinary):
-    """Where(x0 < threshold, x0, y): y the second input (broadcast) or a constant."""
+    """Where(x0 < threshold, x0, y): y the second input (broadcast) or a constant; the condition
+    is emitted as Greater(threshold, x0)."""
 
     def __init__(self) -> None:
         super().__init__("Where")

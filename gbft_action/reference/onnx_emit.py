@@ -120,7 +120,10 @@ def _binary(ctx, xs, p):
 
 @emits("Where")
 def _where(ctx, xs, p):
-    cond = ctx.op("Less", [xs[0], ctx.const("t", np.float32(p["threshold"]))], out=f"{ctx.node.id}_cond")
+    # x < t written as t > x: the condition is glue, and MNN's Less is wrong for two negative
+    # operands (it is a block of its own): with Less here, every Where on a negative threshold
+    # failed alone, and its keys named Where for Less's defect.
+    cond = ctx.op("Greater", [ctx.const("t", np.float32(p["threshold"])), xs[0]], out=f"{ctx.node.id}_cond")
     y = xs[1] if len(xs) > 1 else ctx.const("y", uniform(ctx.rng, ctx.type(xs[0]).shape))
     ctx.op("Where", [cond, xs[0], y])
 

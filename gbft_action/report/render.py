@@ -28,6 +28,8 @@ WHAT = {"MCF": "fails to convert a valid model", "IF": "fails while running a co
         "XBF": "computes different results from the base build"}
 TOOL_REPO = "gbft-action/gbft-action"
 TRACKING_TITLE = "Precision differences found by gbft (tracking)"
+# The symptom classes that, under policy ``summary``, are listed in one tracking issue each.
+TRACKING_TITLES = {"precision": TRACKING_TITLE, "nan-inf": "NaN/Inf differences found by gbft (tracking)"}
 SYMPTOM_TEXT = {"wrong-result": "wrong result", "nan-inf": "NaN/Inf", "conversion-error": "conversion error",
                 "api-error": "API error", "heap-damage": "heap damage"}
 
@@ -143,18 +145,19 @@ class Renderer:
             occurrences=meta.get("occurrences", run_occurrences)))
 
     def tracking(self, key: str, rows: list[dict[str, Any]], ctx: RunContext, run_key: str,
-                 data: str) -> tuple[str, str]:
-        """(title, body) of the precision tracking issue ``key``; ``data`` is its rows, encoded, kept
-        hidden in the body so that the next run adds to them."""
+                 data: str, symptom: str = "precision") -> tuple[str, str]:
+        """(title, body) of the tracking issue ``key`` of one symptom class; ``data`` is its rows,
+        encoded, kept hidden in the body so that the next run adds to them."""
         body = self.env.get_template("tracking.md.j2").render(
             key=key, rows=rows, run_key=run_key, data=Markup(data), commit=ctx.commit, run_link=Markup(ctx.run_link),
-            pr_link=Markup(ctx.pr_link), tool_repo=TOOL_REPO)
-        return TRACKING_TITLE, truncate_body(body)
+            pr_link=Markup(ctx.pr_link), tool_repo=TOOL_REPO, symptom=symptom)
+        return TRACKING_TITLES[symptom], truncate_body(body)
 
-    def tracking_comment(self, rows: list[dict[str, Any]], ctx: RunContext, regressed: bool) -> str:
+    def tracking_comment(self, rows: list[dict[str, Any]], ctx: RunContext, regressed: bool,
+                         symptom: str = "precision") -> str:
         return truncate_body(self.env.get_template("tracking_comment.md.j2").render(
             rows=rows, regressed=regressed, pr_link=Markup(ctx.pr_link), commit=ctx.commit,
-            run_link=Markup(ctx.run_link)))
+            run_link=Markup(ctx.run_link), what=symptom_text(symptom)))
 
     def fixed(self, engine: dict[str, Any], ctx: RunContext, platforms: list[str], closing: bool) -> str:
         return self.env.get_template("fixed.md.j2").render(

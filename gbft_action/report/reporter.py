@@ -25,10 +25,20 @@ from typing import Any
 from markupsafe import Markup
 
 from ..bugs.policy import POLICIES, policy_for
-from .render import TRACKING_TITLE, Renderer, RunContext, symptom_text
+from .render import TRACKING_TITLES, Renderer, RunContext, symptom_text
 from .trackers import FINGERPRINT_ID, ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
 
 PRECISION_TRACKING = "gbft-precision-tracking"  # the tracker key of the one precision tracking issue
+
+
+def tracking_key(symptom: str) -> str:
+    """The tracker key of a symptom class's one tracking issue (render.TRACKING_TITLES)."""
+    return f"gbft-{symptom}-tracking"
+
+
+def tracked(rc: dict[str, Any]) -> bool:
+    """A root cause listed in its class's tracking issue instead of an issue of its own."""
+    return rc["policy"] == "summary" and rc["symptom"] in TRACKING_TITLES
 # Failures of the base build only: the build under test passes, so there is nothing to file.
 FIXED_VERDICTS = ("fixed", "flaky-fixed")
 MERGED_ROWS = 100  # fingerprints listed in a root cause's issue (all of them are in its markers)
@@ -59,7 +69,7 @@ class ReportResult:
     @property
     def bugs_filed(self) -> int:
         """New issues for root causes: what ``max_new_issues`` caps (the tracking issue is not one)."""
-        return sum(x.get("root_cause") != PRECISION_TRACKING for x in self.filed)
+        return sum(not re.fullmatch(TRACKING_KEY, str(x.get("root_cause"))) for x in self.filed)
 
     @property
     def partial(self) -> bool:
@@ -224,6 +234,7 @@ class _Bug:
     rc: dict[str, Any] | None = None
     merged: list[dict[str, Any]] = field(default_factory=list)  # a root cause's fingerprints, for its issue
     tracked: list[dict[str, Any]] | None = None
+    tracks: str = ""  # the symptom class of a tracking issue
 
 
 def _fingerprint_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[str, Any]]) -> list[_Bug]:
@@ -235,15 +246,16 @@ def _fingerprint_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[
 
 def _root_cause_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[str, Any]],
                      rcs: list[dict[str, Any]]) -> list[_Bug]:
-    """One issue per root cause to report, then the precision tracking issue (if any precision
-    root cause is to be summarised)."""
+    """One issue per root cause to report, then a tracking issue per class with root causes to
+    summarise (precision, NaN/Inf: render.TRACKING_TITLES)."""
     failures = {f["key"]: f for f in summary.get("failures", [])}
-    bugs, tracked = [], []
+    bugs: list[_Bug] = []
+    rows: dict[str, list[dict[str, Any]]] = {}
     for rc in rcs:
         if rc.get("verdict", "") in FIXED_VERDICTS:
             continue
-        if rc["policy"] == "summary" and rc["symptom"] == "precision":
-            tracked.append(_tracked_row(rc))
+        if tracked(rc):
+            rows.setdefault(rc["symptom"], []).append(_tracked_row(rc))
         fid = _shown(rc, metas)
         if rc["policy"] != "report" or fid is None:
             continue  # no bundle: nothing to show (a root cause seen only on the base build)
@@ -253,10 +265,11 @@ def _root_cause_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[s
         entry = {"root_cause": rc["key"], "fingerprint": fid, "title": rc.get("title") or meta["fingerprint"]["title"]}
         bugs.append(_Bug(rc["key"], [rc["key"], *_ids(rc)], entry, meta, out / "bugs" / fid, rc["count"], rc,
                          [_merged_row(x, failures.get(x) or {}, metas.get(x) or {}) for x in _ids(rc)[:MERGED_ROWS]]))
-    if tracked:
-        bugs.append(_Bug(PRECISION_TRACKING, [PRECISION_TRACKING],
-                         {"root_cause": PRECISION_TRACKING, "fingerprint": "", "title": TRACKING_TITLE},
-                         tracked=tracked))
+    for symptom in TRACKING_TITLES:  # a fixed order: the same run files them in the same order
+        if symptom in rows:
+            key = tracking_key(symptom)
+            bugs.append(_Bug(key, [key], {"root_cause": key, "fingerprint": "", "title": TRACKING_TITLES[symptom]},
+                             tracked=rows[symptom], tracks=symptom))
     return bugs
 
 
@@ -342,7 +355,8 @@ class _Run:
             self.tracker.reopen(n)
         marker = f"<!-- gbft-run: {self.run_key} -->"
         if not self.tracker.has_comment(n, marker):
-            text = (self.render.tracking_comment(bug.tracked, self.ctx, regressed) if bug.tracked is not None else
+            text = (self.render.tracking_comment(bug.tracked, self.ctx, regressed, bug.tracks)
+                    if bug.tracked is not None else
                     self.render.comment(bug.meta, self.ctx, bug.run_count, regressed))
             self.tracker.comment(n, f"{text.rstrip()}\n{marker}\n")
         _, body = self._body(bug, existing)
@@ -354,7 +368,7 @@ class _Run:
         """(title, body) of the bug's issue, merged with what the existing issue says."""
         if bug.tracked is not None:
             rows = _tracked_rows(existing.body if existing else "", bug.tracked)
-            return self.render.tracking(bug.key, rows, self.ctx, self.run_key, _encode_rows(rows))
+            return self.render.tracking(bug.key, rows, self.ctx, self.run_key, _encode_rows(rows), bug.tracks)
         meta = _merged(bug.meta, existing) if existing else bug.meta
         return self.render.issue(bug.bundle, meta, self.ctx, aliases=_aliases(existing, bug), run_key=self.run_key,
                                  rc=bug.rc, merged=bug.merged)
@@ -428,8 +442,7 @@ def _root_cause_row(rc: dict[str, Any], summary: dict[str, Any], metas: dict[str
                     index: dict[str, Issue], rows: dict[str, list[dict[str, Any]]], ids: list[dict[str, Any]]) -> None:
     fid = _shown(rc, metas)
     meta = metas.get(fid, {}) if fid else {}
-    tracked = rc["symptom"] == "precision" and rc["policy"] == "summary"
-    issue = _link(index.get(PRECISION_TRACKING if tracked else rc["key"]))
+    issue = _link(index.get(tracking_key(rc["symptom"]) if tracked(rc) else rc["key"]))
     if rc["policy"] == "summary" and not issue:
         issue = Markup("summary only")  # by the symptom policy: never filed one by one
     elif not rc.get("settled", True) and not issue:
@@ -471,7 +484,7 @@ def _aliases(issue: Issue | None, bug: _Bug) -> list[str]:
 
 
 def _tracked_row(rc: dict[str, Any]) -> dict[str, Any]:
-    """One precision root cause, as the tracking issue keeps it (short: its data lives in the body)."""
+    """One root cause, as its class's tracking issue keeps it (short: its data lives in the body)."""
     today = time.strftime("%Y-%m-%d", time.gmtime())
     return {"key": rc["key"], "title": str(rc.get("title") or "")[:100], "count": rc["count"],
             "ops": [str(x)[:40] for x in rc.get("ops", [])[:5]],

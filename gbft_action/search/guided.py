@@ -31,11 +31,12 @@ from .coverage import Coverage, graph_level
 from .known import KnownFailures
 from .mcts import MCTSChooser, TreeNode
 
-# Draws allowed per case beyond max_attempts for models search.known steers away from.
-MAX_STEERED = 8
-# A block's score (new coverage items, 0 to about 6) loses this times its settled risk: among
-# blocks bringing as much new coverage, a known defect's operator loses the tie.
-KNOWN_PENALTY = 1.0
+# A block's score (new structural coverage items, 0 to about 6, plus up to 1 for open shape
+# vectors and the MCTS path) loses its settled risk (search.known) times one of these: a
+# known defect's operator that brings new structure loses ties only (coverage still grows),
+# one that brings none is placed only where nothing else fits.
+KNOWN_PENALTY = {"structure": 0.9, "none": 6.0}
+EXPLORE = 0.1  # the share of attempts that ignore known failures
 STRUCTURE = ("OTC", "IDC", "ODC", "SEC")
 
 
@@ -66,20 +67,19 @@ class GuidedSource:
 
     # -- CaseSource -------------------------------------------------------------------
     def next_graph(self, index: int) -> Graph:
-        g, path, steered, attempt = None, [], 0, 0
-        while attempt < self.max_attempts:
-            rng = random.Random(f"{stream_key(self.seed, index, self.shard)}:{attempt + steered}")
-            g, path = self._attempt(rng, index)
+        kept: tuple[Graph, list[TreeNode], int] | None = None  # the latest attempt that may run
+        last = self.max_attempts - 1
+        for attempt in range(self.max_attempts):
+            key = f"{stream_key(self.seed, index, self.shard)}:{attempt}"
+            rng = random.Random(key)
+            # A share of attempts ignores what is known (drawn apart: rng's models stay the same),
+            # so that a known defect's operators still run now and then: a change to them shows.
+            steer = self.known.settled_any() and random.Random(f"{key}:explore").random() >= EXPLORE
+            g, path = self._attempt(rng, index, steer)
             self.generated += 1
             items = self.coverage.new_items(g)  # once: the arms' gain and the update read the same
-            # A model bringing new structure (types, degrees, edges) always runs; shape or
-            # parameter vectors and operator triples are nearly always new, so they earn no pass:
-            # such a model is drawn again while it carries settled known failures (search.known).
-            if steered < MAX_STEERED and not any(k in STRUCTURE for k, _, _ in items) and \
-                    not self.known.keep(g, random.Random(rng.random())):
-                steered += 1
-                self.known.steered += 1
-                continue
+            if steer and self._steered_away(g, items, rng) and (attempt < last or kept is not None):
+                continue  # not run, so not covered; the latest attempt that may run stands in
             if self.arms:
                 self.arms.update(g.meta["model"], g.meta["k"], self._structural_gain(g, items))
             new = self.coverage.add_items(items)
@@ -87,17 +87,26 @@ class GuidedSource:
                 self.mcts.backpropagate(path, 1.0 if new else 0.0)
             if new:
                 self._rewarded.add(index)
-            if new or attempt == self.max_attempts - 1:
+            kept = (g, path, attempt)
+            if new or attempt == last:
                 break  # the last attempt is kept even without new coverage: every index has a test
             self.discarded += 1
-            attempt += 1
-        assert g is not None
+        assert kept is not None
+        g, path, attempt = kept
         g.meta.update(index=index, attempt=attempt)
-        if steered:  # only then: an unsteered model keeps its bytes
-            g.meta["steered"] = steered
         self._paths[index] = path
         self._accumulate_graph_level(g)
         return g
+
+    def _steered_away(self, g: Graph, items: set[tuple[str, str, Any]], rng: random.Random) -> bool:
+        """Whether g carries settled known failures and is not run (search.known).  A model
+        bringing new structure (a type, a degree, an edge) always runs; shape or parameter
+        vectors and operator triples are nearly always new, so they earn no pass.  No extra
+        attempts: steering chooses among the ones coverage draws anyway."""
+        if any(k in STRUCTURE for k, _, _ in items) or self.known.keep(g, random.Random(rng.random())):
+            return False
+        self.known.steered += 1
+        return True
 
     def feedback(self, index: int, graph: Graph, record: dict[str, Any]) -> None:
         self.known.observe(graph, record)
@@ -132,7 +141,7 @@ class GuidedSource:
                 "graph_arms": self.arms.to_json() if self.arms else None}
 
     # -- one attempt ------------------------------------------------------------------
-    def _attempt(self, rng: random.Random, index: int) -> tuple[Graph, list[TreeNode]]:
+    def _attempt(self, rng: random.Random, index: int, steer: bool = False) -> tuple[Graph, list[TreeNode]]:
         chosen, path = self.mcts.choose(rng, self.coverage) if self.mcts else ([], [])
         muts = self._select_mutations(rng)
         sk = draw_edges(rng, self.corpus, self.opts, self.arms.pick(rng) if self.arms else None)
@@ -140,7 +149,7 @@ class GuidedSource:
         for m, r in muts:
             if m.level == "edges":
                 m.apply(rng, sk, self.corpus, r)
-        self._assign(rng, sk, chosen)
+        self._assign(rng, sk, chosen, steer)
         for m, r in muts:
             if m.level != "edges":
                 m.apply(rng, sk, self.corpus, r)
@@ -159,14 +168,14 @@ class GuidedSource:
         return [(m, rng.choice(RATES[1:]) if m.level != "source" else 0.0)
                 for m in self.mutations if rng.random() < 0.5]
 
-    def _assign(self, rng: random.Random, sk: Skeleton, chosen: list[Block]) -> None:
+    def _assign(self, rng: random.Random, sk: Skeleton, chosen: list[Block], steer: bool = False) -> None:
         sk.blocks = []
         on_path = {b.name for b in chosen}
         cov = self.coverage
         # What coverage lacks, once per attempt (it changes only with feedback, between attempts).
         new_type = {op for op in self.corpus.op_types if not cov.seen("OTC", op, 1)}
         score = _Scorer(cov, {op for op in self.corpus.op_types if cov.size("SPC", op) < cov.n_maxspc})
-        avoid = {b.name: r for b in self.corpus.blocks if (r := max(self.known.share(op) for op in b.ops)) > 0}
+        avoid = {b.name: r for b in self.corpus.blocks if steer and (r := max(map(self.known.share, b.ops))) > 0}
         for j in range(sk.n):
             d_in, d_out = max(1, len(sk.preds(j))), sk.out_degree(j)
             cands = self.corpus.candidates(d_in, d_out)
@@ -178,8 +187,8 @@ class GuidedSource:
             tails = [self.corpus.block(sk.blocks[p]).tail for p in sk.preds(j)]
             fresh = new_type - set(sk.blocks)
             # The MCTS path breaks ties: coverage first, then the tree's choice; a block whose
-            # operator fails on a settled known defect loses up to KNOWN_PENALTY (search.known).
-            scored = [(x + (0.5 if b.name in on_path else 0) - KNOWN_PENALTY * avoid.get(b.name, 0.0), b)
+            # operator fails on a settled known defect loses by KNOWN_PENALTY (search.known).
+            scored = [(x + (0.5 if b.name in on_path else 0) - _penalty(x, avoid.get(b.name, 0.0)), b)
                       for x, b in zip(score.scores(cands, d_in, d_out, tails, fresh), cands)]
             best = max(s for s, _ in scored)
             top = [b for s, b in scored if s == best]
@@ -201,6 +210,11 @@ class GuidedSource:
         for k, v in graph_level(g, self.corpus.op_types).items():
             old = self._graph_level.get(k, 0.0)
             self._graph_level[k] = old + (v - old) / self._kept
+
+
+def _penalty(score: float, risk: float) -> float:
+    """What a block of settled risk ``risk`` loses; ``score``'s whole part counts new structure."""
+    return risk * KNOWN_PENALTY["structure" if score >= 1 else "none"]
 
 
 class _Scorer:

@@ -70,6 +70,9 @@ class KnownFailures:
                         self.failed[t] = self.failed.get(t, 0) + 1
                 return  # one model, one failure: its other platforms show the same trigger
 
+    def settled_any(self) -> bool:
+        return any(f >= SETTLE for f in self.failed.values())
+
     def risk(self, n: Node) -> float:
         return max(self.share(t) for t in triggers(n))
 
