@@ -192,7 +192,7 @@ def test_before_format_each_fingerprint_is_a_key(cat: C.Catalogue) -> None:
     # matched keys are 7 defects (two missing-output keys).
     assert r["issue_units"] == 10 and r["keys_per_issue_unit"] == round(14 / 10, 2)
     assert [k["key"] for k in r["unmatched"]] == ["b4", "b3"]  # most cases first
-    text = T.render(r, cat, Path("OUT"))
+    text = T.render(r, Path("OUT"))
     assert "reported keys: 14" in text and "11 / 14 = 78.6%" in text and "b4" in text
     json.dumps(r)
 
@@ -252,7 +252,7 @@ def test_root_cause_format_keys_are_the_reported_root_causes(cat: C.Catalogue) -
                                  "ops": ["Depthwise"], "cases": 1, "fingerprints": 2, "defect": "conv-inf-clamp",
                                  "defects": ["conv-inf-clamp", "depthwise-multiplier"]}]
     assert r["as_fingerprints"]["keys"] == len(BEFORE) and r["as_fingerprints"]["defects_found"] == 10
-    text = T.render(r, cat, Path("OUT"))
+    text = T.render(r, Path("OUT"))
     assert "over-merged root causes (fingerprints of several defects): 1" in text and "rc-dw" in text
 
 
@@ -302,7 +302,7 @@ def test_artefacts_are_counted_apart_and_not_real(cat: C.Catalogue, tmp_path: Pa
     assert r["real_share"] == round(2 / 3, 3) and r["defects_found"] == 2
     by = {d["defect"]: d for d in r["per_defect"]}
     assert by["tf-topk-nan-order"]["artefact"] and by["batchtospace-geometry"]["keys"] == 1
-    text = T.render(r, cat, Path("OUT"))
+    text = T.render(r, Path("OUT"))
     assert "known artefacts (not real): 1" in text and "NOT real defects" in text and "<- tf-topk-nan-order" in text
     # bundle models: only those the minimiser finished
     for bid, done in (("f3", True), ("f4", False)):
