@@ -33,11 +33,14 @@ from .mcts import MCTSChooser, TreeNode
 
 # A block's score (new structural coverage items, 0 to about 6, plus up to 1 for open shape
 # vectors and the MCTS path) loses its settled risk (search.known) times one of these: a
-# known defect's operator that brings new structure loses ties only (coverage still grows),
-# one that brings none is placed only where nothing else fits.
-KNOWN_PENALTY = {"structure": 0.9, "none": 6.0}
+# known defect's operator still young in coverage (YOUNG_SPC) loses nothing (coverage first),
+# any other is placed only where nothing else fits.
+KNOWN_PENALTY = {"young": 0.0, "known": 6.0}
 EXPLORE = 0.1  # the share of attempts that ignore known failures
-STRUCTURE = ("OTC", "IDC", "ODC", "SEC")
+YOUNG_SPC = 100  # shape/parameter vectors of an operator before steering outweighs its coverage
+# Coverage a model may run for though it carries known failures: types and degrees (operator
+# pairs, SEC, are nearly always new: 70 operators make 4,900 pairs).
+STRUCTURE = ("OTC", "IDC", "ODC")
 
 
 class GuidedSource:
@@ -72,13 +75,14 @@ class GuidedSource:
         for attempt in range(self.max_attempts):
             key = f"{stream_key(self.seed, index, self.shard)}:{attempt}"
             rng = random.Random(key)
-            # A share of attempts ignores what is known (drawn apart: rng's models stay the same),
-            # so that a known defect's operators still run now and then: a change to them shows.
+            # A share of attempts places blocks ignoring what is known (drawn apart: rng's models
+            # stay the same), so that a known defect's operators still run now and then (when
+            # the draw in _steered_away keeps them): a change to them shows.
             steer = self.known.settled_any() and random.Random(f"{key}:explore").random() >= EXPLORE
             g, path = self._attempt(rng, index, steer)
             self.generated += 1
             items = self.coverage.new_items(g)  # once: the arms' gain and the update read the same
-            if steer and self._steered_away(g, items, rng) and (attempt < last or kept is not None):
+            if self._steered_away(g, items, rng) and (attempt < last or kept is not None):
                 continue  # not run, so not covered; the latest attempt that may run stands in
             if self.arms:
                 self.arms.update(g.meta["model"], g.meta["k"], self._structural_gain(g, items))
@@ -100,10 +104,13 @@ class GuidedSource:
 
     def _steered_away(self, g: Graph, items: set[tuple[str, str, Any]], rng: random.Random) -> bool:
         """Whether g carries settled known failures and is not run (search.known).  A model
-        bringing new structure (a type, a degree, an edge) always runs; shape or parameter
-        vectors and operator triples are nearly always new, so they earn no pass.  No extra
+        bringing new structure (a type, a degree) or anything new for an operator still young
+        in coverage (YOUNG_SPC) always runs; later, pairs, triples and shape or parameter
+        vectors are nearly always new, so they earn no pass.  No extra
         attempts: steering chooses among the ones coverage draws anyway."""
-        if any(k in STRUCTURE for k, _, _ in items) or self.known.keep(g, random.Random(rng.random())):
+        cov = self.coverage
+        if any(k in STRUCTURE or cov.size("SPC", op) < YOUNG_SPC for k, op, _ in items) or \
+                self.known.keep(g, random.Random(rng.random())):
             return False
         self.known.steered += 1
         return True
@@ -176,6 +183,8 @@ class GuidedSource:
         new_type = {op for op in self.corpus.op_types if not cov.seen("OTC", op, 1)}
         score = _Scorer(cov, {op for op in self.corpus.op_types if cov.size("SPC", op) < cov.n_maxspc})
         avoid = {b.name: r for b in self.corpus.blocks if steer and (r := max(map(self.known.share, b.ops))) > 0}
+        # Operators whose shape and parameter vectors are still few: coverage outweighs steering.
+        young = {op for op in self.corpus.op_types if cov.size("SPC", op) < YOUNG_SPC}
         for j in range(sk.n):
             d_in, d_out = max(1, len(sk.preds(j))), sk.out_degree(j)
             cands = self.corpus.candidates(d_in, d_out)
@@ -188,7 +197,7 @@ class GuidedSource:
             fresh = new_type - set(sk.blocks)
             # The MCTS path breaks ties: coverage first, then the tree's choice; a block whose
             # operator fails on a settled known defect loses by KNOWN_PENALTY (search.known).
-            scored = [(x + (0.5 if b.name in on_path else 0) - _penalty(x, avoid.get(b.name, 0.0)), b)
+            scored = [(x + (0.5 if b.name in on_path else 0) - _penalty(young, b, avoid.get(b.name, 0.0)), b)
                       for x, b in zip(score.scores(cands, d_in, d_out, tails, fresh), cands)]
             best = max(s for s, _ in scored)
             top = [b for s, b in scored if s == best]
@@ -212,9 +221,10 @@ class GuidedSource:
             self._graph_level[k] = old + (v - old) / self._kept
 
 
-def _penalty(score: float, risk: float) -> float:
-    """What a block of settled risk ``risk`` loses; ``score``'s whole part counts new structure."""
-    return risk * KNOWN_PENALTY["structure" if score >= 1 else "none"]
+def _penalty(young: set[str], b: Block, risk: float) -> float:
+    """What a block of settled risk ``risk`` loses: little while one of its operators has few
+    shape and parameter vectors covered (``young``), else enough to lose to any block that fits."""
+    return risk * KNOWN_PENALTY["young" if young.intersection(b.ops) else "known"]
 
 
 class _Scorer:

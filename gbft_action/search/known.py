@@ -8,13 +8,14 @@ without steering half of the budget is blind.
 What is learned, from each judged model in index order (``observe``): per *trigger* (an
 operator, and the operator with one of its discrete parameter values, ``"GridSample"`` and
 ``"GridSample.padding_mode=reflection"``), how many nodes carried it, and how many of those
-were the node a failure was localised to (or, for a failure no operator is known for, any
-node of the model).  A trigger is *settled* once ``SETTLE`` failures are on it; its risk is
-then its failure share.  A node's risk is its riskiest settled trigger's.
+were the node a failure was localised to; for failures no operator is named for (a
+converter crash), how much more often models carrying it failed so than models at large.
+A trigger is *settled* once ``SETTLE`` failures are on it; its risk is then that share.
+A node's risk is its riskiest settled trigger's.
 
 How it steers: the block chooser scores a block down by its operators' settled risk
 (``share``), so models are built from other blocks; and (``keep``) a generated model is kept with probability
-``prod(1 - STRENGTH * risk(node))``, drawn from a stream of its own; a model not kept is
+``1 - STRENGTH * max(risk(node))``, drawn from a stream of its own; a model not kept is
 drawn again.  Like NNSmith's ``filter.py`` it names known false alarms, but it steers
 instead of hiding: a known defect's operator still shows up (rarely), and nothing found is
 dropped from the reports.
@@ -53,66 +54,89 @@ def triggers(n: Node) -> list[str]:
 
 class KnownFailures:
     def __init__(self) -> None:
-        self.seen: dict[str, int] = {}
-        self.failed: dict[str, int] = {}
-        self.steered = 0  # models drawn again because they carried settled triggers
+        self.seen: dict[str, int] = {}  # nodes carrying the trigger
+        self.failed: dict[str, int] = {}  # ... that a failure was localised to
+        self.models = 0
+        self.present: dict[str, int] = {}  # models carrying the trigger
+        self.anonymous: dict[str, int] = {}  # ... that failed with no operator named (a crash)
+        self.anonymous_total = 0
+        self.steered = 0  # attempts not run because they carried settled triggers
 
     def observe(self, g: Graph, record: dict[str, Any]) -> None:
-        """Count one judged model: every node's triggers, and the failing node's as failures."""
+        """Count one judged model: its nodes' triggers, the failing node's as failures."""
         block = g.block_nodes() or list(g.nodes)  # adapters the solver inserted are no one's trigger
+        mine = {t for n in block for t in triggers(n)}
+        self.models += 1
         for n in block:
             for t in triggers(n):
                 self.seen[t] = self.seen.get(t, 0) + 1
-        for r in (record, *record.get("others", [])):
-            if r.get("status") in FAILING:
-                for n in _culprits(g, r, block):
-                    for t in triggers(n):
-                        self.failed[t] = self.failed.get(t, 0) + 1
-                return  # one model, one failure: its other platforms show the same trigger
+        for t in mine:
+            self.present[t] = self.present.get(t, 0) + 1
+        failing = next((r for r in (record, *record.get("others", [])) if r.get("status") in FAILING), None)
+        if failing is None:
+            return  # one model, one failure: its other platforms show the same trigger
+        culprits = _culprits(g, failing, block)
+        if culprits:
+            for t in {t for n in culprits for t in triggers(n)}:
+                self.failed[t] = self.failed.get(t, 0) + 1
+            return
+        # No operator named: every trigger of the model was there; only those present in such
+        # failures more often than in models at large (LSTM crashing the converter whenever it
+        # is in a model) stand out (``share``), not the operators that are simply common.
+        self.anonymous_total += 1
+        for t in mine:
+            self.anonymous[t] = self.anonymous.get(t, 0) + 1
 
     def settled_any(self) -> bool:
-        return any(f >= SETTLE for f in self.failed.values())
+        return any(f >= SETTLE for f in (*self.failed.values(), *self.anonymous.values()))
 
     def risk(self, n: Node) -> float:
         return max(self.share(t) for t in triggers(n))
 
     def share(self, trigger: str) -> float:
-        """A settled trigger's failure share (0 until it is settled)."""
-        f = self.failed.get(trigger, 0)
-        return f / (self.seen.get(trigger, 0) + PRIOR) if f >= SETTLE else 0.0
+        """A settled trigger's failure share (0 until it is settled): of its nodes, the share a
+        failure was localised to; of its models, how much more often than any model it failed
+        with no operator named."""
+        f, a = self.failed.get(trigger, 0), self.anonymous.get(trigger, 0)
+        located = f / (self.seen.get(trigger, 0) + PRIOR) if f >= SETTLE else 0.0
+        lift = a / (self.present.get(trigger, 0) + PRIOR) - self.anonymous_total / max(1, self.models) \
+            if a >= SETTLE else 0.0
+        return max(located, lift)
 
     def keep(self, g: Graph, rng: random.Random) -> bool:
-        """Whether to run g: with probability prod(1 - STRENGTH * risk) over its nodes."""
+        """Whether to run g: with probability 1 - STRENGTH * (its riskiest node's risk).  Not a
+        product over nodes: an operator that fails on some parameters (Conv, a quarter of the
+        time) is in most models, and a product would reject nearly every model."""
         if not self.failed:
             return True  # nothing known: no draw, so an unsteered campaign's streams are untouched
-        p = 1.0
-        for n in g.block_nodes():
-            p *= 1.0 - STRENGTH * self.risk(n)
-        return rng.random() < p
+        worst = max((self.risk(n) for n in g.block_nodes()), default=0.0)
+        return rng.random() >= STRENGTH * worst
 
     def settled(self) -> dict[str, float]:
         """Settled triggers and their risk, riskiest first (the summary shows them)."""
-        rows = {t: round(f / (self.seen.get(t, 0) + PRIOR), 3) for t, f in self.failed.items() if f >= SETTLE}
-        return dict(sorted(rows.items(), key=lambda kv: (-kv[1], kv[0])))
+        rows = {t: round(self.share(t), 3) for t in {*self.failed, *self.anonymous}}
+        return dict(sorted(((t, v) for t, v in rows.items() if v > 0), key=lambda kv: (-kv[1], kv[0])))
 
     def to_json(self) -> dict[str, Any]:
-        return {"seen": dict(sorted(self.seen.items())), "failed": dict(sorted(self.failed.items()))}
+        return {name: (dict(sorted(v.items())) if isinstance(v, dict) else v) for name, v in self._counts().items()}
+
+    def _counts(self) -> dict[str, Any]:
+        return {"seen": self.seen, "failed": self.failed, "models": self.models, "present": self.present,
+                "anonymous": self.anonymous, "anonymous_total": self.anonymous_total}
 
     @staticmethod
     def from_json(d: dict[str, Any] | None) -> KnownFailures:
         k = KnownFailures()
-        if d:
-            k.seen = {str(t): int(v) for t, v in d.get("seen", {}).items()}
-            k.failed = {str(t): int(v) for t, v in d.get("failed", {}).items()}
+        d = d or {}
+        for name in ("seen", "failed", "present", "anonymous"):
+            setattr(k, name, {str(t): int(v) for t, v in d.get(name, {}).items()})
+        k.models, k.anonymous_total = int(d.get("models", 0)), int(d.get("anonymous_total", 0))
         return k
 
 
 def _culprits(g: Graph, r: dict[str, Any], block: list[Node]) -> list[Node]:
-    """The node a failure was localised to; else every node of its operator; else (a crash no
-    operator was named for) every node, so that an operator crashing whenever present still
-    stands out by its share."""
-    ids = {n.id for n in g.nodes}
-    if r.get("node") in ids:
+    """The node a failure was localised to; else the nodes of the operator it names; else
+    none (a crash no operator was named for)."""
+    if r.get("node") in {n.id for n in g.nodes}:
         return [g.node(r["node"])]
-    named = [n for n in block if n.op == r.get("op")]
-    return named or block
+    return [n for n in block if n.op == r.get("op")]
