@@ -329,8 +329,10 @@ def run_alone(lane: Lane, g: Graph, node: str | list[str], values: dict[str, np.
 def _a_pattern(symptom: str, small: Graph, node: str, b: Blame) -> bool:
     """Whether isolation proved every operator right alone and exact (no tie at a discontinuous
     operator, no approximation to amplify): a wrong result of how the engine joins them."""
+    # Not on special values (NaN semantics, not a join) nor through a step function (a tie:
+    # the engine's in-tolerance input crossed a boundary inside the chain).
     return (symptom == Symptom.WRONG.value and bool(b.tried) and not b.inconclusive and b.max_error <= ROUNDING
-            and small.node(node).op not in DISCONTINUOUS)
+            and small.values != "special" and not any(n.op in DISCONTINUOUS for n in small.nodes))
 
 
 def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Blame, direction: str) -> RootKey:

@@ -182,7 +182,7 @@ class GuidedSource:
         # What coverage lacks, once per attempt (it changes only with feedback, between attempts).
         new_type = {op for op in self.corpus.op_types if not cov.seen("OTC", op, 1)}
         score = _Scorer(cov, {op for op in self.corpus.op_types if cov.size("SPC", op) < cov.n_maxspc})
-        avoid = {b.name: r for b in self.corpus.blocks if steer and (r := max(map(self.known.share, b.ops))) > 0}
+        avoid = {b.name: r for b in self.corpus.blocks if steer and (r := max(map(self.known.op_risk, b.ops))) > 0}
         # Operators whose shape and parameter vectors are still few: coverage outweighs steering.
         young = {op for op in self.corpus.op_types if cov.size("SPC", op) < YOUNG_SPC}
         for j in range(sk.n):
