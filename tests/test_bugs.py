@@ -179,3 +179,20 @@ def test_same_seed_same_fingerprints(tmp_path):
     # corruption bugs abort some runs and not others): allow at most 1 case in 20.
     same = sum(x == y for x, y in zip(a, b))
     assert same >= 0.95 * len(a), [(x, y) for x, y in zip(a, b) if x != y]
+
+
+def test_a_graph_the_repro_renderer_refuses_gets_a_repro_that_says_why(tmp_path, monkeypatch):
+    """4eb3fdf's seed-3 ONNX campaign ended on a ValueError from the repro's size check while
+    writing a bundle: the campaign goes on, and the bundle's repro.py says why there is none."""
+    import subprocess
+    import sys
+
+    from gbft_action.bugs import bundle
+
+    def refuse(*a, **k):
+        raise ValueError("graph: node a54 is larger than any generated model's")
+
+    monkeypatch.setattr(bundle, "render_repro", refuse)
+    bundle.write_repros(None, tmp_path, None, {"fingerprint": {}})
+    run = subprocess.run([sys.executable, str(tmp_path / "repro.py")], capture_output=True, text=True)
+    assert run.returncode == 2 and "no repro: graph: node a54" in run.stdout

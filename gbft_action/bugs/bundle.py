@@ -226,6 +226,11 @@ def mermaid(g: Graph, highlight: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _no_repro(why: str) -> str:
+    """A repro.py that says why there is none (exit 2: "something else went wrong")."""
+    return f"#!/usr/bin/env python3\nimport sys\nprint({('no repro: ' + why)[:300]!r})\nsys.exit(2)\n"
+
+
 def repro_data(d: Path, minimized: bool) -> ReproData | None:
     """The frozen model and TensorFlow's data of the model a bundle's repro shows (the
     minimised one's only if the minimiser kept them)."""
@@ -235,7 +240,13 @@ def repro_data(d: Path, minimized: bool) -> ReproData | None:
 
 
 def write_repros(env: jinja2.Environment, d: Path, graph: Graph, meta: dict[str, Any]) -> None:
-    (d / "repro.py").write_text(render_repro(env, graph, meta))
+    try:
+        text = render_repro(env, graph, meta)
+    except ValueError as e:  # a graph the renderer refuses (a size check): the campaign goes on
+        (d / "repro.py").write_text(_no_repro(str(e)))
+        (d / "repro_engine.py").unlink(missing_ok=True)
+        return
+    (d / "repro.py").write_text(text)
     (d / "repro.py").chmod(0o755)
     # The engine-only script embeds the frozen TensorFlow model: for the tf front end only (an
     # ONNX repro holds its model already; a TFLite one is converted from TensorFlow's session).
