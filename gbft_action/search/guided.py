@@ -7,7 +7,8 @@ or ``max_attempts`` is reached; the others are counted as discarded.  With the
 the admissible block that adds the most coverage (in-/out-degree, edge from its
 predecessors, new operator); with ``random`` every node takes a random
 admissible block of the whole corpus.  Results arrive later through
-``feedback`` (an engine failure is an MCTS success too).  Everything is a
+``feedback`` (an engine failure is an MCTS success too, and every result teaches
+``search.known``, whose settled failures steer block choice and which attempt is kept).  Everything is a
 function of the seed, the shard and the order of calls, so a campaign (and each
 shard of one) replays exactly; which models a shard may draw at all is fixed by
 its case seeds alone (``search.case_seed``), never by what it learned.
