@@ -14,9 +14,9 @@ A trigger is *settled* once ``SETTLE`` failures are on it; its risk is then that
 A node's risk is its riskiest settled trigger's.
 
 How it steers: the block chooser scores a block down by its operators' settled risk
-(``share``), so models are built from other blocks; and (``keep``) a generated model is kept with probability
-``1 - STRENGTH * max(risk(node))``, drawn from a stream of its own; a model not kept is
-drawn again.  Like NNSmith's ``filter.py`` it names known false alarms, but it steers
+(``op_risk``), so models are built from other blocks; and (``keep``) a generated model is
+kept with probability ``1 - STRENGTH * max(risk(node))``, drawn from a stream of its own; a
+model not kept gives way to the case's next attempt (search.guided: no extra draws).  Like NNSmith's ``filter.py`` it names known false alarms, but it steers
 instead of hiding: a known defect's operator still shows up (rarely), and nothing found is
 dropped from the reports.
 
@@ -39,7 +39,7 @@ from ..oracle import ENGINE_FAILURES, Status
 SETTLE = 3  # failures on a trigger before it steers: one or two may be a fluke of one model
 STRENGTH = 0.9  # how hard a settled trigger is avoided: 1 would never show it again
 FULL_RISK = 0.25  # a settled share from which a trigger is avoided as hard as one that always fails
-PRIOR = 2.0  # pseudo-count of passing nodes: a trigger failing 3 of 3 times has risk 0.6
+PRIOR = 2.0  # pseudo-count of passing nodes: a trigger failing 3 of 3 times has a share of 0.6
 FAILING = {str(s) for s in (*ENGINE_FAILURES, Status.TIMEOUT)}
 
 
@@ -63,10 +63,11 @@ class KnownFailures:
         self.anonymous_total = 0
         self.steered = 0  # attempts not run because they carried settled triggers
         self._settled_ops: set[str] | None = None
+        self._any: bool | None = None
 
     def observe(self, g: Graph, record: dict[str, Any]) -> None:
         """Count one judged model: its nodes' triggers, the failing node's as failures."""
-        self._settled_ops = None
+        self._settled_ops = self._any = None
         block = g.block_nodes() or list(g.nodes)  # adapters the solver inserted are no one's trigger
         mine = {t for n in block for t in triggers(n)}
         self.models += 1
@@ -91,7 +92,10 @@ class KnownFailures:
             self.anonymous[t] = self.anonymous.get(t, 0) + 1
 
     def settled_any(self) -> bool:
-        return any(f >= SETTLE for f in (*self.failed.values(), *self.anonymous.values()))
+        """Whether any trigger has settled (read for every attempt: cached until observe)."""
+        if self._any is None:
+            self._any = any(f >= SETTLE for f in (*self.failed.values(), *self.anonymous.values()))
+        return self._any
 
     def risk(self, n: Node) -> float:
         """How hard to steer away from n, 0 to 1: its riskiest settled trigger's share, as a
