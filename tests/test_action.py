@@ -19,7 +19,7 @@ from gbft_action.action.main import exit_code
 from .conftest import ROOT, gbft_cmd
 
 OUTPUTS = {"models", "failures", "new-failures", "changed", "fixed", "pre-existing", "issues-filed", "coverage-olc",
-           "report-dir"}
+           "report-dir", "build-seconds", "base-build-seconds", "base-build-cached"}
 
 
 def action_env(ws: Path, **inputs: str) -> dict[str, str]:

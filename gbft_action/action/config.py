@@ -28,6 +28,9 @@ INPUTS: dict[str, tuple[str, str]] = {
     "frontend": ("frontend", "tf"),
     "engine-build": ("engine_build", ""),
     "base-build": ("base_build", ""),
+    "build-command": ("build_command", ""),
+    "base-ref": ("base_ref", ""),
+    "ccache-dir": ("ccache_dir", ".gbft-ccache"),
     "converter-command": ("converter_command", ""),
     "runner-command": ("runner_command", ""),
     "budget-seconds": ("budget_seconds", "300"),
@@ -58,6 +61,9 @@ class ActionConfig:
     frontend: str = "tf"  # frontends.FRONTENDS, or a comma list of them (a mixed campaign)
     engine_build: str = ""
     base_build: str = ""
+    build_command: str = ""  # builds the engine inside the image (engines.source)
+    base_ref: str = ""  # with build_command: the base build is of the merge base with this ref
+    ccache_dir: str = ".gbft-ccache"
     converter_command: str = ""
     runner_command: str = ""
     budget_seconds: str = "300"
@@ -159,11 +165,33 @@ class ActionConfig:
             raise ConfigError(f"input 'repository' must be OWNER/NAME for report 'issues', got {self.repository!r}")
         if self.engine == "command" and not (self.converter_command and self.runner_command):
             raise ConfigError("engine 'command' needs inputs 'converter-command' and 'runner-command'")
-        for name in ("engine-build", "base-build", "corpus"):
+        self._validate_build()
+        return self
+
+    def _validate_build(self) -> None:
+        if self.base_ref and not self.build_command:
+            raise ConfigError("input 'base-ref' needs 'build-command' (the base is built from source at the merge base)")
+        if self.build_command:
+            pr = self.path(self.pr_build_dir)
+            if pr.exists() and (not pr.is_dir() or any(pr.iterdir())):
+                raise ConfigError(f"input 'engine-build': {self.pr_build_dir} is where build-command leaves the "
+                                  f"PR's build; it must not exist yet or be an empty folder")
+        inputs = ("corpus",) if self.build_command else ("engine-build", "base-build", "corpus")
+        if self.build_command and not self.base_ref:
+            inputs += ("base-build",)  # a prebuilt base build, used as it is
+        for name in inputs:
             value = getattr(self, INPUTS[name][0])
             if value and not self.path(value).exists():
                 raise ConfigError(f"input '{name}': {value} does not exist in the workspace")
-        return self
+
+    # -- where build-command leaves the builds ---------------------------------------------
+    @property
+    def pr_build_dir(self) -> str:
+        return self.engine_build or ("gbft-build/pr" if self.build_command else "")
+
+    @property
+    def base_build_dir(self) -> str:
+        return self.base_build or ("gbft-build/base" if self.build_command and self.base_ref else "")
 
 def repr_safe(cfg: ActionConfig) -> dict[str, Any]:
     return {f.name: ("***" if f.name == "github_token" and getattr(cfg, f.name) else getattr(cfg, f.name))

@@ -9,7 +9,9 @@ the outputs.  Results go to
 at most 10 error annotations; engine text printed to the log is wrapped in
 ``::stop-commands::`` so it cannot run workflow commands.  SIGTERM (a
 cancelled job) stops the run and flushes what is there.  The exit code is
-decided in one place, ``exit_code``, from ``fail-on``.
+decided in one place, ``exit_code``, from ``fail-on``; a bad input exits 2 before
+anything runs, and a build (input ``build-command``) that fails exits 4: neither
+green nor an engine bug.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from ..bugs.triage import failing
-from ..report.sanitize import inline
+from ..engines.source import BuildFailed, BuildPlan, BuildRecord
+from ..report.sanitize import code_block, inline
 from .config import ActionConfig, ConfigError
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_ERROR = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_ERROR, EXIT_BUILD = 0, 1, 2, 3, 4
 SUMMARY_LIMIT = 1 << 20
 MAX_ANNOTATIONS = 10
 REPORT_RESERVE_S = 20.0  # of the budget, kept for reporting
@@ -54,13 +57,52 @@ def main(env: dict[str, str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        return _run(cfg, t0)
+        builds = _build(cfg)
+        if builds:
+            t0 = time.monotonic()  # the fuzzing budget stays the fuzzing budget: builds come on top
+        return _run(cfg, t0, builds)
+    except BuildFailed as e:
+        return _build_failed(e)
     except (OSError, RuntimeError, ValueError, subprocess.CalledProcessError) as e:
         print(f"::error title=gbft-action failed::{inline(str(e), 500)}")
         return EXIT_ERROR
 
 
-def _run(cfg: ActionConfig, t0: float) -> int:
+def _build(cfg: ActionConfig) -> list[BuildRecord]:
+    """With build-command: the PR's build, then the base's at the merge base (or restored)."""
+    if not cfg.build_command:
+        return []
+    out = cfg.path(cfg.output_dir)
+    plan = BuildPlan(cfg.build_command, cfg.path("."), cfg.path(cfg.pr_build_dir),
+                     cfg.path(cfg.base_build_dir) if cfg.base_build_dir else None, cfg.base_ref,
+                     cfg.path(cfg.ccache_dir), out)
+    cancel = _Cancel()  # a cancelled job kills the build's process group, not only bash
+    try:
+        records = plan.run()
+    except Cancelled:
+        raise BuildFailed("the build was cancelled (SIGTERM)") from None
+    finally:
+        cancel.restore()
+    for r in records:
+        print(f"gbft-action: {r.line()}")
+    return records
+
+
+def _build_failed(e: BuildFailed) -> int:
+    """A broken build is neither green nor an engine bug: its own exit code, one error line, the
+    end of its log in the job summary (as untrusted text: it is the pull request's output)."""
+    print(f"::error title=gbft-action: build failed::{inline(str(e), 500)}")
+    token = secrets.token_hex(16)
+    print(f"::stop-commands::{token}\n{e.log_tail}\n::{token}::")
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step:
+        with open(step, "a", encoding="utf-8") as f:
+            f.write(f"## gbft-action: {inline(str(e), 500)}\n\nNo model was run: the verdict needs both "
+                    f"builds.\n\n{code_block(e.log_tail or '(no output)')}\n")
+    return EXIT_BUILD
+
+
+def _run(cfg: ActionConfig, t0: float, builds: list[BuildRecord]) -> int:
     out = cfg.path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     cancel = _Cancel()
@@ -76,7 +118,7 @@ def _run(cfg: ActionConfig, t0: float) -> int:
     try:
         if cancel.yes and not (out / "summary.json").exists():
             (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        _write_outputs(cfg, out, summary, filed)
+        _write_outputs(cfg, out, summary, filed, builds)
     finally:
         cancel.restore()
     from ..campaign import disk_filled
@@ -94,8 +136,8 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
     from ..engines.builds import Commands, prepare_builds
 
     deadline = t0 + cfg.budget
-    pr, base = prepare_builds(cfg.engine, cfg.path(cfg.engine_build) if cfg.engine_build else None,
-                              cfg.path(cfg.base_build) if cfg.base_build else None, out,
+    pr, base = prepare_builds(cfg.engine, cfg.path(cfg.pr_build_dir) if cfg.pr_build_dir else None,
+                              cfg.path(cfg.base_build_dir) if cfg.base_build_dir else None, out,
                               Commands(cfg.converter_command, cfg.runner_command))
     reserve = 3.0
     if cfg.report == "issues":
@@ -173,14 +215,15 @@ def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
 # --------------------------------------------------------------------------- outputs
 
 
-def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed: int) -> None:
+def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed: int,
+                   builds: list[BuildRecord]) -> None:
     counts = (summary.get("triage") or {}).get("counts", {})
     outputs = {"models": summary["models"], "failures": summary["unique_failures"],
                # With a base build, new_failures holds exactly the confirmed new ones.
                "new-failures": len(summary.get("new_failures", [])),
                "changed": counts.get("changed", 0), "fixed": counts.get("fixed", 0),
                "pre-existing": counts.get("pre-existing", 0), "issues-filed": filed,
-               "coverage-olc": _olc(summary), "report-dir": str(out)}
+               "coverage-olc": _olc(summary), "report-dir": str(out), **_build_outputs(builds)}
     path = os.environ.get("GITHUB_OUTPUT")
     if path:
         with open(path, "a", encoding="utf-8") as f:
@@ -196,6 +239,15 @@ def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed:
             f.write(md)
     _annotate(summary, set(failing(summary)))
     print(json.dumps(outputs))
+
+
+def _build_outputs(builds: list[BuildRecord]) -> dict[str, str]:
+    """build-seconds, base-build-seconds, base-build-cached (empty without build-command)."""
+    by = {r.name: r for r in builds}
+    pr, base = by.get("PR"), by.get("base")
+    return {"build-seconds": f"{pr.seconds:.0f}" if pr else "",
+            "base-build-seconds": f"{base.seconds:.0f}" if base else "",
+            "base-build-cached": ("true" if base.cached else "false") if base else ""}
 
 
 def _olc(summary: dict[str, Any]) -> str:
