@@ -94,3 +94,46 @@ def test_container_reports_to_the_github_server(image, tmp_path):
         assert len(filed) - 3 <= len(tracking)
         assert token not in r.stdout + r.stderr
         fake.assert_no_violations()
+
+
+ENGINE_SOURCE = ROOT / "tests" / "data" / "engine_source"
+COMMAND_ENGINE = ROOT / "tests" / "data" / "command_engine"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                   capture_output=True)
+
+
+def test_container_builds_the_pr_and_its_merge_base_from_source_and_names_the_regression(image, tmp_path):
+    # master: a C converter front that refuses nothing; the PR makes it refuse Tanh.
+    ws = tmp_path / "ws"
+    shutil.copytree(ENGINE_SOURCE, ws)
+    for script in ("convert.py", "run.py"):  # MNN's converter and runner behind the C front
+        shutil.copy(COMMAND_ENGINE / script, ws / script)
+    _git(ws, "init", "-q", "-b", "master")
+    _git(ws, "add", "-A")
+    _git(ws, "commit", "-qm", "base")
+    _git(ws, "checkout", "-qb", "pr")
+    (ws / "reject.h").write_text('#define REJECT "Tanh"\n')
+    _git(ws, "commit", "-qam", "pr: refuse Tanh")
+    r = docker_run(ws, {"engine": "command", "build-command": 'make && cp convert convert.py run.py "$GBFT_BUILD_OUT"/',
+                        "base-ref": "master", "converter-command": "{build}/convert {model} {artifact}",
+                        "runner-command": "python3 {build}/run.py {artifact} {inputs} {outputs_dir} {outputs}",
+                        "budget-seconds": "60", "blocks": "2-4", "seed": "4", "fail-on": "new"}, timeout=400)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    out = outputs(ws)
+    assert int(out["new-failures"]) >= 1 and out["base-build-cached"] == "false" and out["build-seconds"]
+    # ccache served the base build: scan.c is the same in both trees, convert.c is not.
+    assert "base build: " in r.stdout and "ccache 1 hits / 1 misses" in r.stdout, r.stdout[-2000:]
+    headline = (ws / "summary.md").read_text().splitlines()[2]
+    assert headline.startswith("**") and "new failure" in headline and "Tanh" in headline, headline
+    # A build that does not compile ends the step with exit 4 and one error line; no model runs.
+    (ws / "gbft-build").rename(ws / "old-build")
+    (ws / "convert.c").write_text("this is not C\n")
+    r = docker_run(ws, {"engine": "command", "build-command": "make", "converter-command": "x {model}",
+                        "runner-command": "y", "output-dir": "out2"}, timeout=120)
+    assert r.returncode == 4, r.stdout[-2000:]
+    errors = [ln for ln in r.stdout.splitlines() if ln.startswith("::error")]
+    assert len(errors) == 1 and "the PR build failed (exit 2): make" in errors[0], errors
+    assert not (ws / "out2" / "summary.json").exists()

@@ -110,6 +110,13 @@ def test_headline_says_the_answer_first():
     s = {"triage": {"counts": {**counts, "new": 2, "pre-existing": 3}, "blamed": ["a", "b"]}}
     assert triage.headline(s).startswith("**2 new failures introduced by this pull request**")
     assert triage.failing(s) == ["a", "b"]
+    # A red check names what broke, from the root causes holding the new failures, as plain text.
+    s["new_failures"] = ["a", "b"]
+    s["root_causes"] = [{"title": "Tanh: conversion error", "fingerprints": ["b"], "count": 9},
+                        {"title": "Add: wrong results <img src=x> @team `x`", "fingerprints": ["a"], "count": 2},
+                        {"title": "Sub: crash", "fingerprints": ["c"], "count": 50}]
+    assert triage.headline(s).startswith("**2 new failures introduced by this pull request**: "
+                                         "Tanh: conversion error; Add: wrong results img src=x> team x; 3 pre-existing")
     s = {"unique_failures": 4, "new_failures": ["a"]}
     assert "No base build" in triage.headline(s) and triage.failing(s) == ["a"]
 

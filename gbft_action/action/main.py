@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..bugs.triage import failing
 from ..engines.source import BuildFailed, BuildPlan, BuildRecord
@@ -216,7 +216,7 @@ def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
 
 
 def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed: int,
-                   builds: list[BuildRecord]) -> None:
+                   builds: Sequence[BuildRecord] = ()) -> None:
     counts = (summary.get("triage") or {}).get("counts", {})
     outputs = {"models": summary["models"], "failures": summary["unique_failures"],
                # With a base build, new_failures holds exactly the confirmed new ones.
@@ -241,7 +241,7 @@ def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed:
     print(json.dumps(outputs))
 
 
-def _build_outputs(builds: list[BuildRecord]) -> dict[str, str]:
+def _build_outputs(builds: Sequence[BuildRecord]) -> dict[str, str]:
     """build-seconds, base-build-seconds, base-build-cached (empty without build-command)."""
     by = {r.name: r for r in builds}
     pr, base = by.get("PR"), by.get("base")

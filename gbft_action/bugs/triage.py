@@ -27,6 +27,7 @@ never campaign, report or action.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -256,6 +257,20 @@ def failing(summary: dict[str, Any]) -> list[str]:
     return list(tri["blamed"]) if tri else list(summary.get("new_failures", []))
 
 
+_PLAIN = re.compile(r"[^A-Za-z0-9 _:.,()=+/>-]")  # a title from a run's summary.json is untrusted data
+MAX_TITLES = 3
+
+
+def _new_titles(summary: dict[str, Any]) -> list[str]:
+    """The root causes (their titles, largest first) holding a new failure: what broke."""
+    new = set(summary.get("new_failures") or [])
+    causes = [rc for rc in summary.get("root_causes") or [] if new & set(rc.get("fingerprints") or [])]
+    causes.sort(key=lambda rc: -int(rc.get("count") or 0))
+    titles = [_PLAIN.sub("", str(rc.get("title") or ""))[:100] for rc in causes]
+    shown = [t for t in titles if t][:MAX_TITLES]
+    return shown + [f"and {len(titles) - len(shown)} more"] if len(titles) > len(shown) and shown else shown
+
+
 def headline(summary: dict[str, Any]) -> str:
     """The answer, in one line, for the top of the job summary."""
     tri = summary.get("triage")
@@ -266,6 +281,8 @@ def headline(summary: dict[str, Any]) -> str:
     c = {k: int(v) for k, v in tri["counts"].items()}  # summary.json is data from a run: numbers only here
     new, changed, pre, fixed = c["new"], c["changed"], c["pre-existing"], c["fixed"]
     head = f"**{new} new failure{_s(new)} introduced by this pull request**" if new else "**No new failures**"
+    if new and _new_titles(summary):  # a red check says what broke, first
+        head += ": " + "; ".join(_new_titles(summary))
     rest = []
     if changed:
         rest.append(f"{changed} changed behaviour{_s(changed)} (the builds differ where TensorFlow cannot tell "
