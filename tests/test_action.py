@@ -271,3 +271,33 @@ def test_a_report_that_cannot_reach_github_still_writes_the_outputs(monkeypatch,
     errors = [line for line in printed.splitlines() if line.startswith("::error title=gbft-action: reporting")]
     assert len(errors) == 1 and "cannot reach the GitHub API" in errors[0], printed[-2000:]
     assert "x" * 36 not in printed
+
+
+def _action_steps(workflow: dict) -> list[dict]:
+    return [s for job in workflow["jobs"].values() for s in job.get("steps", [])
+            if str(s.get("uses", "")).startswith("gbft-action/gbft-action@")]
+
+
+def test_the_example_workflows_build_mnn_inside_the_image_as_mnn_builds_it():
+    examples = {p.name: yaml.safe_load(p.read_text()) for p in (ROOT / ".github" / "examples").glob("*.yml")}
+    assert set(examples) == {"gbft-pr.yml", "gbft-nightly.yml", "gbft-shards.yml", "gbft-report.yml"}
+    for name, wf in examples.items():
+        text = (ROOT / ".github" / "examples" / name).read_text()
+        assert "pip wheel" not in text, name  # a wheel built on the runner does not install in the image
+        for step in _action_steps(wf):
+            assert set(step["with"]) <= set(INPUTS), (name, set(step["with"]) - set(INPUTS))
+            if "build-command" in step["with"]:
+                build = wf["env"]["MNN_BUILD"]
+                assert step["with"]["build-command"] == "${{ env.MNN_BUILD }}"
+                # build_deps.py makes pymnn_build/CMakeCache.txt, which setup.py opens.
+                assert build.index("build_deps.py") < build.index("setup.py bdist_wheel") < build.index("$GBFT_BUILD_OUT")
+    pr = examples["gbft-pr.yml"]["jobs"]["fuzz"]
+    steps = pr["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0  # the merge base must be in the history
+    (action,) = _action_steps(examples["gbft-pr.yml"])
+    assert action["with"]["base-ref"] == "${{ steps.base.outputs.sha }}"
+    cached = {s["with"]["path"]: s["with"]["key"] for s in steps if str(s.get("uses", "")).startswith("actions/cache@")}
+    cfg = ActionConfig.from_env({"INPUT_BUILD-COMMAND": "x", "INPUT_BASE-REF": "y"})
+    assert cached[cfg.base_build_dir].endswith("${{ steps.base.outputs.sha }}")  # keyed by the base commit
+    assert cfg.ccache_dir in cached
+    assert any("ARM64" in str(m["runner"]) for m in pr["strategy"]["matrix"]["include"])
