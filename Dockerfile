@@ -1,5 +1,7 @@
 # gbft-action: the GitHub Action image. Multi-arch: builds unchanged on amd64 and arm64 runners.
-FROM debian:bookworm-slim
+# BASE: another tag of the same Debian (scripts/docker-setup.sh builds arm64 from a local one).
+ARG BASE=debian:bookworm-slim
+FROM ${BASE}
 
 # The toolchain builds the engine inside the image (input build-command), with the image's own
 # Python, compilers and libc: a wheel built on the runner would not install here (cp312 against
