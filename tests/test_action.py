@@ -291,8 +291,10 @@ def test_the_example_workflows_build_mnn_inside_the_image_as_mnn_builds_it():
             if "build-command" in step["with"]:
                 build = wf["env"]["MNN_BUILD"]
                 assert step["with"]["build-command"] == "${{ env.MNN_BUILD }}"
-                # build_deps.py makes pymnn_build/CMakeCache.txt, which setup.py opens.
-                assert build.index("build_deps.py") < build.index("setup.py bdist_wheel") < build.index("$GBFT_BUILD_OUT")
+                # build_deps.py makes pymnn_build/CMakeCache.txt, which setup.py opens; a stale build/
+                # would put the previous build's extensions into the wheel (setuptools skips them).
+                assert (build.index("build_deps.py") < build.index("rm -rf build dist") < build.index("setup.py bdist_wheel")
+                        < build.index("$GBFT_BUILD_OUT"))
     pr = examples["gbft-pr.yml"]["jobs"]["fuzz"]
     steps = pr["steps"]
     assert steps[0]["with"]["fetch-depth"] == 0  # the merge base must be in the history

@@ -257,7 +257,7 @@ def failing(summary: dict[str, Any]) -> list[str]:
     return list(tri["blamed"]) if tri else list(summary.get("new_failures", []))
 
 
-_PLAIN = re.compile(r"[^A-Za-z0-9 _:.,()=+/>-]")  # a title from a run's summary.json is untrusted data
+_PLAIN = re.compile(r"[^A-Za-z0-9 _:.,()=+/>\[\]-]")  # a title from a run's summary.json is untrusted data
 MAX_TITLES = 3
 
 
@@ -266,7 +266,9 @@ def _new_titles(summary: dict[str, Any]) -> list[str]:
     new = set(summary.get("new_failures") or [])
     causes = [rc for rc in summary.get("root_causes") or [] if new & set(rc.get("fingerprints") or [])]
     causes.sort(key=lambda rc: -int(rc.get("count") or 0))
-    titles = [_PLAIN.sub("", str(rc.get("title") or ""))[:100] for rc in causes]
+    # Brackets stay ("[onnx] Add: ..."), escaped so that no link can form.
+    titles = [_PLAIN.sub("", str(rc.get("title") or ""))[:100].replace("[", "\\[").replace("]", "\\]")
+              for rc in causes]
     shown = [t for t in titles if t][:MAX_TITLES]
     return shown + [f"and {len(titles) - len(shown)} more"] if len(titles) > len(shown) and shown else shown
 
@@ -280,6 +282,8 @@ def headline(summary: dict[str, Any]) -> str:
                 f"set `base-build` to tell what this pull request introduced.")
     c = {k: int(v) for k, v in tri["counts"].items()}  # summary.json is data from a run: numbers only here
     new, changed, pre, fixed = c["new"], c["changed"], c["pre-existing"], c["fixed"]
+    if "root_causes" in summary:  # what fails the check, as the outputs and the table count it
+        new = len(summary.get("new_failures") or [])
     head = f"**{new} new failure{_s(new)} introduced by this pull request**" if new else "**No new failures**"
     if new and _new_titles(summary):  # a red check says what broke, first
         head += ": " + "; ".join(_new_titles(summary))
