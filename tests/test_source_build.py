@@ -120,3 +120,30 @@ def test_build_inputs_are_checked_before_anything_runs(repo):
                                  "INPUT_ENGINE-BUILD": "dist/pr", "INPUT_BASE-REF": "master"}).validate()
     assert (cfg.pr_build_dir, cfg.base_build_dir) == ("dist/pr", "gbft-build/base")
     assert json.dumps(cfg.base_ref) == '"master"'
+
+
+def test_a_cancelled_job_kills_the_whole_build_and_ends_with_the_build_exit_code(repo, tmp_path):
+    import os
+    import signal
+    import sys
+    import time
+
+    from .conftest import ROOT
+
+    pidfile = tmp_path / "grandchild.pid"
+    env = {**os.environ, "GITHUB_WORKSPACE": str(repo),
+           # bash starts a grandchild; only killing the process group stops it.
+           "INPUT_BUILD-COMMAND": f"sleep 120 & echo $! > {pidfile}; wait"}
+    p = subprocess.Popen([sys.executable, "-m", "gbft_action.cli", "action"], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline and p.poll() is None, p.communicate()[0]
+        time.sleep(0.1)
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=20)
+    assert p.returncode == EXIT_BUILD and "the build was cancelled" in out, out
+    grandchild = int(pidfile.read_text())
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(grandchild, 0)
