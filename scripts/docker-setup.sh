@@ -32,7 +32,18 @@ if ! docker image inspect "$BASE" >/dev/null 2>&1; then
     debootstrap --variant=minbase ${ARCH:+--arch=$ARCH} bookworm "$dir" ${mirror:+"$mirror"} >/tmp/gbft-debootstrap.log 2>&1
     # The image's apt must reach the same mirror the host uses.
     if [ -n "$mirror" ]; then echo "deb $mirror bookworm main" > "$dir/etc/apt/sources.list"; fi
-    tar -C "$dir" -c . | docker import ${PLATFORM:+--platform "$PLATFORM"} - "$BASE" >/dev/null
+    if [ -z "$PLATFORM" ]; then
+        tar -C "$dir" -c . | docker import - "$BASE" >/dev/null
+    else
+        # `docker import --platform` needs an experimental daemon (without, the image says amd64
+        # and BuildKit then looks for the arm64 base in a registry): FROM scratch takes the platform.
+        ctx="$(mktemp -d /tmp/gbft-base-ctx.XXXX)"
+        tar -C "$dir" -cf "$ctx/rootfs.tar" .
+        printf 'FROM scratch\nADD rootfs.tar /\nCMD ["bash"]\n' > "$ctx/Dockerfile"
+        DOCKER_BUILDKIT=1 "$DOCKER" build --platform "$PLATFORM" -t "$BASE" "$ctx" >/tmp/gbft-base-build.log 2>&1 \
+            || { tail -20 /tmp/gbft-base-build.log >&2; exit 1; }
+        rm -rf "$ctx"
+    fi
     rm -rf "$dir"
 fi
 
