@@ -29,9 +29,10 @@ WHAT = {"MCF": "fails to convert a valid model", "IF": "fails while running a co
 TOOL_REPO = "gbft-action/gbft-action"
 TRACKING_TITLE = "Precision differences found by gbft (tracking)"
 # The symptom classes that, under policy ``summary``, are listed in one tracking issue each.
-TRACKING_TITLES = {"precision": TRACKING_TITLE, "nan-inf": "NaN/Inf differences found by gbft (tracking)"}
+TRACKING_TITLES = {"precision": TRACKING_TITLE, "nan-inf": "NaN/Inf differences found by gbft (tracking)",
+                   "unisolated": "Wrong results not yet pinned on one operator, found by gbft (tracking)"}
 SYMPTOM_TEXT = {"wrong-result": "wrong result", "nan-inf": "NaN/Inf", "conversion-error": "conversion error",
-                "api-error": "API error", "heap-damage": "heap damage"}
+                "api-error": "API error", "heap-damage": "heap damage", "unisolated": "unisolated wrong result"}
 
 
 def symptom_text(symptom: str) -> str:

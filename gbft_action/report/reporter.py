@@ -31,14 +31,33 @@ from .trackers import FINGERPRINT_ID, ROOT_CAUSE_KEY, TRACKING_KEY, Issue, Issue
 PRECISION_TRACKING = "gbft-precision-tracking"  # the tracker key of the one precision tracking issue
 
 
+UNISOLATED = "unisolated"  # the tracking class of wrong results no operator was shown to give alone
+
+
 def tracking_key(symptom: str) -> str:
-    """The tracker key of a symptom class's one tracking issue (render.TRACKING_TITLES)."""
+    """The tracker key of a class's one tracking issue (render.TRACKING_TITLES)."""
     return f"gbft-{symptom}-tracking"
+
+
+def tracking_class(rc: dict[str, Any]) -> str:
+    """The tracking issue a root cause is listed in instead of an issue of its own ("": none).
+
+    A class the symptom policy summarises (precision, NaN/Inf); or a wrong result whose settled
+    diagnosis showed no operator, and no chain of two or three, wrong alone.  Such a key names
+    where the difference surfaced, not what is wrong (on ONNX most of them named a control
+    operator), and a maintainer closes it as "not a bug": it is listed, never filed one by one.
+    It still fails a pull request that introduces it (the verdict reads the policy, not this)."""
+    if rc["policy"] == "summary" and rc["symptom"] in TRACKING_TITLES:
+        return rc["symptom"]
+    if (rc["policy"] == "report" and rc["symptom"] == "wrong-result" and not rc.get("isolated", True)
+            and rc.get("settled", True)):
+        return UNISOLATED
+    return ""
 
 
 def tracked(rc: dict[str, Any]) -> bool:
     """A root cause listed in its class's tracking issue instead of an issue of its own."""
-    return rc["policy"] == "summary" and rc["symptom"] in TRACKING_TITLES
+    return bool(tracking_class(rc))
 # Failures of the base build only: the build under test passes, so there is nothing to file.
 FIXED_VERDICTS = ("fixed", "flaky-fixed")
 MERGED_ROWS = 100  # fingerprints listed in a root cause's issue (all of them are in its markers)
@@ -247,7 +266,7 @@ def _fingerprint_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[
 def _root_cause_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[str, Any]],
                      rcs: list[dict[str, Any]]) -> list[_Bug]:
     """One issue per root cause to report, then a tracking issue per class with root causes to
-    summarise (precision, NaN/Inf: render.TRACKING_TITLES)."""
+    list (precision, NaN/Inf, unisolated wrong results: render.TRACKING_TITLES)."""
     failures = {f["key"]: f for f in summary.get("failures", [])}
     bugs: list[_Bug] = []
     rows: dict[str, list[dict[str, Any]]] = {}
@@ -255,9 +274,9 @@ def _root_cause_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[s
         if rc.get("verdict", "") in FIXED_VERDICTS:
             continue
         if tracked(rc):
-            rows.setdefault(rc["symptom"], []).append(_tracked_row(rc))
+            rows.setdefault(tracking_class(rc), []).append(_tracked_row(rc))
         fid = _shown(rc, metas)
-        if rc["policy"] != "report" or fid is None:
+        if rc["policy"] != "report" or fid is None or tracked(rc):
             continue  # no bundle: nothing to show (a root cause seen only on the base build)
         # The issue counts the root cause's cases, on all its platforms, not the shown bundle's.
         meta = {**metas[fid], "occurrences": rc["count"],
@@ -442,7 +461,7 @@ def _root_cause_row(rc: dict[str, Any], summary: dict[str, Any], metas: dict[str
                     index: dict[str, Issue], rows: dict[str, list[dict[str, Any]]], ids: list[dict[str, Any]]) -> None:
     fid = _shown(rc, metas)
     meta = metas.get(fid, {}) if fid else {}
-    issue = _link(index.get(tracking_key(rc["symptom"]) if tracked(rc) else rc["key"]))
+    issue = _link(index.get(tracking_key(tracking_class(rc)) if tracked(rc) else rc["key"]))
     if rc["policy"] == "summary" and not issue:
         issue = Markup("summary only")  # by the symptom policy: never filed one by one
     elif not rc.get("settled", True) and not issue:
