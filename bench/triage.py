@@ -49,6 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from catalogue import CATALOGUE, ONNX_CATALOGUE, Catalogue, Defect, Model, load  # noqa: E402
 
+from gbft_action.report.reporter import UNISOLATED, tracking_class  # noqa: E402
+
 DEFAULT_CATALOGUES = {"tf": CATALOGUE, "onnx": ONNX_CATALOGUE}
 TRACKED = ("precision", "nan-inf")  # classes whose root causes a tracking issue lists
 
@@ -151,9 +153,16 @@ def root_cause_key(rc: dict[str, Any], fps: dict[str, dict[str, Any]] | None = N
     fronts = [(fps or {}).get(f, {}) for f in rc.get("fingerprints", [])]
     return Key(rc["key"], rc.get("title", ""), rc.get("symptom", ""), list(rc.get("ops", [])),
                " ".join((rc.get("title", ""), rc.get("detail", ""))), "", list(rc.get("fingerprints", [])),
-               # Unsettled (diagnosis cut short): listed, not filed, like a summary class.
-               int(rc.get("count", 0)), rc.get("policy", "report") if rc.get("settled", True) else "unsettled",
-               frontend=key_frontend(rc.get("title", ""), fronts))
+               int(rc.get("count", 0)), _policy(rc), frontend=key_frontend(rc.get("title", ""), fronts))
+
+
+def _policy(rc: dict[str, Any]) -> str:
+    """report, summary, ignore; unsettled (diagnosis cut short: listed, not filed, like a summary
+    class); tracked (a wrong result no operator gives alone: in the report's tracking issue)."""
+    if not rc.get("settled", True):
+        return "unsettled"
+    policy = rc.get("policy", "report")
+    return "tracked" if tracking_class({**rc, "policy": policy}) == UNISOLATED else policy
 
 
 def key_frontend(title: str, fingerprints: list[dict[str, Any]]) -> str:
@@ -288,9 +297,9 @@ def analyse(summary: dict[str, Any], fps: dict[str, dict[str, Any]], cats: Catal
             if len(ds) > 1:
                 merged.append({**_brief(k), "defects": ds})
         result["over_merged"] = merged
-        # Listed in a tracking issue (precision, NaN/Inf under policy summary): a maintainer
+        # Listed in a tracking issue (precision, NaN/Inf under policy summary, unisolated wrong results): a maintainer
         # sees them on one page, not as issues of their own; counted apart.
-        listed = [k for k in causes if k.policy == "summary" and k.symptom in TRACKED]
+        listed = [k for k in causes if k.policy == "summary" and k.symptom in TRACKED or k.policy == "tracked"]
         also = {k.defect for k in listed if k.defect and k.defect not in not_real} - set(defects_found)
         result["tracked_keys"] = len(listed)
         result["defects_found_with_tracked"] = len(defects_found) + len(also)
