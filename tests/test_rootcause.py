@@ -148,6 +148,16 @@ def test_discontinuous_operator_right_alone_is_a_tie():
     b = blame(lane, res, res.node, None, until=1e12)
     key = _from_blame(Symptom.WRONG.value, {"op": "Greater"}, g, res.node, b, "")
     assert key.symptom == Symptom.TIE.value and policy_for(key.symptom) == "ignore"
+    # The jump carried down: an exact operator after the step is right alone too, and the tie is
+    # the step's (ONNX: Flatten after Ceil -> Conv, Sub after ArgMax were keyed as wrong results).
+    down = _graph(("n0", "Exp", ["in0"]), ("n1", "Greater", ["n0", "in1"]), ("n2", "Relu", ["n1"]),
+                  ("n3", "Neg", ["n2"]))
+    b = Blame(tried=["n3", "n2", "n1", "n0"], max_error=0.0)
+    key = _from_blame(Symptom.WRONG.value, {"op": "Neg"}, down, "n3", b, "")
+    assert key.symptom == Symptom.TIE.value and key.ops == ("Greater",)
+    # Without a step function above it, the same chain is a pattern (a wrong result).
+    exact = _graph(("n0", "Exp", ["in0"]), ("n1", "Neg", ["n0"]))
+    assert _from_blame(Symptom.WRONG.value, {"op": "Neg"}, exact, "n1", b, "").symptom == Symptom.WRONG.value
 
 
 def test_single_node_keeps_id_params_and_seed():

@@ -326,6 +326,21 @@ def run_alone(lane: Lane, g: Graph, node: str | list[str], values: dict[str, np.
                      inputs={k: values[src] for k, src in feeds.items()})
 
 
+def step_upstream(g: Graph, node: str) -> str:
+    """The nearest node at or above ``node`` whose operator is a step function (oracle.DISCONTINUOUS),
+    producers first, breadth first; "" for none."""
+    seen, todo = set(), [node]
+    while todo:
+        x = todo.pop(0)
+        if x in seen or x in g.inputs:
+            continue
+        seen.add(x)
+        if g.node(x).op in DISCONTINUOUS:
+            return x
+        todo += g.node(x).inputs
+    return ""
+
+
 def _a_pattern(symptom: str, small: Graph, node: str, b: Blame) -> bool:
     """Whether isolation proved every operator right alone and exact (no tie at a discontinuous
     operator, no approximation to amplify): a wrong result of how the engine joins them."""
@@ -358,10 +373,13 @@ def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Bl
             return replace(root_key(symptom, fp, small, blamed=culprit, direction=direction),
                            pattern=tuple(dict.fromkeys(n.op for n in small.nodes)))
         return in_pattern(symptom, fp, small, node, direction)
-    if small.node(node).op in DISCONTINUOUS:
-        # Right alone on TensorFlow's own inputs: the engine's slightly different (in-tolerance)
-        # input crossed a boundary (a comparison, a ceiling, an argmax): a tie, not a bug.
-        return RootKey(Symptom.TIE.value, (small.node(node).op,), "", True)
+    step = step_upstream(small, node)
+    if step:
+        # Every operator right alone on the reference's own inputs, and a step function at or
+        # above the failing node: the engine's slightly different (in-tolerance) input crossed
+        # its boundary (a comparison, a ceiling, an argmax), and what follows carried the jump
+        # down: a tie, not a bug of the operator where it showed.
+        return RootKey(Symptom.TIE.value, (small.node(step).op,), "", True)
     if symptom == Symptom.WRONG.value and b.max_error > ROUNDING:
         # Every operator is right alone but some approximate beyond float32 rounding: the model
         # amplified an approximation (cancellation after a fast exp): precision, not a defect of
