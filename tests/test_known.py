@@ -102,3 +102,26 @@ def test_a_crash_no_operator_is_named_for_settles_on_the_operator_present_whenev
     # (not attention's MatMul, Transpose and Mul: that block holds a Softmax, they crash with it)
     common = max(k.share(op) for op in ("Concat", "Less", "Add", "Conv", "Relu"))
     assert k.share("Softmax") > 0.6 and k.share("Softmax") > 2.5 * common, (k.share("Softmax"), common)
+
+
+def test_new_coverage_of_the_risky_operator_itself_earns_no_pass():
+    t = TensorType((1, 2, 3, 3))
+
+    def conv(mode: str, seed: int) -> Graph:
+        return Graph({"in0": t}, [Node("n0", "Conv", ["in0"], {"auto_pad": mode}, t, "Conv"),
+                                  Node("n1", "Relu", ["n0"], {}, t, "Relu")], ["n1"], seed=seed)
+
+    src = GuidedSource(CORPUS, GenOptions(blocks=(2, 8)), 1)
+    for i in range(SETTLE + 2):
+        g = conv("SAME_LOWER", i)
+        src.known.observe(g, {"status": "DCF", "node": "n0"})
+    g = conv("SAME_LOWER", 99)
+    young_conv = {("SPC", "Conv", ((1, 2, 3, 3), "SAME_LOWER"))}
+    young_relu = {("SPC", "Relu", ((1, 2, 3, 3),))}
+    steered = [src._steered_away(g, young_conv, random.Random(i)) for i in range(200)]
+    # Conv is young in coverage, but it is where the model's risk lies: drawn again nearly always.
+    assert sum(steered) > 150
+    # New coverage of another operator (here Relu) still always runs.
+    assert not any(src._steered_away(g, young_relu, random.Random(i)) for i in range(200))
+    # A Conv without the settled parameter value carries no risk: never steered.
+    assert not any(src._steered_away(conv("NOTSET", 7), young_conv, random.Random(i)) for i in range(200))

@@ -106,11 +106,15 @@ class GuidedSource:
     def _steered_away(self, g: Graph, items: set[tuple[str, str, Any]], rng: random.Random) -> bool:
         """Whether g carries settled known failures and is not run (search.known).  A model
         bringing new structure (a type, a degree) or anything new for an operator still young
-        in coverage (YOUNG_SPC) always runs; later, pairs, triples and shape or parameter
+        in coverage (YOUNG_SPC) always runs, unless that operator is where its risk lies; later, pairs, triples and shape or parameter
         vectors are nearly always new, so they earn no pass.  No extra
         attempts: steering chooses among the ones coverage draws anyway."""
         cov = self.coverage
-        if any(k in STRUCTURE or cov.size("SPC", op) < YOUNG_SPC for k, op, _ in items) or \
+        # New coverage earns a pass only from an operator that is not the model's risk: a node
+        # carrying a settled trigger, exploring its own parameter space, mostly finds the known
+        # defect again (a young Conv's every new vector brought back Conv's SAME_LOWER defect).
+        risky = {n.op for n in g.nodes if self.known.risk(n) > 0}
+        if any((k in STRUCTURE or cov.size("SPC", op) < YOUNG_SPC) and op not in risky for k, op, _ in items) or \
                 self.known.keep(g, random.Random(rng.random())):
             return False
         self.known.steered += 1
