@@ -79,6 +79,17 @@ def test_a_failing_build_is_one_line_naming_the_build_its_command_and_its_last_o
     assert COMMAND in line and line.endswith("error: broken tree")
 
 
+def test_nothing_a_build_started_outlives_it(repo, tmp_path):
+    import time
+
+    pidfile = tmp_path / "daemon.pid"
+    plan(repo, command=f'sleep 120 & echo $! > {pidfile}; cp VERSION "$GBFT_BUILD_OUT"/', base_ref="").run()
+    time.sleep(0.3)
+    status = Path(f"/proc/{int(pidfile.read_text())}/status")
+    # Gone, or a zombie its new parent has not reaped yet: it would have run on into the fuzzing budget.
+    assert not status.exists() or "State:\tZ" in status.read_text()
+
+
 def test_a_build_that_leaves_nothing_is_a_failed_build(repo):
     with pytest.raises(BuildFailed, match=r"the PR build left nothing in \$GBFT_BUILD_OUT"):
         plan(repo, command="true").run()

@@ -123,17 +123,24 @@ def build_env(b: SourceBuild) -> dict[str, str]:
 
 
 def _run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
-    """The command's output to ``log``; a signal here (a cancelled job) kills its whole process
-    group, not only bash."""
+    """The command's output to ``log``.  Its whole process group ends with it: what a build
+    leaves running (a compiler server, a daemon) would take the fuzzing budget's cores, and a
+    signal here (a cancelled job) must stop more than bash."""
     with open(log, "wb") as f:
         p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             return p.wait()
-        except BaseException:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            raise
+        finally:
+            _kill_group(p)
+
+
+def _kill_group(p: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # nothing of the group is left
+    p.wait()
 
 
 def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
