@@ -176,10 +176,14 @@ class ActionConfig:
             if pr.exists() and (not pr.is_dir() or any(pr.iterdir())):
                 raise ConfigError(f"input 'engine-build': {self.pr_build_dir} is where build-command leaves the "
                                   f"PR's build; it must not exist yet or be an empty folder")
-        inputs = ("corpus",) if self.build_command else ("engine-build", "base-build", "corpus")
-        if self.build_command and not self.base_ref:
-            inputs += ("base-build",)  # a prebuilt base build, used as it is
-        for name in inputs:
+        # With build-command, engine-build is where the PR's build goes, and with base-ref so is
+        # base-build: only a folder given to be used as it is must exist.
+        given = ["corpus"]
+        if not self.build_command:
+            given.append("engine-build")
+        if not self.base_ref:
+            given.append("base-build")
+        for name in given:
             value = getattr(self, INPUTS[name][0])
             if value and not self.path(value).exists():
                 raise ConfigError(f"input '{name}': {value} does not exist in the workspace")

@@ -285,8 +285,9 @@ def headline(summary: dict[str, Any]) -> str:
     if "root_causes" in summary:  # what fails the check, as the outputs and the table count it
         new = len(summary.get("new_failures") or [])
     head = f"**{new} new failure{_s(new)} introduced by this pull request**" if new else "**No new failures**"
-    if new and _new_titles(summary):  # a red check says what broke, first
-        head += ": " + "; ".join(_new_titles(summary))
+    titles = _new_titles(summary) if new else []
+    if titles:  # a red check says what broke, first
+        head += ": " + "; ".join(titles)
     rest = []
     if changed:
         rest.append(f"{changed} changed behaviour{_s(changed)} (the builds differ where TensorFlow cannot tell "

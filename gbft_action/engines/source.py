@@ -221,9 +221,8 @@ class BuildPlan:
         if holds_build(self.base_out):  # restored by actions/cache, keyed by the base commit
             return BuildRecord("base", 0.0, True, git(self.workspace, "merge-base", "HEAD", self.base_ref))
         tree = self.workspace / BASE_TREE
-        sha = merge_base_tree(self.workspace, self.base_ref, tree)
-        rec = build(self._source("base", tree, self.base_out))
-        return BuildRecord(rec.name, rec.seconds, rec.cached, sha, rec.ccache_hits, rec.ccache_misses)
+        merge_base_tree(self.workspace, self.base_ref, tree)
+        return build(self._source("base", tree, self.base_out))  # its commit: the worktree's HEAD
 
     def _source(self, name: str, tree: Path, out: Path) -> SourceBuild:
         return SourceBuild(name, self.command, tree, out, self.ccache_dir,
