@@ -143,6 +143,10 @@ def test_build_inputs_are_checked_before_anything_runs(repo):
     cfg = ActionConfig.from_env({"GITHUB_WORKSPACE": str(repo), "INPUT_BUILD-COMMAND": COMMAND,
                                  "INPUT_ENGINE-BUILD": "dist/pr", "INPUT_BASE-REF": "master"}).validate()
     assert (cfg.pr_build_dir, cfg.base_build_dir) == ("dist/pr", "gbft-build/base")
+    # Without build-command, a build folder is used as it is: it must exist.
+    for name in ("ENGINE-BUILD", "BASE-BUILD"):
+        with pytest.raises(ConfigError, match="dist/pr does not exist in the workspace"):
+            ActionConfig.from_env({"GITHUB_WORKSPACE": str(repo), f"INPUT_{name}": "dist/pr"}).validate()
     assert json.dumps(cfg.base_ref) == '"master"'
 
 
