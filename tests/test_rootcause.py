@@ -10,13 +10,14 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from gbft_action.bugs.diagnose import Blame, _from_blame, blame, candidates, single_node
+from gbft_action.bugs.diagnose import Blame, _from_blame, blame, candidates, needed_params, single_node
 from gbft_action.bugs.policy import policy_for
 from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Symptom, assemble, classify, in_pattern, local_key,
                                         root_key)
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status, Tolerance, judge_node, judge_outputs
 from gbft_action.pipeline import CaseResult, _first_difference
+from gbft_action.report.reporter import UNISOLATED, tracking_class
 
 T = TensorType((1, 8))
 
@@ -100,7 +101,7 @@ def test_amplification_is_not_blamed_on_the_operator_where_it_shows():
     key = _from_blame(Symptom.WRONG.value, {"op": "Sub"}, AMPLIFY, "n2", b, "")
     # Not "Sub: wrong results": the pattern, and since Exp approximates (right alone, but beyond
     # float32 rounding), an amplified approximation: precision.
-    assert key.ops == ("Sub",) and key.pattern == ("Exp", "Sub") and key.isolated
+    assert key.ops == ("Sub",) and key.pattern == ("Exp", "Sub") and not key.isolated  # nothing was shown wrong alone
     assert key.symptom == Symptom.PRECISION.value
     assert 1e-5 < b.max_error < 1e-3
 
@@ -560,7 +561,7 @@ def test_a_pattern_showing_at_glue_is_keyed_by_the_block_it_carries():
                ("n2", "Reshape", ["n1"], "block"), ("a0", "Pad", ["n2"], "adapter"),
                ("n3", "Concat", ["a0", "in0"], "block"))
     k = in_pattern(Symptom.WRONG.value, fp, g, "a0")
-    assert k.ops == ("Fusedbatchnorm",) and k.isolated
+    assert k.ops == ("Fusedbatchnorm",) and not k.isolated  # a guess: listed in the tracking issue
     assert k.id == _from_blame(Symptom.WRONG.value, fp, g, "a0", Blame(tried=["a0"], inconclusive=True), "").id
     assert k.title.startswith("Fusedbatchnorm: wrong results")
     # Where it shows at a block operator, that operator keys it, as before.
@@ -572,6 +573,64 @@ def test_a_pattern_showing_at_glue_is_keyed_by_the_block_it_carries():
     assert lost.title.startswith("Concat: wrong results after")
     # An operator that computes keeps its NaN/Inf key in a pattern too.
     assert in_pattern(Symptom.NAN_INF.value, fp, g, "n1", "NaN->finite").symptom == Symptom.NAN_INF.value
+
+
+def test_a_pattern_no_chain_of_which_fails_alone_is_tracked_a_proven_chain_is_filed():
+    # Every operator right alone and no chain of two or three wrong on its own: the key names
+    # where the difference surfaced (on ONNX, mostly a control operator): the tracking issue.
+    fp = {"op": "Relu", "kind": "mismatch", "code": "values"}
+    g = _chain(("n0", "Squeeze", ["in0"], "block"), ("n1", "Less", ["n0"], "block"), ("n2", "Relu", ["n1"], "block"))
+    rows = [{"key": "f1", "count": 1, "platforms": [], "symptom": "wrong-result", "local": ["wrong-result", "Relu", ""],
+             "fingerprint": fp, "verdict": ""}, {**_fp_row("f2")}]
+    chain = RootKey(Symptom.WRONG.value, ("Squeeze", "Less"), "", True)  # failing_window's key
+    causes = assemble(rows, {"f1": Diagnosed(in_pattern(Symptom.WRONG.value, fp, g, "n2"), 3),
+                             "f2": Diagnosed(chain, 2)}, lambda s: "report")
+    listed = {rc.key.ops: tracking_class(rc.to_json()) for rc in causes}
+    assert listed == {("Relu",): UNISOLATED, ("Squeeze", "Less"): ""}
+
+
+def _fp_row(key: str) -> dict[str, Any]:
+    return {"key": key, "count": 1, "platforms": [], "symptom": "wrong-result", "local": ["wrong-result", "Less", ""],
+            "fingerprint": {"op": "Less", "kind": "mismatch", "code": "values"}, "verdict": ""}
+
+
+class PadLane:
+    """An engine whose Pad of the batch axis shows ``shows[mode]`` (a symptom; none: right)."""
+
+    def __init__(self, shows: dict[str, Symptom]) -> None:
+        self.shows = shows
+
+    def run(self, index: int, g: Graph, budget: float, platforms: Any = None, base: bool = False,
+            inputs: dict[str, np.ndarray] | None = None) -> CaseResult:
+        res = CaseResult(index, g, Status.DCP, stage="compare", platform="toy")
+        symptom = self.shows.get(next(n.params["mode"] for n in g.nodes if n.op == "Pad"))
+        if symptom:
+            res.status, res.node, res.symptom = Status.DCF, g.outputs[0], symptom.value
+        return res
+
+    def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray]:
+        return {"in0": np.zeros((1, 2, 3, 3), np.float32)}
+
+    def restart_engines(self) -> None:
+        pass
+
+
+def test_a_parameter_that_only_turns_garbage_into_wrong_values_is_not_needed():
+    # Garbage and wrong values of one operator are one id (same_class): put back to its simplest
+    # value (constant), the edge Pad gives zeros instead of garbage, still wrong: the key does
+    # not need "mode=edge" (pad-batch had two keys, one per mode).
+    g = Graph({"in0": TensorType((1, 2, 3, 3), "float32")},
+              [Node("n0", "Pad", ["in0"], {"mode": "edge", "pads": [[1, 1], [0, 0], [0, 0], [0, 0]], "value": 0.0},
+                    TensorType((3, 2, 3, 3), "float32"))], ["n0"], 1, {"frontend": "onnx"})
+    both = PadLane({"edge": Symptom.NONDETERMINISTIC, "constant": Symptom.WRONG})
+    res = both.run(0, g, 10)
+    assert needed_params(both, res, "n0", res.symptom, None, until=1e12).node("n0").params["mode"] == "constant"
+    # Right in constant mode: the defect needs the mode, and the key keeps it.
+    edge_only = PadLane({"edge": Symptom.NONDETERMINISTIC})
+    assert needed_params(edge_only, res, "n0", res.symptom, None, until=1e12).node("n0").params["mode"] == "edge"
+    # Another class (a crash) in constant mode is another defect: the mode stays too.
+    crash = PadLane({"edge": Symptom.NONDETERMINISTIC, "constant": Symptom.CRASH})
+    assert needed_params(crash, res, "n0", res.symptom, None, until=1e12).node("n0").params["mode"] == "edge"
 
 
 def test_a_root_cause_is_settled_once_any_diagnosis_of_it_settled():

@@ -31,7 +31,7 @@ from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
 from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, in_pattern, local_key,
-                        root_key, simplest_choices, suspect, suspect_node)
+                        root_key, same_class, simplest_choices, suspect, suspect_node)
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
@@ -178,8 +178,9 @@ def needed_params(lane: Lane, res: CaseResult, node: str, symptom: str, where: l
             break
         trial = _with_param(g, node, k, simplest)
         iso = run_alone(lane, trial, node, values, where, until)
-        if iso is not None and any(r.status in DCF_LIKE and r.symptom == symptom for r in iso.per_platform()):
-            g = trial  # as wrong without it: the defect does not hinge on k
+        if iso is not None and any(r.status in DCF_LIKE and same_class(r.symptom) == same_class(symptom)
+                                   for r in iso.per_platform()):
+            g = trial  # as wrong without it (garbage or wrong values alike): the defect does not hinge on k
     return g
 
 
