@@ -165,3 +165,16 @@ def test_a_memory_error_shows_by_any_signal_of_its_class(tmp_path):
     assert meta["fingerprint"]["code"].startswith("SIGSEGV")
     run = _run_pasted(tmp_path, d, meta, "abort")
     assert "signal 6" in run.stdout and run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("symptom, code", [("nondeterministic", 1), ("wrong-result", 2)])
+def test_garbage_read_shows_as_a_memory_signal_in_a_fresh_process(tmp_path, symptom, code):
+    """A wrong result read from uninitialised memory (root cause: nondeterministic) is an
+    out-of-bounds read: garbage in the campaign's warm worker, often a SIGSEGV in the repro's
+    fresh process (a Slice of s3g's, every time).  The kill shows the bug; for a plain wrong
+    result it is something else (exit 2)."""
+    d, meta = bundle(tmp_path, "dcf-lrn")
+    meta = {**meta, "root_cause": {"symptom": symptom, "ops": ["Lrn"], "detail": "", "key": "rc-0"}}
+    (d / "meta.json").write_text(json.dumps(meta))
+    run = _run_pasted(tmp_path, d, meta, "abort")
+    assert "signal 6" in run.stdout and run.returncode == code, run.stdout[-2000:] + run.stderr[-2000:]

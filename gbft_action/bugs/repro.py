@@ -36,7 +36,7 @@ from ..graph.ir import Graph
 from ..oracle import Tolerance
 from ..reference.inputs import special_values_source
 from ..reference.tf_code import HELPERS, check_graph, model_lines
-from .rootcause import MEMORY_SIGNALS
+from .rootcause import MEMORY_SIGNALS, Symptom
 
 EMBED_LIMIT = 200_000  # bytes of model and arrays that repro_engine.py may carry
 _STATUS = re.compile(r"[A-Z]{2,8}")
@@ -103,7 +103,7 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
         seed=_int(meta.get("seed")), case_index=_int(meta.get("case_index")), seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=tol,
         status_text=STATUS_TEXT.get(status, ""),
-        signals=_signals(meta["fingerprint"]),
+        signals=_signals(meta),
         engine_pip=doc(engine_needs(meta["engine"])), helpers=HELPERS, frontend=frontend, onnx=onnx,
         model=(lines := model_lines(graph) if onnx is None else []),
         weights=any("rng(" in line for line in lines),
@@ -118,14 +118,20 @@ def engine_needs(engine: dict[str, Any]) -> str:
     return knowledge_of(str(engine.get("engine", ""))).package.needs(str(engine.get("version", "")))
 
 
-def _signals(fp: dict[str, Any]) -> tuple[int, ...]:
-    """The signals that show a crash bug (() when it is not a crash): a memory error shows by
-    any of its class (SIGSEGV, SIGBUS, SIGABRT from glibc's heap checks), as in root-cause
-    keys, since one out-of-bounds write kills by another of them from run to run."""
+def _signals(meta: dict[str, Any]) -> tuple[int, ...]:
+    """The signals that show the bug (() for none): a memory error shows by any of its class
+    (SIGSEGV, SIGBUS, SIGABRT from glibc's heap checks), as in root-cause keys, since one
+    out-of-bounds write kills by another of them from run to run.  Output read from
+    uninitialised memory (an out-of-bounds read) is garbage in a warm worker and often a
+    SIGSEGV in the repro's fresh process: the same read, so the memory signals show it too."""
+    fp = meta["fingerprint"]
     name = str(fp.get("code", "")).split(" ")[0]
-    if fp.get("kind") != "signal" or name not in signal.Signals.__members__:
+    if fp.get("kind") == "signal" and name in signal.Signals.__members__:
+        names = MEMORY_SIGNALS if name in MEMORY_SIGNALS else (name,)
+    elif Symptom.NONDETERMINISTIC.value in (meta.get("symptom"), (meta.get("root_cause") or {}).get("symptom")):
+        names = MEMORY_SIGNALS
+    else:
         return ()
-    names = MEMORY_SIGNALS if name in MEMORY_SIGNALS else (name,)
     return tuple(int(signal.Signals[n]) for n in names)
 
 
