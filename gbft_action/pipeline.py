@@ -9,8 +9,9 @@ With a base build, every model also runs on it (same inputs, same reference) and
 the case gets a verdict against it (``bugs.triage``): the pull request's verdict
 comes from the campaign itself, not from replaying bundles afterwards.
 
-May import: bugs.fingerprint and bugs.triage (judging), engines (names, builds and
-knowledge only), graph, oracle, platforms, workers; never campaign, report or action.
+May import (layer 3 of ``gbft_action.LAYERS``): bugs.fingerprint, bugs.rootcause and bugs.triage
+(judging, symptom classes), engines (names, builds and knowledge only), graph, oracle,
+platforms, workers; never diagnosis, store, campaign, report or action.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Every judged case is appended to ``cases.jsonl`` (and flushed) the moment it is
 judged, so a SIGKILL loses only the cases in flight.  A failing case keeps its
 directory under ``OUT/cases/<index>-<hash>/`` with the graph, the model files,
 inputs, expected and actual outputs, the engine log and ``result.json``.
+
+Layer 4 of ``gbft_action.LAYERS``.  May import: oracle, pipeline (the case record it writes).
 """
 
 from __future__ import annotations

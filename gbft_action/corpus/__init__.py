@@ -6,6 +6,8 @@ optionally, narrowed parameter domains.  The loader rejects a bad corpus with a
 ``CorpusError`` naming the file, the block and the field.  A top-level
 ``frontend:`` (``tf`` by default, or ``onnx``) names the operator registry
 (``ops.registry``) the block names refer to.
+
+Layer 1 of ``gbft_action.LAYERS``.  May import: ops.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ block range, a small corpus) can draw the same graph, and a hash dedupe cannot
 help across machines that never talk to each other.  Each shard's draws are
 also keyed by the shard, so shards differ in structure too (diversity, not
 needed for disjointness).  Shard 1/1 is the unsharded campaign, seed for seed.
+
+Layer 2 of ``gbft_action.LAYERS``.  May import: corpus, graph, oracle; never a lane.
 """
 
 from __future__ import annotations
