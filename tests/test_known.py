@@ -4,6 +4,7 @@ same seed with the same engine behaviour still gives the same models."""
 
 from __future__ import annotations
 
+import collections
 import random
 
 import pytest
@@ -11,6 +12,8 @@ import pytest
 from gbft_action.corpus import ONNX_CORPUS, load_corpus
 from gbft_action.graph.generate import GenOptions
 from gbft_action.graph.ir import Graph, Node, TensorType
+from gbft_action.graph.solver import Builder
+from gbft_action.ops.registry import registry
 from gbft_action.search.guided import GuidedSource
 from gbft_action.search.known import SETTLE, KnownFailures, triggers
 
@@ -125,3 +128,44 @@ def test_new_coverage_of_the_risky_operator_itself_earns_no_pass():
     assert not any(src._steered_away(g, young_relu, random.Random(i)) for i in range(200))
     # A Conv without the settled parameter value carries no risk: never steered.
     assert not any(src._steered_away(conv("NOTSET", 7), young_conv, random.Random(i)) for i in range(200))
+
+
+def _forms(narrow, n: int = 300) -> collections.Counter:
+    """MatMul's form over ``n`` nodes the solver places on a rank-4 input (``narrow``: steering)."""
+    reg, forms = registry("onnx"), collections.Counter()
+    for i in range(n):
+        b = Builder(random.Random(i), i, "normal", reg, narrow)
+        b.add_op("MatMul", [b.add_input("in0", TensorType((1, 2, 3, 4)))])
+        forms[next(x.params["form"] for x in b.g.nodes if x.op == "MatMul")] += 1
+    return forms
+
+
+def test_a_settled_parameter_value_is_left_out_of_the_draw_the_operator_stays():
+    """MNN's MatMul by a 1-D operand gives no outputs (a failure named MatMul, no node): once
+    it settled, the solver leaves "vector" out of most draws; MatMul itself is still placed."""
+    k = KnownFailures()
+    t = TensorType((1, 2, 3, 4))
+    for i in range(40):
+        form = ("vector", "weight", "batched", "left")[i % 4]
+        g = Graph({"in0": t}, [Node("n0", "MatMul", ["in0"], {"form": form}, t, "MatMul")], ["n0"], seed=i)
+        k.observe(g, {"status": "IF", "node": "", "op": "MatMul"} if form == "vector" else {"status": "DCP"})
+    plain, steered = _forms(None), _forms(k.narrow)
+    assert plain["vector"] > 50  # a quarter of the draws
+    assert 0 < steered["vector"] < plain["vector"] / 4, (plain, steered)  # rare, never banned
+    assert sum(steered.values()) == sum(plain.values())  # every node still a MatMul
+    assert min(steered[f] for f in ("weight", "batched", "left")) > 0.8 * min(plain[f] for f in ("weight", "batched", "left"))
+
+
+def test_narrowing_leaves_other_operators_and_never_empties_a_choice():
+    from gbft_action.ops.domains import Choice
+
+    k = KnownFailures()
+    t = TensorType((1, 2, 3, 3))
+    for i in range(10):  # every value of MatMul.form fails
+        for form in ("vector", "input"):
+            g = Graph({"in0": t}, [Node("n0", "MatMul", ["in0"], {"form": form}, t, "MatMul")], ["n0"], seed=i)
+            k.observe(g, {"status": "DCF", "node": "n0"})
+    doms = {"form": Choice(("vector", "input")), "mode": Choice(("a", "b"))}
+    rng = random.Random(0)
+    assert all(k.narrow("MatMul", doms, rng)["form"].values for _ in range(100))  # never empty
+    assert k.narrow("Relu", doms, rng) is doms  # nothing settled on its parameters

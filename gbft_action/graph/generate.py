@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..corpus import Block, Corpus
 from .ir import Graph, TensorType
 from .models import make_graph, trim_degrees
-from .solver import Builder, GenError
+from .solver import Builder, GenError, Narrow
 
 GRAPH_MODELS = ("ws", "rn")
 
@@ -126,9 +126,10 @@ def draw_values(seed: int, share: float) -> str:
     return "special" if random.Random(f"gbft-values:{seed}").random() < share else "normal"
 
 
-def realise(rng: random.Random, corpus: Corpus, sk: Skeleton, seed: int) -> Graph:
-    """Turn a skeleton into a valid IR graph (shapes and parameters solved)."""
-    b = Builder(rng, seed, sk.values, corpus.reg)
+def realise(rng: random.Random, corpus: Corpus, sk: Skeleton, seed: int, narrow: Narrow | None = None) -> Graph:
+    """Turn a skeleton into a valid IR graph (shapes and parameters solved; ``narrow``: the
+    parameter domains steering leaves each node)."""
+    b = Builder(rng, seed, sk.values, corpus.reg, narrow)
     x = b.add_input("in0", TensorType(sk.input_shape))
     out: list[str] = []
     for j in range(sk.n):

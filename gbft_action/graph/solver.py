@@ -16,7 +16,7 @@ special values on purpose.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Callable
 
 from ..ops import ranges
 from ..ops.domains import Domain
@@ -25,14 +25,21 @@ from ..ops.registry import TF, Registry
 from ..ops.specs import F32
 from .ir import Graph, Node, TensorType
 
+# An operator's parameter domains, narrowed for one node (rng: the generator's own stream).
+Narrow = Callable[[str, dict[str, Domain], random.Random], dict[str, Domain]]
+
 
 class GenError(RuntimeError):
     """The generator built something it should not have (a solver bug)."""
 
 
 class Builder:
-    def __init__(self, rng: random.Random, seed: int, values: str = "normal", reg: Registry = TF) -> None:
+    def __init__(self, rng: random.Random, seed: int, values: str = "normal", reg: Registry = TF,
+                 narrow: Narrow | None = None) -> None:
         self.rng = rng
+        # Steering (search.known.KnownFailures.narrow): an operator's domains without the
+        # parameter values known to fail, drawn per node; None: the domains as they are.
+        self.narrow = narrow
         self.reg = reg  # the corpus's operator registry: specs, range rules (adapter names are shared)
         self.g = Graph(inputs={}, nodes=[], outputs=[], seed=seed, values=values)
         self.g.check()  # an unknown ``values`` fails here, not in a later stage
@@ -85,6 +92,8 @@ class Builder:
         ins = [self._types[i] for i in inputs]
         want = spec.want(self.rng, ins)
         names = [self.coerce(n, w) for n, w in zip(inputs, want)]
+        if self.narrow is not None:
+            doms = self.narrow(op, {**spec.domains, **(doms or {})}, self.rng)
         params = spec.sample(self.rng, want, doms)
         if fixed:  # PM-mutated values: repaired against the shapes like any draw
             params = spec.repair(self.rng, want, {**params, **fixed})

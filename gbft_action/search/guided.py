@@ -165,12 +165,13 @@ class GuidedSource:
         for m, r in muts:
             if m.level != "edges":
                 m.apply(rng, sk, self.corpus, r)
+        narrow = self.known.narrow if steer else None  # parameter values known to fail, left out
         try:
-            g = realise(rng, self.corpus, sk, case_seed(self.seed, index, self.shard))
+            g = realise(rng, self.corpus, sk, case_seed(self.seed, index, self.shard), narrow)
         except GenError:
             sk.overrides.clear()
             sk.fixed_params.clear()
-            g = realise(rng, self.corpus, sk, case_seed(self.seed, index, self.shard))
+            g = realise(rng, self.corpus, sk, case_seed(self.seed, index, self.shard), narrow)
         g.meta["mutations"] = [f"{m.name}:{r}" for m, r in muts]
         g.meta["path"] = [b.name for b in chosen]
         return g, path

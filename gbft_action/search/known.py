@@ -25,7 +25,7 @@ index order, so the same seed, corpus and engine give the same models.  ``to_jso
 ``from_json``: the counts travel in state.json, so ``--state`` starts from what an earlier
 run learned.
 
-May import: graph.ir, oracle (statuses) only.
+May import: graph.ir, ops.domains, oracle (statuses) only.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import random
 from typing import Any
 
 from ..graph.ir import Graph, Node
+from ..ops.domains import Choice, Domain
 from ..oracle import ENGINE_FAILURES, Status
 
 SETTLE = 3  # failures on a trigger before it steers: one or two may be a fluke of one model
@@ -129,6 +130,31 @@ class KnownFailures:
         lift = a / (self.present.get(trigger, 0) + PRIOR) - self.anonymous_total / max(1, self.models) \
             if a >= SETTLE else 0.0
         return max(located, lift)
+
+    def narrow(self, op: str, doms: dict[str, Domain], rng: random.Random) -> dict[str, Domain]:
+        """``op``'s parameter domains with each settled risky value of a choice left out, with
+        probability STRENGTH times its risk (drawn from ``rng``): the generator still places the
+        operator, with the values that are not known to fail.  Without it an operator young in
+        coverage (steering kept it rare, so its shape vectors stayed few) came back in bulk and
+        with it its failing value: twenty MatMul nodes a model, one of them a 1-D operand, and
+        two bursts of 400 models in a row failing on the known "0 of N outputs" defect.  A
+        choice never loses every value."""
+        if op not in self._by_params():
+            return doms
+        out = dict(doms)
+        for k, d in sorted(doms.items()):
+            if not isinstance(d, Choice):
+                continue
+            left = tuple(v for v in d.values if not (self._trigger_risk(op, k, v) > 0
+                                                    and rng.random() < STRENGTH * self._trigger_risk(op, k, v)))
+            if left and left != d.values:
+                out[k] = Choice(left)
+        return out
+
+    def _trigger_risk(self, op: str, k: str, v: Any) -> float:
+        if not (isinstance(v, (str, bool)) or (isinstance(v, int) and -8 <= v <= 8)):
+            return 0.0  # not a trigger (triggers)
+        return min(1.0, self.share(f"{op}.{k}={v}") / FULL_RISK)
 
     def keep(self, g: Graph, rng: random.Random) -> bool:
         """Whether to run g: with probability 1 - STRENGTH * (its riskiest node's risk).  Not a
