@@ -15,11 +15,12 @@ import yaml
 
 from gbft_action.action.config import INPUTS, ActionConfig, ConfigError
 from gbft_action.action.main import exit_code
+from gbft_action.bugs.triage import tally
 
 from .conftest import ROOT, gbft_cmd
 
-OUTPUTS = {"models", "failures", "new-failures", "changed", "fixed", "pre-existing", "issues-filed", "coverage-olc",
-           "report-dir", "build-seconds", "base-build-seconds", "base-build-cached"}
+OUTPUTS = {"models", "failures", "fingerprints", "new-failures", "new-fingerprints", "changed", "fixed", "pre-existing",
+           "issues-filed", "coverage-olc", "report-dir", "build-seconds", "base-build-seconds", "base-build-cached"}
 
 
 def action_env(ws: Path, **inputs: str) -> dict[str, str]:
@@ -189,9 +190,11 @@ def test_sigterm_in_any_phase_still_writes_the_outputs(monkeypatch, tmp_path, wh
     assert s["stop_reason"] == reason and out["models"] == str(s["models"])
     assert (s["models"] > 0) == judged and out["issues-filed"] == "0"
     # Only a confirmed failure is blamed: cut short in the confirmations, none is.
-    assert out["new-failures"] == ("0" if base else str(len(s.get("new_failures", []))))
+    t = tally(s)  # outputs in the headline's unit: root causes, fingerprints beside them
+    assert out["new-failures"] == ("0" if base else str(t.new)) and out["failures"] == str(t.failures)
+    assert out["new-fingerprints"] == ("0" if base else str(len(s.get("new_failures", []))))
     if base:
-        assert s["triage"]["blamed"] == [] and out["pre-existing"] == str(s["triage"]["counts"]["pre-existing"])
+        assert s["triage"]["blamed"] == [] and out["pre-existing"] == str(t.by_verdict["pre-existing"])
 
 
 @pytest.mark.slow

@@ -112,13 +112,31 @@ def test_headline_says_the_answer_first():
     assert triage.failing(s) == ["a", "b"]
     # A red check names what broke, from the root causes holding the new failures, as plain text.
     s["new_failures"] = ["a", "b"]
-    s["root_causes"] = [{"title": "Tanh: conversion error", "fingerprints": ["b"], "count": 9},
-                        {"title": "Add: wrong results <img src=x> @team `x`", "fingerprints": ["a"], "count": 2},
-                        {"title": "Sub: crash", "fingerprints": ["c"], "count": 50}]
-    assert triage.headline(s).startswith("**2 new failures introduced by this pull request**: "
-                                         "Tanh: conversion error; Add: wrong results img src=x> team x; 3 pre-existing")
+    s["root_causes"] = [{"key": "r1", "title": "Tanh: conversion error", "fingerprints": ["b"], "count": 9,
+                         "verdict": "new"},
+                        {"key": "r2", "title": "Add: wrong results <img src=x> @team `x`", "fingerprints": ["a"],
+                         "count": 2, "verdict": "new"},
+                        {"key": "r3", "title": "Sub: crash", "fingerprints": ["c", "d", "e"], "count": 50,
+                         "verdict": "pre-existing"}]
+    # Counted in root causes, as the tables and the outputs count them (the fingerprints'
+    # verdict counts said 3 pre-existing: three fingerprints of one root cause).
+    assert triage.headline(s) == ("**2 new failures introduced by this pull request**: Tanh: conversion error; "
+                                  "Add: wrong results img src=x> team x; 1 pre-existing (the base build fails the "
+                                  "same way, so they do not fail this check).")
+    t = triage.tally(s)
+    assert (t.failures, t.new, t.new_fingerprints, t.new_keys) == (3, 2, 2, ("r1", "r2"))
+    # Two new fingerprints of one root cause: one new failure.
+    s["root_causes"][0]["fingerprints"] = ["a", "b"]
+    del s["root_causes"][1]
+    assert triage.headline(s).startswith("**1 new failure introduced by this pull request**: Tanh")
+    # A new fingerprint the campaign did not blame (a reference disagreement, policy summary) is
+    # never a new failure.
+    s["root_causes"].append({"key": "r4", "title": "Rsqrt: TensorFlow and ONNX Runtime disagree",
+                             "fingerprints": ["f"], "count": 1, "verdict": "new", "policy": "summary"})
+    assert triage.tally(s).new == 1
     s = {"unique_failures": 4, "new_failures": ["a"]}
     assert "No base build" in triage.headline(s) and triage.failing(s) == ["a"]
+    assert triage.headline(s).startswith("4 distinct failures, 1 not seen before")
 
 
 # --------------------------------------------------------------------------- a campaign with two builds
@@ -178,14 +196,16 @@ def test_every_verdict_from_one_campaign_and_every_output_agrees(tmp_path, fake_
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step.md"))
     am._write_outputs(ActionConfig(), out, s, 0)
     o = dict(line.split("=", 1) for line in (tmp_path / "gh-out.txt").read_text().splitlines())
-    c = s["triage"]["counts"]
+    # One unit, root causes: the outputs, the headline and the "new" table count the same thing.
+    c = triage.tally(s).by_verdict
     assert (o["new-failures"], o["changed"], o["fixed"], o["pre-existing"]) == \
         (str(c["new"]), str(c["changed"]), str(c["fixed"]), str(c["pre-existing"]))
-    assert int(o["new-failures"]) == len(s["new_failures"]) >= 1 and int(o["changed"]) >= 1
+    assert int(o["new-fingerprints"]) == len(s["new_failures"]) >= int(o["new-failures"]) >= 1
+    assert int(o["changed"]) >= 1 and int(o["failures"]) == len(s["root_causes"])
     assert am.exit_code("new", s["unique_failures"], len(triage.failing(s))) == am.EXIT_FAILED
     md = (tmp_path / "step.md").read_text()
     assert md.splitlines()[2].startswith(f"**{c['new']} new failure") and "introduced by this pull request" in md
-    assert "### New failures introduced by this pull request" in md and "### Fixed by this pull request" in md
+    assert f"### New failures introduced by this pull request ({c['new']})" in md and "### Fixed by this pull request" in md
     assert "fake build a: rejects Tanh" in md.split("### New failures")[1].split("###")[0]
     # Ids only in the collapsed block, never in the tables above it.
     head, _, ids = md.partition("<details>")

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..bugs.triage import failing
+from ..bugs.triage import failing, tally
 from ..engines.source import BuildFailed, BuildPlan, BuildRecord
 from ..report.sanitize import code_block, inline
 from .config import ActionConfig, ConfigError
@@ -126,8 +126,8 @@ def _run(cfg: ActionConfig, t0: float, builds: list[BuildRecord]) -> int:
     if disk_filled(summary):  # a verdict over fewer models than the budget allowed: the step errs
         print(f"::error title=gbft-action: output disk full::{inline(str(summary['stop_reason']), 300)}; "
               f"the summary covers the {summary['models']} models judged")
-    return exit_code(cfg.fail_on, summary["unique_failures"], len(failing(summary)),
-                     report_failed or disk_filled(summary))
+    t = tally(summary)
+    return exit_code(cfg.fail_on, t.failures, t.new, report_failed or disk_filled(summary))
 
 
 def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
@@ -217,12 +217,11 @@ def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
 
 def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed: int,
                    builds: Sequence[BuildRecord] = ()) -> None:
-    counts = (summary.get("triage") or {}).get("counts", {})
-    outputs = {"models": summary["models"], "failures": summary["unique_failures"],
-               # With a base build, new_failures holds exactly the confirmed new ones.
-               "new-failures": len(summary.get("new_failures", [])),
-               "changed": counts.get("changed", 0), "fixed": counts.get("fixed", 0),
-               "pre-existing": counts.get("pre-existing", 0), "issues-filed": filed,
+    t = tally(summary)  # the headline's and the tables' unit: root causes, fingerprints as detail
+    outputs = {"models": summary["models"], "failures": t.failures, "fingerprints": t.fingerprints,
+               "new-failures": t.new, "new-fingerprints": t.new_fingerprints,
+               "changed": t.by_verdict.get("changed", 0), "fixed": t.by_verdict.get("fixed", 0),
+               "pre-existing": t.by_verdict.get("pre-existing", 0), "issues-filed": filed,
                "coverage-olc": _olc(summary), "report-dir": str(out), **_build_outputs(builds)}
     path = os.environ.get("GITHUB_OUTPUT")
     if path:

@@ -257,50 +257,84 @@ def failing(summary: dict[str, Any]) -> list[str]:
     return list(tri["blamed"]) if tri else list(summary.get("new_failures", []))
 
 
+@dataclass(frozen=True)
+class Tally:
+    """A campaign's answer in one unit, read by the headline, the job summary's tables and the
+    step's outputs alike: root causes, with fingerprints as detail (an output written before
+    root causes counts fingerprints).  "8 new failures" over a table of 4 and an output of 3
+    was three units for one answer."""
+
+    failures: int  # distinct failures
+    fingerprints: int
+    new: int  # what fails the check (fail-on: new)
+    new_fingerprints: int
+    new_keys: tuple[str, ...]  # the root causes (fingerprints) failing the check, largest first
+    by_verdict: dict[str, int] = field(default_factory=dict)  # with a base build
+
+
+def tally(summary: dict[str, Any]) -> Tally:
+    """The counts of a summary.json (untrusted data: numbers and ids only are read)."""
+    blamed = set(failing(summary))
+    fps = int(summary.get("unique_failures", 0))
+    tri = summary.get("triage")
+    counts = {k: int(v) for k, v in (tri or {}).get("counts", {}).items()}
+    rcs = summary.get("root_causes")
+    if rcs is None:
+        return Tally(fps, fps, len(blamed), len(blamed), tuple(sorted(blamed)), counts)
+    # A root cause fails the check through its fingerprints: those the campaign kept in
+    # new_failures only (policy report: a reference disagreement or a precision class never).
+    new = sorted((rc for rc in rcs if blamed & set(rc.get("fingerprints") or [])),
+                 key=lambda rc: (-int(rc.get("count") or 0), str(rc.get("key", ""))))
+    by_verdict = dict(Counter(str(rc.get("verdict") or "") for rc in rcs)) if tri else {}
+    if tri:  # the blamed ones are "new" whatever else their fingerprints were; the rest by their verdict
+        by_verdict = {v.value: 0 for v in Verdict} | {k: n for k, n in by_verdict.items() if k}
+        by_verdict["new"] = len(new)
+        # The base build's own failures have no root causes (nothing of this build to minimise).
+        by_verdict["fixed"], by_verdict["flaky-fixed"] = counts.get("fixed", 0), counts.get("flaky-fixed", 0)
+    return Tally(len(rcs), fps, len(new), len(blamed), tuple(str(rc.get("key", "")) for rc in new), by_verdict)
+
+
 _PLAIN = re.compile(r"[^A-Za-z0-9 _:.,()=+/>\[\]-]")  # a title from a run's summary.json is untrusted data
 MAX_TITLES = 3
 
 
-def _new_titles(summary: dict[str, Any]) -> list[str]:
-    """The root causes (their titles, largest first) holding a new failure: what broke."""
-    new = set(summary.get("new_failures") or [])
-    causes = [rc for rc in summary.get("root_causes") or [] if new & set(rc.get("fingerprints") or [])]
-    causes.sort(key=lambda rc: -int(rc.get("count") or 0))
+def _new_titles(summary: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+    """The titles of the root causes ``keys`` (largest first) as plain text: what broke."""
+    by_key = {str(rc.get("key", "")): rc for rc in summary.get("root_causes") or []}
     # Brackets stay ("[onnx] Add: ..."), escaped so that no link can form.
-    titles = [_PLAIN.sub("", str(rc.get("title") or ""))[:100].replace("[", "\\[").replace("]", "\\]")
-              for rc in causes]
+    titles = [_PLAIN.sub("", str(by_key[k].get("title") or ""))[:100].replace("[", "\\[").replace("]", "\\]")
+              for k in keys if k in by_key]
     shown = [t for t in titles if t][:MAX_TITLES]
     return shown + [f"and {len(titles) - len(shown)} more"] if len(titles) > len(shown) and shown else shown
 
 
 def headline(summary: dict[str, Any]) -> str:
     """The answer, in one line, for the top of the job summary."""
-    tri = summary.get("triage")
-    if not tri:
-        n, new = int(summary.get("unique_failures", 0)), len(summary.get("new_failures", []))
-        return (f"{n} distinct failure{_s(n)}, {new} not seen before. No base build to compare with: "
-                f"set `base-build` to tell what this pull request introduced.")
-    c = {k: int(v) for k, v in tri["counts"].items()}  # summary.json is data from a run: numbers only here
-    new, changed, pre, fixed = c["new"], c["changed"], c["pre-existing"], c["fixed"]
-    if "root_causes" in summary:  # what fails the check, as the outputs and the table count it
-        new = len(summary.get("new_failures") or [])
-    head = f"**{new} new failure{_s(new)} introduced by this pull request**" if new else "**No new failures**"
-    titles = _new_titles(summary) if new else []
+    t = tally(summary)
+    unit = "root cause" if "root_causes" in summary else "distinct failure"
+    detail = f" ({t.fingerprints} fingerprint{_s(t.fingerprints)})" if "root_causes" in summary else ""
+    if not summary.get("triage"):
+        return (f"{t.failures} {unit}{_s(t.failures)}{detail}, {t.new} not seen before. No base build to compare "
+                f"with: set `base-build` to tell what this pull request introduced.")
+    c = t.by_verdict
+    head = f"**{t.new} new failure{_s(t.new)} introduced by this pull request**" if t.new else "**No new failures**"
+    titles = _new_titles(summary, t.new_keys) if t.new else []
     if titles:  # a red check says what broke, first
         head += ": " + "; ".join(titles)
     rest = []
-    if changed:
-        rest.append(f"{changed} changed behaviour{_s(changed)} (the builds differ where TensorFlow cannot tell "
-                    f"which is right, or fail differently; listed, not failing this check)")
-    if pre:
-        rest.append(f"{pre} pre-existing (the base build fails the same way, so they do not fail this check)")
-    if fixed:
-        rest.append(f"{fixed} fixed")
-    if c["flaky-new"]:
+    if c.get("changed"):
+        rest.append(f"{c['changed']} changed behaviour{_s(c['changed'])} (the builds differ where TensorFlow cannot "
+                    f"tell which is right, or fail differently; listed, not failing this check)")
+    if c.get("pre-existing"):
+        rest.append(f"{c['pre-existing']} pre-existing (the base build fails the same way, so they do not fail this "
+                    f"check)")
+    if c.get("fixed"):
+        rest.append(f"{c['fixed']} fixed")
+    if c.get("flaky-new"):
         rest.append(f"{c['flaky-new']} flaky (not reproducible on every replay; not blamed)")
-    if c["flaky-fixed"]:
+    if c.get("flaky-fixed"):
         rest.append(f"{c['flaky-fixed']} base-build failures too flaky to call fixed")
-    if c["unchecked"]:
+    if c.get("unchecked"):
         rest.append(f"{c['unchecked']} unchecked (the budget ran out before the confirmation replays)")
     return head + ("; " + "; ".join(rest) if rest else "") + "."
 

@@ -397,6 +397,8 @@ class _Run:
 SECTIONS = (
     ("new", "New failures introduced by this pull request",
      "Fail on this pull request's build, pass on the base build; confirmed by replays on fresh workers of both builds."),
+    ("new-listed", "New, listed only (not failing)", "Seen on this build only, of a class the symptom policy lists "
+     "rather than files (precision, NaN/Inf, a reference disagreement), or seen before (--state)."),
     ("changed", "Changed behaviour (not failing)", "Both builds fail differently, or their results differ where "
      "TensorFlow cannot tell which is right; confirmed by replays. Worth a look: a fix as often as a regression."),
     ("flaky-new", "Flaky (not blamed)", "Seen on this build only, but not on every replay: not pinned on the PR."),
@@ -411,8 +413,9 @@ SECTIONS = (
 def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict[str, Any]],
                 index: dict[str, Issue], res: ReportResult) -> str:
     """The Markdown job summary: the answer first, a table per verdict, ids in a collapsed block."""
-    from ..bugs.triage import headline
+    from ..bugs.triage import headline, tally
 
+    blamed = set(tally(summary).new_keys)  # the "new" table holds what fails the check, nothing else
     rows: dict[str, list[dict[str, Any]]] = {}
     ids: list[dict[str, Any]] = []
     rcs = root_causes(summary)
@@ -423,7 +426,7 @@ def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict
         if rc["policy"] == "ignore":
             ignored[rc["symptom"]] += 1
         else:
-            _root_cause_row(rc, summary, metas, index, rows, ids)
+            _root_cause_row(rc, summary, metas, index, rows, ids, blamed)
     fixed = (summary.get("triage") or {}).get("fixed", [])
     for f in [*summary.get("failures", []), *fixed]:
         if f["key"] not in covered:  # every fingerprint of an older output; any a root cause misses
@@ -458,7 +461,8 @@ def _fingerprint_row(f: dict[str, Any], summary: dict[str, Any], metas: dict[str
 
 
 def _root_cause_row(rc: dict[str, Any], summary: dict[str, Any], metas: dict[str, dict[str, Any]],
-                    index: dict[str, Issue], rows: dict[str, list[dict[str, Any]]], ids: list[dict[str, Any]]) -> None:
+                    index: dict[str, Issue], rows: dict[str, list[dict[str, Any]]], ids: list[dict[str, Any]],
+                    blamed: set[str]) -> None:
     fid = _shown(rc, metas)
     meta = metas.get(fid, {}) if fid else {}
     issue = _link(index.get(tracking_key(tracking_class(rc)) if tracked(rc) else rc["key"]))
@@ -467,7 +471,8 @@ def _root_cause_row(rc: dict[str, Any], summary: dict[str, Any], metas: dict[str
     elif not rc.get("settled", True) and not issue:
         issue = Markup(UNSETTLED)
     verdict = rc.get("verdict", "")
-    rows.setdefault(verdict, []).append({
+    section = "new-listed" if verdict == "new" and rc["key"] not in blamed else verdict
+    rows.setdefault(section, []).append({
         "title": str(rc.get("title") or meta.get("title") or rc["key"])[:120], "op": ", ".join(rc.get("ops", []))[:40],
         "symptom": symptom_text(rc["symptom"]), "fingerprints": len(rc["fingerprints"]), "count": rc["count"],
         "size": meta.get("minimized_size", ""), "issue": issue})
