@@ -7,6 +7,7 @@ Users may point ``template_dir`` at their own templates (same names).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -64,6 +65,35 @@ class RunContext:
         )
 
 
+# What an issue keeps of itself across runs, in a marker (never read back from its prose):
+# occurrences, first and last seen, platforms.  Base64 of JSON: no "-->" can end the comment.
+STATE = re.compile(r"<!-- gbft-issue-state: ([A-Za-z0-9+/=]*) -->")
+_DATE = re.compile(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\dZ)?")
+
+
+def issue_state(meta: dict[str, Any]) -> dict[str, Any]:
+    return {"occurrences": int(meta.get("occurrences", 1)), "first_seen": str(meta.get("first_seen", ""))[:20],
+            "last_seen": str(meta.get("last_seen", ""))[:20],
+            "platforms": sorted(str(p)[:40] for p in (meta.get("platforms") or []))[:8]}
+
+
+def encode_state(state: dict[str, Any]) -> str:
+    return base64.b64encode(json.dumps(state, separators=(",", ":"), sort_keys=True).encode()).decode()
+
+
+def decode_state(body: str) -> dict[str, Any] | None:
+    """The state marker of an issue body (data anyone may have edited: exact types or None)."""
+    m = STATE.search(body or "")
+    try:
+        d = json.loads(base64.b64decode(m.group(1), validate=True)) if m else None
+    except ValueError:
+        return None
+    ok = (isinstance(d, dict) and type(d.get("occurrences")) is int and d["occurrences"] >= 0
+          and all(isinstance(d.get(k), str) and (not d[k] or _DATE.fullmatch(d[k])) for k in ("first_seen", "last_seen"))
+          and isinstance(d.get("platforms"), list) and all(isinstance(p, str) for p in d["platforms"]))
+    return d if ok else None
+
+
 def _rc_view(rc: dict[str, Any]) -> dict[str, Any]:
     """What the issue template shows of a root cause (raw values: the template sanitises each)."""
     return {"key": rc["key"], "symptom": symptom_text(rc["symptom"]), "title": rc.get("title", ""),
@@ -110,7 +140,7 @@ class Renderer:
             repro_lines=repro.count("\n"), repro_block=code_block(repro, "python"),
             engine_only=(bundle / "repro_engine.py").exists(),
             log_block=code_block("\n".join(log.splitlines()[-60:])) if log.strip() else "",
-            rc=_rc_view(rc) if rc else None, merged=list(merged))
+            rc=_rc_view(rc) if rc else None, merged=list(merged), state=Markup(encode_state(issue_state(meta))))
         if rc:
             return title(f"[{symptom_text(rc['symptom'])}] {rc.get('title') or fp['title']}"), truncate_body(body)
         return title(fp["title"]), truncate_body(body)

@@ -25,7 +25,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..bugs.policy import POLICIES, policy_for
-from .render import TRACKING_TITLES, Renderer, RunContext, symptom_text
+from .render import TRACKING_TITLES, Renderer, RunContext, decode_state, symptom_text
 from .trackers import FINGERPRINT_ID, ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
 
 PRECISION_TRACKING = "gbft-precision-tracking"  # the tracker key of the one precision tracking issue
@@ -557,17 +557,27 @@ def _valid_row(r: Any) -> bool:
 
 
 def _merged(meta: dict[str, Any], issue: Issue) -> dict[str, Any]:
-    """Occurrences and platforms of this run added to what the issue body says already."""
+    """Occurrences and platforms of this run added to what the issue's state marker holds
+    (render.decode_state).  An issue filed before the marker (version 0) is read from its
+    table rows once; the body written now carries the marker."""
     m = dict(meta)
-    prev = re.search(r"\| Occurrences \| (\d+) \(first seen ([^,]*),", issue.body)
-    if prev:
-        m["occurrences"] = int(prev.group(1)) + int(meta.get("occurrences", 1))
-        m["first_seen"] = prev.group(2)
-    plat = re.search(r"\| Platforms \| ([^|]*) \|", issue.body)
-    if plat:
-        old = [p.strip() for p in plat.group(1).split(",") if p.strip() and p.strip() != "?"]
-        m["platforms"] = sorted(set(old) | set(meta.get("platforms") or []))
+    prev = decode_state(issue.body) or _legacy_state(issue.body)
+    if prev is None:
+        return m
+    m["occurrences"] = prev["occurrences"] + int(meta.get("occurrences", 1))
+    m["first_seen"] = prev["first_seen"] or m.get("first_seen", "")
+    old = [p for p in prev["platforms"] if p and p != "?"]
+    m["platforms"] = sorted(set(old) | set(meta.get("platforms") or []))
     return m
+
+
+def _legacy_state(body: str) -> dict[str, Any] | None:
+    occ = re.search(r"\| Occurrences \| (\d+) \(first seen ([^,]*),", body)
+    plat = re.search(r"\| Platforms \| ([^|]*) \|", body)
+    if not occ:
+        return None
+    return {"occurrences": int(occ.group(1)), "first_seen": occ.group(2)[:20],
+            "platforms": [p.strip() for p in plat.group(1).split(",")] if plat else []}
 
 
 def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, render: Renderer,
