@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import shutil
 import time
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ import numpy as np
 from ..graph.ir import Graph
 from ..oracle import Status, judge_outputs
 from ..pipeline import CaseResult, Lane
-from .bundle import BugBook
+from .bundle import BugBook, read_meta, write_meta
 from .fingerprint import Fingerprint
 from .minimize import minimize
 from .rootcause import local_key
@@ -127,7 +126,7 @@ def needs_base(target: Fingerprint) -> bool:
 def load_bundle(bundle: Path) -> tuple[dict[str, Any], Graph, Graph | None]:
     if not (bundle / "meta.json").exists():
         raise ValueError(f"{bundle}: not a bug bundle (no meta.json)")
-    meta = json.loads((bundle / "meta.json").read_text())
+    meta = read_meta(bundle)
     g = Graph.from_json((bundle / "graph.json").read_text())
     small = Graph.from_json((bundle / "minimized.json").read_text()) if (bundle / "minimized.json").exists() else None
     return meta, g, small
@@ -165,9 +164,7 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
     if not check_flaky:
         return stats
     flaky = is_flaky(lane, small, target, platforms=where)
-    meta = json.loads((bundle / "meta.json").read_text())
-    meta["flaky"] = flaky
-    (bundle / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    write_meta(bundle, {**read_meta(bundle), "flaky": flaky})  # atomic: a kill here loses no bundle
     return {**stats, "flaky": flaky}
 
 
