@@ -21,8 +21,7 @@ The reserve grows with the distinct failures met, so that each is diagnosed.
 
 With ``shard`` (I, N) the campaign is part I of N of one campaign: the source draws its case
 seeds from shard I's residue class (``search.case_seed``), so shards never share a model;
-``merge`` makes their outputs one, with ``build_summary``, ``add_triage`` and
-``add_root_causes`` from here.
+``merge`` makes their outputs one, with ``summarize`` from here.
 
 May import: pipeline, store, search, graph, corpus, bugs, engines.builds, platforms;
 never report or action.
@@ -41,6 +40,7 @@ from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
 from pathlib import Path
 from queue import Queue
 from typing import Any, Callable
@@ -61,7 +61,7 @@ from .bugs.fingerprint import Fingerprint
 from .bugs.diagnose import diagnose
 from .bugs.policy import SYMPTOMS, policy_for
 from .bugs.replay import confirm_bug
-from .bugs.rootcause import Diagnosed, RootKey, assemble, local_key
+from .bugs.rootcause import Diagnosed, RootCause, RootKey, assemble, local_key
 from .engines.builds import EngineBuild
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
@@ -71,6 +71,17 @@ from .workers.supervisor import WorkerClosed
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
 DISK_FULL = "disk full"  # the stop reason's prefix when the output disk filled (the CLI exits EXIT_ERROR)
+
+
+class StopReason(str, Enum):
+    """Why the loop stopped on its own (summary.json keeps the text).  An outside stop (a signal,
+    a full disk) says its own words: request_stop's reason."""
+
+    BUDGET = "budget reached"
+    MAX_MODELS = "max-models reached"
+
+    def __str__(self) -> str:
+        return self.value
 # Results of case i reach the generator just before case i + LAG is generated,
 # whatever the number of lanes: a fixed lag keeps guided generation deterministic
 # while up to LAG cases are in flight.
@@ -325,11 +336,11 @@ class Campaign:
             return
         self._stop.clear()
         # The reserve the loop kept (with --max-models: at most that much from now).
-        end = deadline - tail if reason == "budget reached" else \
+        end = deadline - tail if reason == StopReason.BUDGET else \
             min(deadline, time.monotonic() + self._reserve(share) + GRACE_S)
         self._confirm(lanes, end)
         self._diagnose(lanes, end)
-        if reason == "budget reached" and not self._interrupted:  # only the reserve was reached
+        if reason == StopReason.BUDGET and not self._interrupted:  # only the reserve was reached
             self._more_models(lanes, deadline, tail)
         elif not self._interrupted:
             self.stop_reason = reason
@@ -350,7 +361,7 @@ class Campaign:
             self._stop.clear()
             self._confirm(lanes, deadline)
             self._diagnose(lanes, deadline)
-            self.stop_reason = self.stop_reason or "budget reached"
+            self.stop_reason = self.stop_reason or StopReason.BUDGET
             if done() == before or deadline - time.monotonic() <= GRACE_S:
                 return  # nothing more fitted: the rest is the grace
 
@@ -569,10 +580,10 @@ class Campaign:
             pools = {fe: stack.enter_context(ThreadPoolExecutor(q.qsize())) for fe, q in free.items()}
             while not self._stop.is_set():
                 if self.cfg.max_models and index >= self.cfg.max_models:
-                    self._loop_stop("max-models reached")
+                    self._loop_stop(StopReason.MAX_MODELS)
                     break
                 if time.monotonic() + est > deadline():
-                    self._loop_stop("budget reached")
+                    self._loop_stop(StopReason.BUDGET)
                     break
                 while (window and window[0].done()) or len(window) >= LAG:
                     est = self._record(window.popleft().result(), est)
@@ -621,65 +632,119 @@ class Campaign:
         self.sessions.append({"elapsed_s": round(elapsed, 3), "models": session_models,
                               "stop_reason": self.stop_reason})
         self._feed_until(len(self.records))  # the state saved below has seen every result
-        summary = build_summary(self.records, self.sessions, self.cfg, self.engine_info, self.platform_info)
-        if self.mixed:  # coverage per front end: an ONNX operator is not the TensorFlow one
-            cov = self.source.summary() if isinstance(self.source, MixedSource) else {}
-            summary["frontends"] = frontend_counts(self.records, [fe.name for fe in self.frontends], cov)
-        elif hasattr(self.source, "summary"):
-            summary["coverage"] = self.source.summary()
         self.bugs.save()
-        summary["new_failures"] = [f for f in self.bugs.new_ids() if not self.bugs.flaky(f)]
-        if self.cfg.base is not None:
-            self._add_triage(summary)
-        self._add_root_causes(summary)
-        summary["run_id"] = self.run_id
-        summary["minimized"] = self.minimized
-        summary["bugs_dir"] = str(self.cfg.out / "bugs")
+        summary = summarize(SummaryInputs(
+            records=self.records, sessions=self.sessions, cfg=self.cfg, engine=self.engine_info,
+            platform_info=self.platform_info, book=self.bugs,
+            new_ids=[f for f in self.bugs.new_ids() if not self.bugs.flaky(f)],
+            run_id=self.run_id, minimized=self.minimized, bugs_dir=str(self.cfg.out / "bugs"),
+            triage=self._triage_inputs(), **self._coverage()))
         self.store.write_json("summary.json", summary)
         self.store.write_json(STATE_FILE, self.source.state())
         self._write_campaign()
         return summary
 
-    def _add_triage(self, summary: dict[str, Any]) -> None:
-        base = {"source": self.cfg.base.source if self.cfg.base is not None else "", **self.base_info}
-        add_triage(summary, self.cfg.out, self.records, self.confirmed, base)
+    def _coverage(self) -> dict[str, Any]:
+        """Coverage, per front end in a mixed campaign (an ONNX operator is not the TensorFlow one)."""
+        if self.mixed:
+            cov = self.source.summary() if isinstance(self.source, MixedSource) else {}
+            return {"frontends": frontend_counts(self.records, [fe.name for fe in self.frontends], cov)}
+        return {"coverage": self.source.summary()} if hasattr(self.source, "summary") else {}
 
-    def _add_root_causes(self, summary: dict[str, Any]) -> None:
-        add_root_causes(summary, self._first_records(), self.bugs, self.cfg.symptom_policy)
+    def _triage_inputs(self) -> TriageInputs | None:
+        if self.cfg.base is None:
+            return None
+        return TriageInputs(self.cfg.out, self.confirmed, {"source": self.cfg.base.source, **self.base_info})
+
+@dataclass(frozen=True)
+class TriageInputs:
+    """What the verdict against the base build is made of: the output folder (verdicts.json
+    goes there), the confirmation replays' outcome per fingerprint (the rest unchecked), and
+    the base build's description."""
+
+    out: Path
+    confirmed: dict[str, tuple[triage.Verdict, str]]
+    base: dict[str, Any]
 
 
-def add_triage(summary: dict[str, Any], out: Path, records: list[dict[str, Any]],
-               confirmed: dict[str, tuple[triage.Verdict, str]], base: dict[str, Any]) -> None:
-    """Each failure's verdict against the base build (``confirmed``: the replays' outcome per
-    fingerprint, the rest unchecked); new_failures = the confirmed new ones.  Writes
-    verdicts.json.  Also what gbft merge writes a summary with."""
+@dataclass(frozen=True)
+class SummaryInputs:
+    """Everything summary.json is made of, from a campaign (Campaign._finish) or from the shards
+    gbft merge joins."""
+
+    records: list[dict[str, Any]]
+    sessions: list[dict[str, Any]]
+    cfg: FuzzConfig
+    engine: dict[str, Any]
+    platform_info: dict[str, dict[str, Any]]
+    book: BugBook
+    new_ids: list[str]  # fingerprints not seen before (--state), not flaky
+    run_id: str
+    minimized: dict[str, Any]
+    bugs_dir: str
+    triage: TriageInputs | None = None
+    coverage: dict[str, Any] | None = None
+    frontends: dict[str, Any] | None = None
+    models_per_s: float | None = None  # merge: over every shard's sessions (default: the last session's)
+    shards: dict[str, Any] | None = None
+
+
+def summarize(inp: SummaryInputs) -> dict[str, Any]:
+    """summary.json, built once: the counts, each failure with its verdict, symptom and root
+    cause, the root causes, and what fails the step (new_failures, triage.blamed: only root
+    causes the policy reports, and none holding a variant seen before or on the base build).
+    Writes verdicts.json (with a base build) and each canonical bundle's root cause."""
+    counts = _counts(inp.records, inp.sessions, inp.cfg, inp.engine, inp.platform_info)
+    failures, new, tri = fingerprint_rows(inp.records), list(inp.new_ids), None
+    if inp.triage is not None:
+        verdicts = _verdicts(inp.records, inp.triage)
+        failures = [{**f, "verdict": verdicts[f["key"]].verdict.value if f["key"] in verdicts
+                     else triage.Verdict.UNCHECKED.value} for f in failures]
+        new = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
+        seen = {f["key"] for f in failures}
+        tri = {"base": inp.triage.base, "counts": triage.counts(verdicts), "blamed": triage.blamed(verdicts),
+               # Seen on the base build only: fixed, flaky-fixed, or unchecked.
+               "fixed": [bv.to_json() for k, bv in sorted(verdicts.items()) if k not in seen]}
+    firsts = first_records(inp.records)
+    failures = [{**f, "symptom": firsts.get(f["key"], {}).get("symptom", "")} for f in failures]
+    causes = root_causes(failures, firsts, inp.book, inp.cfg.symptom_policy)
+    of = {fid: rc.key.id for rc in causes for fid in rc.fingerprints}
+    blamable = {fid for rc in causes if rc.policy == "report" and rc.verdict in ("", "new")
+                and not set(rc.fingerprints) & inp.book.before for fid in rc.fingerprints}
+    summary = {
+        **counts,
+        "models_per_s": counts["models_per_s"] if inp.models_per_s is None else inp.models_per_s,
+        "failures": [{**f, "root_cause": of[f["key"]]} for f in failures],
+        "new_failures": [f for f in new if f in blamable],
+        "root_causes": [rc.to_json() for rc in causes],
+        "symptom_policy": {s: policy_for(s, inp.cfg.symptom_policy) for s in SYMPTOMS},
+        "run_id": inp.run_id, "minimized": inp.minimized, "bugs_dir": inp.bugs_dir,
+    }
+    if tri is not None:
+        summary["triage"] = {**tri, "blamed": [f for f in tri["blamed"] if f in blamable]}
+    optional = {"coverage": inp.coverage, "frontends": inp.frontends, "shards": inp.shards}
+    return {**summary, **{k: v for k, v in optional.items() if v is not None}}
+
+
+def _verdicts(records: list[dict[str, Any]], inp: TriageInputs) -> dict[str, triage.BugVerdict]:
+    """Each fingerprint's verdict against the base build, the confirmed ones as their replays
+    said (the rest unchecked); written to verdicts.json."""
     verdicts = triage.aggregate(records)
     for fid, bv in verdicts.items():
         if bv.verdict in triage.CONFIRMED:
-            bv.verdict, bv.confirmation = confirmed.get(fid, (triage.Verdict.UNCHECKED,
-                                                              "no time was left to confirm it"))
-    triage.write_verdicts(out, verdicts)
-    seen = {f["key"] for f in summary["failures"]}
-    for f in summary["failures"]:
-        f["verdict"] = verdicts[f["key"]].verdict.value if f["key"] in verdicts else triage.Verdict.UNCHECKED.value
-    summary["new_failures"] = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
-    summary["triage"] = {
-        "base": base, "counts": triage.counts(verdicts), "blamed": triage.blamed(verdicts),
-        # Seen on the base build only: fixed, flaky-fixed, or unchecked.
-        "fixed": [bv.to_json() for k, bv in sorted(verdicts.items()) if k not in seen],
-    }
+            bv.verdict, bv.confirmation = inp.confirmed.get(fid, (triage.Verdict.UNCHECKED,
+                                                                  "no time was left to confirm it"))
+    triage.write_verdicts(inp.out, verdicts)
+    return verdicts
 
 
-def add_root_causes(summary: dict[str, Any], firsts: dict[str, dict[str, Any]], book: BugBook,
-                    overrides: dict[str, str]) -> None:
-    """Merge the failures into root causes (bugs.rootcause.assemble); each failure names its
-    root cause and symptom.  Only root causes the policy reports can fail the step, and
-    none holding a variant seen before (``book.before``: --state) or on the base build.
-    ``firsts``: each fingerprint's first record.  Also what gbft merge writes a summary with."""
+def root_causes(failures: list[dict[str, Any]], firsts: dict[str, dict[str, Any]], book: BugBook,
+                overrides: dict[str, str]) -> list[RootCause]:
+    """The failures merged into root causes (bugs.rootcause.assemble), each canonical bundle
+    told its root cause.  ``firsts``: each fingerprint's first record."""
     rows, diagnosed = [], {}
-    for f in summary["failures"]:
+    for f in failures:
         r = firsts.get(f["key"], {})
-        f["symptom"] = r.get("symptom", "")
         rows.append({**f, "local": list(_local(r)), "fingerprint": r.get("fingerprint", {})})
         meta = book.meta(f["key"])
         if meta.get("root_cause"):
@@ -687,19 +752,10 @@ def add_root_causes(summary: dict[str, Any], firsts: dict[str, dict[str, Any]], 
             settled = key.isolated or bool((meta.get("minimize") or {}).get("complete", True))
             diagnosed[f["key"]] = Diagnosed(key, int(meta.get("minimized_size", 0)), settled)
     causes = assemble(rows, diagnosed, lambda s: policy_for(s, overrides))
-    of = {fid: rc for rc in causes for fid in rc.fingerprints}
-    for f in summary["failures"]:
-        f["root_cause"] = of[f["key"]].key.id
     for rc in causes:  # the reporter shows the canonical bundle under its root cause's title
         if rc.minimized:  # an undiagnosed bundle keeps no guessed key (a resumed run rereads it)
             book.set_root_cause(rc.canonical, rc.key.to_json())
-    summary["root_causes"] = [rc.to_json() for rc in causes]
-    summary["symptom_policy"] = {s: policy_for(s, overrides) for s in SYMPTOMS}
-    blamable = {fid for rc in causes if rc.policy == "report" and rc.verdict in ("", "new")
-                and not set(rc.fingerprints) & book.before for fid in rc.fingerprints}
-    summary["new_failures"] = [f for f in summary["new_failures"] if f in blamable]
-    if "triage" in summary:
-        summary["triage"]["blamed"] = [f for f in summary["triage"]["blamed"] if f in blamable]
+    return causes
 
 
 def first_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -716,48 +772,49 @@ def _local(r: dict[str, Any]) -> tuple[str, str, str]:
     return local_key(r.get("symptom", ""), r.get("fingerprint", {}), r.get("direction", ""))
 
 
-def build_summary(records: list[dict[str, Any]], sessions: list[dict[str, Any]], cfg: FuzzConfig,
-                  engine: dict[str, Any], platform_info: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def _counts(records: list[dict[str, Any]], sessions: list[dict[str, Any]], cfg: FuzzConfig,
+            engine: dict[str, Any], platform_info: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """summary.json's counts: models, statuses, distinct failures, platforms, sessions."""
     by = Counter(r["status"] for r in records)
     flat = [r for rec in records for r in per_platform(rec)]
-    keys = Counter(r["key"] for r in flat if "key" in r)
-    elapsed = sum(s["elapsed_s"] for s in sessions)
     last = sessions[-1] if sessions else {"elapsed_s": 0.0, "models": 0}
-    # One pass: each fingerprint's first record, its case folder, and where it was seen.
+    return {
+        "tool_version": __version__,
+        "models": len(records),
+        "elapsed_s": round(sum(s["elapsed_s"] for s in sessions), 3),
+        "models_per_s": round(last["models"] / last["elapsed_s"], 3) if last["elapsed_s"] else 0.0,
+        "by_status": {s.value: by.get(s.value, 0) for s in Status},
+        "unique_failures": len({r["key"] for r in flat if "key" in r}),
+        "seed": cfg.seed,
+        "blocks": list(cfg.blocks),
+        "engine": {"name": engine.get("engine", cfg.engine), "version": engine.get("version", ""),
+                   "machine": engine.get("machine", "")},
+        "platforms": platform_counts(flat, platform_info),
+        "platform_order": list(platform_info),  # summary.json's keys are sorted
+        "stop_reason": sessions[-1]["stop_reason"] if sessions else "",
+        "sessions": len(sessions),
+        "harness_errors": harness_errors(flat),
+    }
+
+
+def fingerprint_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per fingerprint, most cases first: its first record's words, its case folder, and
+    the platforms it was seen on."""
+    keys: Counter[str] = Counter()
     first: dict[str, dict[str, Any]] = {}
     case: dict[str, str] = {}
     where: dict[str, set[str]] = {}
     for rec in records:
         for r in per_platform(rec):
             if "key" in r:
+                keys[r["key"]] += 1
                 first.setdefault(r["key"], r)
                 case.setdefault(r["key"], rec.get("case_dir", ""))
                 where.setdefault(r["key"], set()).add(r.get("platform", ""))
-    failures = []
-    for key, n in keys.most_common():
-        f = first[key]
-        failures.append({"key": key, "fingerprint": key, "title": f.get("fingerprint", {}).get("title", ""),
-                         "count": n, "status": f["status"], "op": f["op"], "first_index": f["index"],
-                         "case_dir": case[key], "message": f["message"][:300],
-                         "platforms": sorted(where[key] - {""})})
-    return {
-        "tool_version": __version__,
-        "models": len(records),
-        "elapsed_s": round(elapsed, 3),
-        "models_per_s": round(last["models"] / last["elapsed_s"], 3) if last["elapsed_s"] else 0.0,
-        "by_status": {s.value: by.get(s.value, 0) for s in Status},
-        "unique_failures": len(keys),
-        "failures": failures,
-        "seed": cfg.seed,
-        "blocks": list(cfg.blocks),
-        "engine": {"name": engine.get("engine", cfg.engine), "version": engine.get("version", ""),
-                   "machine": engine.get("machine", "")},
-        "platforms": platform_counts(flat, platform_info or {}),
-        "platform_order": list(platform_info or {}),  # summary.json's keys are sorted
-        "stop_reason": sessions[-1]["stop_reason"] if sessions else "",
-        "sessions": len(sessions),
-        "harness_errors": harness_errors(flat),
-    }
+    return [{"key": key, "fingerprint": key, "title": first[key].get("fingerprint", {}).get("title", ""),
+             "count": n, "status": first[key]["status"], "op": first[key]["op"], "first_index": first[key]["index"],
+             "case_dir": case[key], "message": first[key]["message"][:300], "platforms": sorted(where[key] - {""})}
+            for key, n in keys.most_common()]
 
 
 def harness_errors(flat: list[dict[str, Any]]) -> dict[str, Any]:

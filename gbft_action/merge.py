@@ -12,7 +12,7 @@ a shard twice, or a merged output with one of its inputs, gives the same files.
 - Bundles: one per fingerprint id, the canonical one kept (minimised first, then diagnosed,
   then the smallest model, then the earliest case); occurrences are the merged cases'
   count, platforms the union.  Root causes are assembled again over the merged failures
-  (``campaign.add_root_causes``): one per root-cause key, with its canonical bundle.
+  (``campaign.summarize``): one per root-cause key, with its canonical bundle.
 - Known bugs: counts are what was known before the campaign (the same ``--state`` for
   every shard) plus the merged cases, never the inputs' counts summed.
 - Search state: coverage is the union; each shard's MCTS tree and graph arms are kept per
@@ -42,7 +42,7 @@ from typing import Any, Callable
 from . import __version__
 from .bugs import triage
 from .bugs.bundle import BugBook, read_known, read_meta, write_meta
-from .campaign import STATE_FILE, FuzzConfig, add_root_causes, add_triage, build_summary, first_records
+from .campaign import STATE_FILE, FuzzConfig, SummaryInputs, TriageInputs, first_records, summarize
 from .search import parse_shard, shard_text
 from .search.coverage import Coverage
 from .search.guided import GraphArms
@@ -345,27 +345,26 @@ def _summary(parts: list[Part], records: list[dict[str, Any]], shards: dict[str,
     """summary.json of the campaign, written as the campaign writes its own."""
     head = _head(parts)
     config = head.record.get("config", {})
-    cfg = FuzzConfig(out=out, seed=int(config.get("seed", 0)), blocks=tuple(config.get("blocks", (1, 30))))
+    cfg = FuzzConfig(out=out, seed=int(config.get("seed", 0)), blocks=tuple(config.get("blocks", (1, 30))),
+                     symptom_policy=config.get("symptom_policy") or {})
     sessions = [s for v in shards.values() for s in v["sessions"]]
     summaries = [p.summary for p in parts if p.summary]
     platform_info = {name: {"machine": s.get("platforms", {}).get(name, {}).get("machine", "")}
                      for s in summaries for name in s.get("platform_order", [])}
     engine = dict(_pick([s["engine"] for s in summaries])) if summaries else {}
     engine = {"engine": engine.get("name", config.get("engine", "")), **engine}
-    summary = build_summary(records, sessions, cfg, engine, dict(sorted(platform_info.items())))
-    # Per runner, over every shard's sessions (build_summary's rate is the last session's).
-    summary["models_per_s"] = round(len(records) / summary["elapsed_s"], 3) if summary["elapsed_s"] else 0.0
-    if state:
-        summary["coverage"] = _coverage_summary(state)
-    summary["new_failures"] = [f for f in sorted(book.seen_this_run) if f not in book.before and not book.flaky(f)]
-    if head.record.get("identity", {}).get("base"):
-        add_triage(summary, stage, records, _confirmed(parts), _pick([s["triage"]["base"] for s in summaries
-                                                                       if "triage" in s] or [{}]))
-    add_root_causes(summary, first_records(records), book, config.get("symptom_policy") or {})
-    summary["run_id"] = hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()[:16]
-    summary["minimized"] = _minimized(summaries)
-    summary["bugs_dir"] = str(out / "bugs")
-    summary["shards"] = {k: {"models": v["models"], "complete": v["complete"]} for k, v in shards.items()}
+    elapsed = sum(s["elapsed_s"] for s in sessions)
+    base = _pick([s["triage"]["base"] for s in summaries if "triage" in s] or [{}])
+    summary = summarize(SummaryInputs(
+        records=records, sessions=sessions, cfg=cfg, engine=engine, platform_info=dict(sorted(platform_info.items())),
+        book=book, new_ids=[f for f in sorted(book.seen_this_run) if f not in book.before and not book.flaky(f)],
+        run_id=hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()[:16],
+        minimized=_minimized(summaries), bugs_dir=str(out / "bugs"),
+        triage=TriageInputs(stage, _confirmed(parts), base) if head.record.get("identity", {}).get("base") else None,
+        coverage=_coverage_summary(state) if state else None,
+        # Per runner, over every shard's sessions (a campaign's own rate is its last session's).
+        models_per_s=round(len(records) / elapsed, 3) if elapsed else 0.0,
+        shards={k: {"models": v["models"], "complete": v["complete"]} for k, v in shards.items()}))
     ResultStore(stage).write_json("summary.json", summary)
     return summary
 
