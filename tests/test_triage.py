@@ -209,7 +209,8 @@ def test_every_verdict_from_one_campaign_and_every_output_agrees(tmp_path, fake_
     assert "fake build a: rejects Tanh" in md.split("### New failures")[1].split("###")[0]
     # Ids only in the collapsed block, never in the tables above it.
     head, _, ids = md.partition("<details>")
-    assert not any(k in head for k in verdicts) and all(k in ids for k in verdicts)
+    assert not any(k in head for k in verdicts), [k for k in verdicts if k in head]
+    assert all(k in ids for k in verdicts), [k for k in verdicts if k not in ids]
 
 
 def _norm(text: str) -> str:

@@ -72,9 +72,14 @@ _DATE = re.compile(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\dZ)?")
 
 
 def issue_state(meta: dict[str, Any]) -> dict[str, Any]:
-    return {"occurrences": int(meta.get("occurrences", 1)), "first_seen": str(meta.get("first_seen", ""))[:20],
-            "last_seen": str(meta.get("last_seen", ""))[:20],
+    occ = meta.get("occurrences", 1)  # a bundle's meta is untrusted data: exact types only
+    return {"occurrences": occ if type(occ) is int and occ >= 0 else 1, "first_seen": _date(meta.get("first_seen")),
+            "last_seen": _date(meta.get("last_seen")),
             "platforms": sorted(str(p)[:40] for p in (meta.get("platforms") or []))[:8]}
+
+
+def _date(v: Any) -> str:
+    return v if isinstance(v, str) and _DATE.fullmatch(v) else ""
 
 
 def encode_state(state: dict[str, Any]) -> str:
