@@ -433,9 +433,7 @@ class Campaign:
         keys) than the share can diagnose, at the measured seconds per diagnosis."""
         if self.cfg.minimize_share <= 0:
             return share
-        recent = [s.get("wall", s.get("seconds", 0.0)) for s in list(self.minimized.values())[-20:]]
-        each = sum(recent) / len(recent) if recent else DIAG_ESTIMATE_S
-        return max(share, min(MAX_RESERVE * self.cfg.budget, len(self._groups - self._diagnosed) * each))
+        return reserve(share, self.cfg.budget, list(self.minimized.values()), len(self._groups - self._diagnosed))
 
     @staticmethod
     def _lane_for(lanes: list[Lane], fingerprint: dict[str, Any]) -> Lane:
@@ -491,21 +489,7 @@ class Campaign:
 
     def _diagnosis_order(self) -> tuple[list[str], list[str]]:
         """(heads, rest): the first fingerprint of each local key, then the others."""
-        firsts = self._first_records()
-        # Not hangs: each replay would take the stage limit (30 s, more under qemu) and overrun.
-        seen = self.bugs.seen_this_run
-        # Reportable first; of those, the frequent ones first (an undiagnosed key seen in dozens
-        # of cases heads the report under the wrong operator), then the smallest models.
-        order = sorted((f for f in seen if f in firsts and firsts[f].get("symptom") != "timeout"),
-                       key=lambda f: (policy_for(firsts[f].get("symptom", ""), self.cfg.symptom_policy) != "report",
-                                      seen[f] < FREQUENT, firsts[f].get("n_nodes", 0), f))
-        met: set[tuple[str, str, str]] = set()
-        heads, rest = [], []
-        for f in order:
-            lk = _local(firsts[f])
-            (rest if lk in met else heads).append(f)
-            met.add(lk)
-        return heads, rest
+        return diagnosis_order(self._first_records(), self.bugs.seen_this_run, self.cfg.symptom_policy)
 
     def _first_records(self) -> dict[str, dict[str, Any]]:
         return first_records(self.records)
@@ -534,10 +518,8 @@ class Campaign:
         """Seconds confirming the candidates met so far will take (at most ``cap``), with the
         grace _confirm keeps: every candidate at full rounds, so never less than it needs.
         Nothing to confirm keeps nothing: the loop runs to the deadline, as without a base."""
-        todo = len(self._candidates.keys() - self.confirmed.keys())
-        if not todo:
-            return 0.0
-        return min(cap, GRACE_S + todo * self.cfg.confirm_rounds * self._round_estimate() * 1.5)
+        return confirm_tail(len(self._candidates.keys() - self.confirmed.keys()), cap, self.cfg.confirm_rounds,
+                            self._round_estimate())
 
     def _round_estimate(self) -> float:
         """Seconds one confirmation round takes (fresh workers of both builds, one model)."""
@@ -655,6 +637,43 @@ class Campaign:
         if self.cfg.base is None:
             return None
         return TriageInputs(self.cfg.out, self.confirmed, {"source": self.cfg.base.source, **self.base_info})
+
+# --------------------------------------------------------------------------- planning
+# The budget's plan as functions of what the campaign has seen (tested without a Campaign).
+
+
+def reserve(share: float, budget: float, diagnoses: list[dict[str, Any]], undiagnosed: int) -> float:
+    """Seconds kept at the end for confirming and diagnosing: ``share``, or more (up to
+    MAX_RESERVE of the budget) when more distinct failures (local keys) are ``undiagnosed``
+    than the share can diagnose, at the seconds the last ``diagnoses`` took each."""
+    recent = [d.get("wall", d.get("seconds", 0.0)) for d in diagnoses[-20:]]
+    each = sum(recent) / len(recent) if recent else DIAG_ESTIMATE_S
+    return max(share, min(MAX_RESERVE * budget, undiagnosed * each))
+
+
+def confirm_tail(todo: int, cap: float, rounds: int, round_s: float) -> float:
+    """Seconds confirming ``todo`` candidates takes (at most ``cap``), with the grace _confirm
+    keeps: every candidate at full ``rounds`` of ``round_s``; nothing to confirm keeps nothing."""
+    return min(cap, GRACE_S + todo * rounds * round_s * 1.5) if todo else 0.0
+
+
+def diagnosis_order(firsts: dict[str, dict[str, Any]], seen: dict[str, int],
+                    overrides: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(heads, rest) of the fingerprints ``seen`` (with their case counts): the first of each
+    local key, then the others.  Reportable first; of those, the frequent ones first (an
+    undiagnosed key seen in dozens of cases heads the report under the wrong operator), then
+    the smallest models.  Not hangs: each replay would take the stage limit and overrun."""
+    order = sorted((f for f in seen if f in firsts and firsts[f].get("symptom") != "timeout"),
+                   key=lambda f: (policy_for(firsts[f].get("symptom", ""), overrides) != "report",
+                                  seen[f] < FREQUENT, firsts[f].get("n_nodes", 0), f))
+    met: set[tuple[str, str, str]] = set()
+    heads, rest = [], []
+    for f in order:
+        lk = _local(firsts[f])
+        (rest if lk in met else heads).append(f)
+        met.add(lk)
+    return heads, rest
+
 
 @dataclass(frozen=True)
 class TriageInputs:

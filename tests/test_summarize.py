@@ -54,3 +54,30 @@ def test_summarize_is_one_build_over_records(tmp_path: Path):
     t = tally(s)
     assert (t.failures, t.fingerprints, t.new, t.new_fingerprints) == (2, 2, 1, 1)
     assert "triage" not in s and s["symptom_policy"]["reference-disagreement"] == "summary"
+
+
+def test_the_reserve_grows_with_undiagnosed_keys_up_to_its_cap():
+    from gbft_action.campaign import DIAG_ESTIMATE_S, MAX_RESERVE, reserve
+
+    assert reserve(60.0, 600.0, [], 0) == 60.0  # the configured share at least
+    assert reserve(60.0, 600.0, [], 10) == max(60.0, 10 * DIAG_ESTIMATE_S)  # no diagnosis yet: the estimate
+    assert reserve(60.0, 600.0, [{"wall": 8.0}] * 5, 20) == 160.0  # 20 keys at the 8 s the last ones took
+    assert reserve(60.0, 600.0, [{"wall": 8.0}], 1000) == MAX_RESERVE * 600.0  # never past the cap
+
+
+def test_diagnosis_order_puts_one_reportable_fingerprint_per_local_key_first():
+    from gbft_action.campaign import diagnosis_order
+
+    def rec(op: str, symptom: str, n: int) -> dict:
+        return {"symptom": symptom, "fingerprint": {"op": op}, "n_nodes": n}
+
+    firsts = {"a1": rec("Lrn", "wrong-result", 9), "a2": rec("Lrn", "wrong-result", 3),
+              "p": rec("Exp", "precision", 1), "t": rec("Add", "timeout", 1), "b": rec("Add", "wrong-result", 5)}
+    heads, rest = diagnosis_order(firsts, {f: 1 for f in firsts}, {})
+    # Reportable before a summary class, smallest first; hangs never (each replay would hang).
+    assert heads == ["a2", "b", "p"] and rest == ["a1"]
+    # A key seen in dozens of cases goes first, and heads its local key.
+    heads, rest = diagnosis_order(firsts, {**{f: 1 for f in firsts}, "a1": 40}, {})
+    assert heads[0] == "a1" and rest == ["a2"]
+    # The policy decides what is reportable: precision=report puts it among the first.
+    assert diagnosis_order(firsts, {f: 1 for f in firsts}, {"precision": "report"})[0] == ["p", "a2", "b"]

@@ -275,14 +275,9 @@ def test_the_last_loop_keeps_what_its_candidates_need_to_confirm_not_the_whole_t
     """Time left after the last models goes to confirming what they found; with nothing to
     confirm nothing is kept, so the budget buys models instead of idling.  What counts as
     a candidate is what triage.aggregate will call new, changed or fixed."""
-    from types import SimpleNamespace
-
     import gbft_action.campaign as C
 
-    c = C.Campaign.__new__(C.Campaign)
-    c.cfg = SimpleNamespace(confirm_rounds=6)
-    c.confirmed, c._rounds = {}, [0.2] * 5
-    c._candidates = triage.Candidates()
+    candidates = triage.Candidates()
     recs = [{"verdict": "pre-existing", "key": "p", "base": {"key": "p"}},
             {"verdict": "new", "key": "n", "base": {}},
             {"verdict": "fixed", "base": {"key": "f"}},
@@ -290,15 +285,12 @@ def test_the_last_loop_keeps_what_its_candidates_need_to_confirm_not_the_whole_t
             {"verdict": "changed", "key": "r", "base": {"key": "q"}},  # the base shows q too: pre-existing
             {"index": 9}]  # no base build: nothing to confirm
     for rec in recs:
-        c._candidates.note(rec)
+        candidates.note(rec)
     verdicts = triage.aggregate(recs)
     want = {k for k, bv in verdicts.items() if bv.verdict in triage.CONFIRMED}
-    assert want == {"n", "f", "r"} == c._candidates.keys()
+    assert want == {"n", "f", "r"} == candidates.keys()
     one = 6 * 0.2 * 1.5
-    assert c._confirm_tail(60.0) == pytest.approx(C.GRACE_S + len(want) * one)
-    c.confirmed["n"] = (Verdict.NEW, "")
-    assert c._confirm_tail(60.0) == pytest.approx(C.GRACE_S + (len(want) - 1) * one)
-    c._candidates.new |= {f"x{i}" for i in range(100)}
-    assert c._confirm_tail(60.0) == 60.0  # never past the tail
-    c.confirmed.update({k: (Verdict.NEW, "") for k in c._candidates.keys()})
-    assert c._confirm_tail(60.0) == 0.0
+    assert C.confirm_tail(len(want), 60.0, 6, 0.2) == pytest.approx(C.GRACE_S + len(want) * one)
+    assert C.confirm_tail(len(want) - 1, 60.0, 6, 0.2) == pytest.approx(C.GRACE_S + (len(want) - 1) * one)
+    assert C.confirm_tail(0, 60.0, 6, 0.2) == 0.0  # nothing to confirm: the loop runs to the deadline
+    assert C.confirm_tail(100, 60.0, 6, 0.2) == 60.0  # never more than the cap
