@@ -23,7 +23,7 @@ cycle.  A module is in the layer of the longest prefix that names it.
 __version__ = "0.1.0"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("gbft_action", "statefile", "frontends", "engines.knowledge", "engines.mnn_knowledge",
+    ("gbft_action", "statefile", "frontends", "exitcodes", "engines.knowledge", "engines.mnn_knowledge",
      "engines.onnxruntime_knowledge", "engines.registry", "engines.builds", "engines.source", "bugs.policy",
      "workers.arrays", "workers.zygote", "platforms"),
     ("graph", "ops", "corpus", "oracle", "reference"),

@@ -12,11 +12,12 @@ from typing import Any
 from .corpus import CorpusError, load_corpus
 from .frontends import FRONTENDS, Frontend, corpus_file, frontend_of, parse_frontends
 from .statefile import corrupt, read_state
+from .exitcodes import CliExit
 from .oracle import Tolerance
 
-# Exit codes, in one place.  replay: 1 = still fails the same way, 4 = fails differently.
-# report: 5 = partial (GitHub refused some writes; report.json says which and why).
-EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_ERROR, EXIT_DIFFERENT, EXIT_PARTIAL = 0, 1, 2, 3, 4, 5
+# Exit codes: gbft_action.exitcodes, the one place (replay: FAILURES = still fails the same way).
+EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_ERROR, EXIT_DIFFERENT, EXIT_PARTIAL = (
+    CliExit.OK, CliExit.FAILURES, CliExit.USAGE, CliExit.ERROR, CliExit.DIFFERENT, CliExit.PARTIAL)
 REPLAY_EXIT = {"same": EXIT_FAILURES, "different": EXIT_DIFFERENT, "passes": EXIT_OK}
 
 

@@ -29,9 +29,12 @@ from typing import Any, Sequence
 from ..bugs.triage import failing, tally
 from ..engines.source import BuildFailed, BuildPlan, BuildRecord
 from ..report.sanitize import code_block, inline
+from ..exitcodes import ActionExit
 from .config import ActionConfig, ConfigError
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_ERROR, EXIT_BUILD = 0, 1, 2, 3, 4
+# gbft_action.exitcodes is the one place; these names are the action's contract there.
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_ERROR, EXIT_BUILD = (
+    ActionExit.OK, ActionExit.FAILED, ActionExit.CONFIG, ActionExit.ERROR, ActionExit.BUILD)
 SUMMARY_LIMIT = 1 << 20
 MAX_ANNOTATIONS = 10
 REPORT_RESERVE_S = 20.0  # of the budget, kept for reporting
