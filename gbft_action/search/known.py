@@ -14,7 +14,9 @@ A trigger is *settled* once ``SETTLE`` failures are on it; its risk is then that
 A node's risk is its riskiest settled trigger's.
 
 How it steers: the block chooser scores a block down by its operators' settled risk
-(``op_risk``), so models are built from other blocks; and (``keep``) a generated model is
+(``op_risk``), so models are built from other blocks; the solver draws each node's parameters
+from domains without the settled risky values (``narrow``), so an operator that fails only
+with one value (MatMul by a 1-D operand) keeps its place; and (``keep``) a generated model is
 kept with probability ``1 - STRENGTH * max(risk(node))``, drawn from a stream of its own; a
 model not kept gives way to the case's next attempt (search.guided: no extra draws).  Like NNSmith's ``filter.py`` it names known false alarms, but it steers
 instead of hiding: a known defect's operator still shows up (rarely), and nothing found is
