@@ -748,6 +748,10 @@ def test_an_issue_keeps_its_counts_in_a_marker_not_in_its_prose():
     # A marker edited into something else is not trusted: nothing is added to it.
     bad = "<!-- gbft-issue-state: " + encode_state({**state, "occurrences": "5"}) + " -->"
     assert decode_state(bad) is None and _merged(meta, Issue(3, "open", bad))["occurrences"] == 3
+    # Nor one nested to exhaust the JSON parser (a RecursionError once ended the report step).
+    import base64
+    deep = "<!-- gbft-issue-state: " + base64.b64encode(b"[" * 3000).decode() + " -->"
+    assert decode_state(deep) is None and _merged(meta, Issue(4, "open", deep))["occurrences"] == 3
 
 
 def test_a_filed_issue_carries_its_state_marker(tmp_path, fake):

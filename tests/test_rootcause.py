@@ -587,6 +587,9 @@ def test_a_pattern_no_chain_of_which_fails_alone_is_tracked_a_proven_chain_is_fi
                              "f2": Diagnosed(chain, 2)}, lambda s: "report")
     listed = {rc.key.ops: tracking_class(rc.to_json()) for rc in causes}
     assert listed == {("Relu",): UNISOLATED, ("Squeeze", "Less"): ""}
+    # Garbage at the sink is the same class: the guess is tracked too.
+    garbage = in_pattern(Symptom.NONDETERMINISTIC.value, fp, g, "n2")
+    assert tracking_class({"policy": "report", "symptom": garbage.symptom, "isolated": garbage.isolated}) == UNISOLATED
 
 
 def _fp_row(key: str) -> dict[str, Any]:

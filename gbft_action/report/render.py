@@ -68,6 +68,7 @@ class RunContext:
 # What an issue keeps of itself across runs, in a marker (never read back from its prose):
 # occurrences, first and last seen, platforms.  Base64 of JSON: no "-->" can end the comment.
 STATE = re.compile(r"<!-- gbft-issue-state: ([A-Za-z0-9+/=]*) -->")
+MAX_MARKER = 4096  # base64 characters: a state is a few hundred
 _DATE = re.compile(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\dZ)?")
 
 
@@ -89,9 +90,11 @@ def encode_state(state: dict[str, Any]) -> str:
 def decode_state(body: str) -> dict[str, Any] | None:
     """The state marker of an issue body (data anyone may have edited: exact types or None)."""
     m = STATE.search(body or "")
+    if m is None or len(m.group(1)) > MAX_MARKER:
+        return None
     try:
-        d = json.loads(base64.b64decode(m.group(1), validate=True)) if m else None
-    except ValueError:
+        d = json.loads(base64.b64decode(m.group(1), validate=True))
+    except (ValueError, RecursionError):  # not base64, not JSON, or nested to exhaust the parser
         return None
     ok = (isinstance(d, dict) and type(d.get("occurrences")) is int and d["occurrences"] >= 0
           and all(isinstance(d.get(k), str) and (not d[k] or _DATE.fullmatch(d[k])) for k in ("first_seen", "last_seen"))

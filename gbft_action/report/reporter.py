@@ -25,6 +25,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..bugs.policy import POLICIES, policy_for
+from ..bugs.rootcause import same_class
 from .render import TRACKING_TITLES, Renderer, RunContext, decode_state, symptom_text
 from .trackers import FINGERPRINT_ID, ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
 
@@ -49,7 +50,9 @@ def tracking_class(rc: dict[str, Any]) -> str:
     It still fails a pull request that introduces it (the verdict reads the policy, not this)."""
     if rc["policy"] == "summary" and rc["symptom"] in TRACKING_TITLES:
         return rc["symptom"]
-    if (rc["policy"] == "report" and rc["symptom"] == "wrong-result" and not rc.get("isolated", True)
+    # Garbage read from uninitialised memory is the same class (rootcause.same_class): a guess
+    # at the operator that read it is no more a finding than a guess at a wrong value's.
+    if (rc["policy"] == "report" and same_class(rc["symptom"]) == "wrong-result" and not rc.get("isolated", True)
             and rc.get("settled", True)):
         return UNISOLATED
     return ""
@@ -542,7 +545,7 @@ def _decode_rows(body: str) -> list[dict[str, Any]]:
     m = _ROWS.search(body or "")
     try:
         rows = json.loads(base64.b64decode(m.group(1), validate=True)) if m else []
-    except ValueError:  # not base64, not UTF-8, not JSON
+    except (ValueError, RecursionError):  # not base64, not UTF-8, not JSON, nested to exhaust the parser
         return []
     return [r for r in rows if _valid_row(r)] if isinstance(rows, list) else []
 
