@@ -476,7 +476,8 @@ class Campaign:
                     share = left if resume else max(2.0, left * peers / len(mine))
                     fid = mine[0]
                     todo.remove(fid)
-                self.minimized[fid] = diagnose(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left), resume)
+                self.minimized[fid] = _diagnosed_or_error(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left),
+                                                          resume)
                 with lock:
                     self._diagnosed.add(_local(firsts[fid]))
 
@@ -485,7 +486,7 @@ class Campaign:
             return
         with ThreadPoolExecutor(len(lanes), thread_name_prefix="diagnose") as pool:
             for f in [pool.submit(work, lane) for lane in lanes]:
-                f.result()  # a diagnosis that raised is the run's error, as with one lane
+                f.result()
 
     def _diagnosis_order(self) -> tuple[list[str], list[str]]:
         """(heads, rest): the first fingerprint of each local key, then the others."""
@@ -638,6 +639,20 @@ class Campaign:
             return None
         return TriageInputs(self.cfg.out, self.confirmed, {"source": self.cfg.base.source, **self.base_info})
 
+def _diagnosed_or_error(lane: Lane, book: BugBook, fid: str, limit: float, resume: bool) -> dict[str, Any]:
+    """diagnose(), or, when the harness itself raised on this fingerprint, its error as the
+    diagnosis's stats: one bundle the harness cannot diagnose (numpy's "array is too big" once,
+    in an emulated arm64 run) must not take the campaign's judged models and summary with it.
+    The error is counted and shown (summary.json's harness_errors) and the key stays the case's."""
+    try:
+        return diagnose(lane, book, fid, limit, resume)
+    except Exception as e:  # noqa: BLE001 - a harness defect on one bundle: counted, not fatal
+        import traceback
+
+        return {"complete": True, "error": f"diagnosis: {type(e).__name__}: {e}"[:300],
+                "trace": traceback.format_exc()[-2000:]}
+
+
 # --------------------------------------------------------------------------- planning
 # The budget's plan as functions of what the campaign has seen (tested without a Campaign).
 
@@ -730,8 +745,12 @@ def summarize(inp: SummaryInputs) -> dict[str, Any]:
     of = {fid: rc.key.id for rc in causes for fid in rc.fingerprints}
     blamable = {fid for rc in causes if rc.policy == "report" and rc.verdict in ("", "new")
                 and not set(rc.fingerprints) & inp.book.before for fid in rc.fingerprints}
+    # Diagnoses the harness failed on count with the results it failed on (_diagnosed_or_error).
+    failed = [m["error"] for m in inp.minimized.values() if isinstance(m, dict) and m.get("error")]
+    harness = counts["harness_errors"]
     summary = {
         **counts,
+        "harness_errors": {"count": harness["count"] + len(failed), "first": harness["first"] or (failed[:1] or [""])[0]},
         "models_per_s": counts["models_per_s"] if inp.models_per_s is None else inp.models_per_s,
         "failures": [{**f, "root_cause": of[f["key"]]} for f in failures],
         "new_failures": [f for f in new if f in blamable],

@@ -81,3 +81,22 @@ def test_diagnosis_order_puts_one_reportable_fingerprint_per_local_key_first():
     assert heads[0] == "a1" and rest == ["a2"]
     # The policy decides what is reportable: precision=report puts it among the first.
     assert diagnosis_order(firsts, {f: 1 for f in firsts}, {"precision": "report"})[0] == ["p", "a2", "b"]
+
+
+def test_a_diagnosis_the_harness_fails_on_is_counted_not_fatal(tmp_path: Path, monkeypatch):
+    import gbft_action.campaign as C
+
+    def broken(lane, book, fid, limit, resume):
+        raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.")
+
+    monkeypatch.setattr(C, "diagnose", broken)
+    stats = C._diagnosed_or_error(None, None, "f1", 5.0, False)  # type: ignore[arg-type]
+    assert stats["complete"] and stats["error"].startswith("diagnosis: ValueError: array is too big")
+    assert "broken" in stats["trace"]  # where it raised, for the harness's maintainers
+    book = BugBook(tmp_path)
+    records = _records(book)
+    s = summarize(SummaryInputs(records=records, sessions=[{"elapsed_s": 1.0, "models": 4, "stop_reason": "x"}],
+                                cfg=FuzzConfig(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}},
+                                book=book, new_ids=sorted(book.seen_this_run), run_id="r",
+                                minimized={"f1": stats}, bugs_dir=""))
+    assert s["harness_errors"] == {"count": 1, "first": stats["error"]}  # shown in the job summary
