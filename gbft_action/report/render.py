@@ -83,19 +83,30 @@ def _date(v: Any) -> str:
     return v if isinstance(v, str) and _DATE.fullmatch(v) else ""
 
 
+def encode_marker(data: Any) -> str:
+    """What a hidden marker holds: base64 of JSON, so that no "-->" can end the comment."""
+    return base64.b64encode(json.dumps(data, separators=(",", ":")).encode()).decode()
+
+
+def decode_marker(pattern: re.Pattern[str], body: str, limit: int = 0) -> Any:
+    """The JSON in a body's marker (``pattern``'s group 1, at most ``limit`` characters when
+    given); None when there is none or it is not base64 of JSON (an edited body)."""
+    m = pattern.search(body or "")
+    if m is None or (limit and len(m.group(1)) > limit):
+        return None
+    try:
+        return json.loads(base64.b64decode(m.group(1), validate=True))
+    except (ValueError, RecursionError):  # not base64, not UTF-8, not JSON, nested to exhaust the parser
+        return None
+
+
 def encode_state(state: dict[str, Any]) -> str:
-    return base64.b64encode(json.dumps(state, separators=(",", ":"), sort_keys=True).encode()).decode()
+    return encode_marker(state)
 
 
 def decode_state(body: str) -> dict[str, Any] | None:
     """The state marker of an issue body (data anyone may have edited: exact types or None)."""
-    m = STATE.search(body or "")
-    if m is None or len(m.group(1)) > MAX_MARKER:
-        return None
-    try:
-        d = json.loads(base64.b64decode(m.group(1), validate=True))
-    except (ValueError, RecursionError):  # not base64, not JSON, or nested to exhaust the parser
-        return None
+    d = decode_marker(STATE, body, MAX_MARKER)
     ok = (isinstance(d, dict) and type(d.get("occurrences")) is int and d["occurrences"] >= 0
           and all(isinstance(d.get(k), str) and (not d[k] or _DATE.fullmatch(d[k])) for k in ("first_seen", "last_seen"))
           and isinstance(d.get("platforms"), list) and all(isinstance(p, str) for p in d["platforms"]))

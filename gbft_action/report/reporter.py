@@ -13,7 +13,6 @@ bug models on this build, so run it only where the engine build is trusted
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import time
@@ -26,7 +25,7 @@ from markupsafe import Markup
 
 from ..bugs.policy import POLICIES, policy_for
 from ..bugs.rootcause import same_class
-from .render import TRACKING_TITLES, Renderer, RunContext, decode_state, symptom_text
+from .render import TRACKING_TITLES, Renderer, RunContext, decode_marker, decode_state, encode_marker, symptom_text
 from .trackers import FINGERPRINT_ID, ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
 
 PRECISION_TRACKING = "gbft-precision-tracking"  # the tracker key of the one precision tracking issue
@@ -523,7 +522,7 @@ _ROWS = re.compile(r"<!-- gbft-tracking-rows: ([A-Za-z0-9+/=]*) -->")
 
 
 def _encode_rows(rows: list[dict[str, Any]]) -> str:
-    return base64.b64encode(json.dumps(rows, separators=(",", ":")).encode()).decode()
+    return encode_marker(rows)
 
 
 def _tracked_rows(body: str, now: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -542,11 +541,7 @@ def _tracked_rows(body: str, now: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _decode_rows(body: str) -> list[dict[str, Any]]:
-    m = _ROWS.search(body or "")
-    try:
-        rows = json.loads(base64.b64decode(m.group(1), validate=True)) if m else []
-    except (ValueError, RecursionError):  # not base64, not UTF-8, not JSON, nested to exhaust the parser
-        return []
+    rows = decode_marker(_ROWS, body)
     return [r for r in rows if _valid_row(r)] if isinstance(rows, list) else []
 
 
