@@ -264,7 +264,7 @@ class Tally:
     root causes counts fingerprints).  "8 new failures" over a table of 4 and an output of 3
     was three units for one answer."""
 
-    failures: int  # distinct failures
+    failures: int  # distinct failures (root causes the symptom policy does not ignore)
     fingerprints: int
     new: int  # what fails the check (fail-on: new)
     new_fingerprints: int
@@ -291,7 +291,9 @@ def tally(summary: dict[str, Any]) -> Tally:
         by_verdict["new"] = len(new)
         # The base build's own failures have no root causes (nothing of this build to minimise).
         by_verdict["fixed"], by_verdict["flaky-fixed"] = counts.get("fixed", 0), counts.get("flaky-fixed", 0)
-    return Tally(len(rcs), fps, len(new), len(blamed), tuple(str(rc.get("key", "")) for rc in new), by_verdict)
+    # The tables list every root cause but the ignored ones (ties: counted in a line of their own).
+    listed = sum(rc.get("policy") != "ignore" for rc in rcs)
+    return Tally(listed, fps, len(new), len(blamed), tuple(str(rc.get("key", "")) for rc in new), by_verdict)
 
 
 _PLAIN = re.compile(r"[^A-Za-z0-9 _:.,()=+/>\[\]-]")  # a title from a run's summary.json is untrusted data
