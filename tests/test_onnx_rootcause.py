@@ -70,8 +70,10 @@ def test_a_chain_whose_upstream_operator_is_wrong_is_blamed_on_it(onnx_lane):
     b = blame(onnx_lane, res, "n3", None, until=time.monotonic() + 60)
     assert b.tried == ["n3", "n2", "n1"] and b.node == "n1" and b.symptom == "wrong-result"
     meta = {"symptom": "wrong-result", "fingerprint": res.fingerprint.to_json(), "platforms": [res.platform]}
-    key = _key(onnx_lane, meta, g, time.monotonic() + 60)
+    key, alone = _key(onnx_lane, meta, g, time.monotonic() + 60)
     assert key.isolated and key.ops == ("Neg",) and key.title == "[onnx] Neg: wrong results"
+    # The repro shows the Neg alone, on inputs drawn as a repro draws them: it is wrong so too.
+    assert alone is not None and [n.op for n in alone.nodes] == ["Neg"] and alone.outputs == ["n1"]
 
 
 def test_one_operators_converter_crash_is_that_operators_crash(onnx_lane):
@@ -79,8 +81,9 @@ def test_one_operators_converter_crash_is_that_operators_crash(onnx_lane):
     res = onnx_lane.run(1, g, 60)
     assert res.status == Status.MCF and res.signal == 11
     meta = {"symptom": "crash", "fingerprint": res.fingerprint.to_json(), "platforms": [res.platform]}
-    key = _key(onnx_lane, meta, g, time.monotonic() + 60)
+    key, alone = _key(onnx_lane, meta, g, time.monotonic() + 60)
     assert key.isolated and key.ops == ("Erf",) and key.title == "[onnx] memory error with Erf"
+    assert alone is not None and [n.op for n in alone.nodes] == ["Erf"]
 
 
 def test_a_reference_that_cannot_give_intermediates_is_counted_not_silent(onnx_lane, monkeypatch):
@@ -122,7 +125,9 @@ def test_a_key_names_only_the_parameters_its_defect_needs(tmp_path):
             res = lane.run(len(keys), g, 60)
             assert res.status == Status.DCF, res.message
             meta = {"symptom": res.symptom, "fingerprint": res.fingerprint.to_json(), "platforms": [res.platform]}
-            keys.append(_key(lane, meta, g, time.monotonic() + 60))
+            key, alone = _key(lane, meta, g, time.monotonic() + 60)
+            assert alone is None  # the model is that operator already
+            keys.append(key)
     finally:
         lane.stop()
     assert keys[0].title == "[onnx] Less: wrong results" and keys[0].isolated

@@ -178,3 +178,31 @@ def test_garbage_read_shows_as_a_memory_signal_in_a_fresh_process(tmp_path, symp
     (d / "meta.json").write_text(json.dumps(meta))
     run = _run_pasted(tmp_path, d, meta, "abort")
     assert "signal 6" in run.stdout and run.returncode == code, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_an_operator_shown_wrong_alone_is_what_the_issue_and_its_repro_show(tmp_path):
+    """The minimiser can stop at thirty operators; diagnosis then ran the blamed one alone, on
+    inputs drawn as a repro draws them, and it failed so (bugs.diagnose.shown_alone).  The
+    issue shows that operator alone: a maintainer reads one node, not the model it came from
+    (here a Relu -> Neg model that MNN gets right: a repro of it would exit 0)."""
+    from gbft_action.bugs.bundle import ALONE_FILE, BugBook
+    from gbft_action.graph.ir import Node, TensorType
+
+    d, meta = bundle(tmp_path, "dcf-averagepool", "repro_onnx")
+    pool = Graph.from_json((d / "minimized.json").read_text())
+    t = TensorType((1, 3, 4, 4))
+    bigger = Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu"), Node("n1", "Neg", ["n0"], {}, t, "Neg")],
+                   ["n1"], 5, {"frontend": "onnx", "blocks": ["Relu", "Neg"]})
+    (d / "minimized.json").write_text(bigger.to_json())
+    BugBook(tmp_path).add_alone(meta["id"], pool)
+    meta = json.loads((d / "meta.json").read_text())
+    assert (d / ALONE_FILE).exists() and meta["alone"] == "AveragePool"
+    _, body = Renderer().issue(d, meta, RunContext())
+    assert "### The operator alone" in body and "the repro runs `AveragePool` alone" in body
+    script = tmp_path / "repro.py"
+    script.write_text(pasted_repro(body))
+    assert "'AveragePool'" in script.read_text() and "'Relu'" not in script.read_text()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    real = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert real.returncode == 1, real.stdout[-2000:] + real.stderr[-2000:]
+    assert (d / "repro.py").read_text() == script.read_text()  # the bundle's repro is the same script

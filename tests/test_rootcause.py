@@ -721,13 +721,13 @@ def test_a_crash_no_operator_repeats_alone_is_keyed_by_the_operator_computing_ad
     monkeypatch.setattr(D, "run_graph", lambda *a, **k: crashed)  # comes back on fresh workers
     monkeypatch.setattr(D, "_first_failing_alone", lambda *a, **k: "")  # nothing crashes alone
     fp = {"op": "Realdiv", "code": "SIGSEGV", "kind": "signal"}
-    key = D._key_alone(None, Symptom.CRASH.value, fp, g, None, until=1e12)
+    key, node = D._key_alone(None, Symptom.CRASH.value, fp, g, None, until=1e12)
     alone = root_key(Symptom.CRASH.value, {**fp, "code": "SIGABRT"}, g, blamed="n1", isolated=True)
-    assert key.ops == ("Batchtospacend",) and key.id == alone.id and not key.isolated
+    assert key.ops == ("Batchtospacend",) and key.id == alone.id and not key.isolated and node == "" and node == ""
     # Without one such operator the crash stays "no operator crashes alone".
     plain = _chain(("n0", "Relu", ["in0"], "block"), ("n1", "Exp", ["n0"], "block"))
     crashed.graph = plain
-    assert D._key_alone(None, Symptom.CRASH.value, fp, plain, None, until=1e12).ops == ()
+    assert D._key_alone(None, Symptom.CRASH.value, fp, plain, None, until=1e12)[0].ops == ()
 
 
 def test_every_lane_diagnoses_fingerprints_of_its_own_front_end(monkeypatch):

@@ -26,6 +26,8 @@ from ..oracle import Tolerance
 from .repro import ReproData, render_repro
 
 KNOWN_FILE = "known_bugs.json"
+# The blamed operator alone (bugs.diagnose.shown_alone): what the repro and the issue show.
+ALONE_FILE = "alone.json"
 # Package data: found the same way in a source checkout, an editable install and a wheel.
 TEMPLATES = Path(str(files("gbft_action") / "templates"))
 CASE_FILES = ("graph.json", "model.pb", "model.tflite", "model.onnx", "inputs.npz", "expected.npz", "actual.npz", "engine.log",
@@ -184,9 +186,21 @@ class BugBook:
         meta = json.loads((d / "meta.json").read_text())
         (d / "minimized.json").write_text(small.to_json())
         (d / "minimized.mmd").write_text(mermaid(small, highlight=node))
+        (d / ALONE_FILE).unlink(missing_ok=True)  # shown for the model before; a new key decides again
+        meta.pop("alone", None)
         meta.update(minimized_size=len(small.block_nodes()), minimize=stats, minimized=True, node=node or meta["node"])
         _write_json(d / "meta.json", meta)
         self.write_repro(d, small, meta)
+
+    def add_alone(self, fid: str, alone: Graph) -> None:
+        """The blamed operator alone, shown wrong (or failing) so by the diagnosis: the model
+        the repro shows, and the issue's graph, in place of a minimised one."""
+        d = self.bundle_dir(fid)
+        meta = read_meta(d)
+        (d / ALONE_FILE).write_text(alone.to_json())
+        meta.update(alone=alone.nodes[-1].op)
+        write_meta(d, meta)
+        self.write_repro(d, alone, meta)
 
     def write_repro(self, d: Path, graph: Graph, meta: dict[str, Any]) -> None:
         """repro.py (TensorFlow rebuilds the model) and, when the model and its data are small,
@@ -250,7 +264,9 @@ def write_repros(env: jinja2.Environment, d: Path, graph: Graph, meta: dict[str,
     (d / "repro.py").chmod(0o755)
     # The engine-only script embeds the frozen TensorFlow model: for the tf front end only (an
     # ONNX repro holds its model already; a TFLite one is converted from TensorFlow's session).
-    data = repro_data(d, bool(meta.get("minimized"))) if meta["fingerprint"].get("frontend", "tf") == "tf" else None
+    # Not for an operator shown alone: its data are not the minimised model's.
+    tf = meta["fingerprint"].get("frontend", "tf") == "tf" and not meta.get("alone")
+    data = repro_data(d, bool(meta.get("minimized"))) if tf else None
     engine_only = d / "repro_engine.py"
     if data is not None and data.small():
         engine_only.write_text(render_repro(env, graph, meta, data))

@@ -217,36 +217,52 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
     stats = minimize_bug(lane, book, fid, max(1.0, 0.7 * time_limit), check_flaky=False, resume=resume)
     meta, _, small = load_bundle(book.bundle_dir(fid))
     assert small is not None
-    key = _key(lane, meta, small, max(until, time.monotonic() + KEY_MIN_S))
+    key, alone = _key(lane, meta, small, max(until, time.monotonic() + KEY_MIN_S))
     key = replace(key, frontend=str(meta["fingerprint"].get("frontend", "")))  # keys made without root_key too
     book.set_root_cause(fid, key.to_json())
+    if alone is not None:
+        book.add_alone(fid, alone)
     return {**stats, "root_cause": key.id, "symptom_was": meta0.get("symptom", ""),
             "wall": round(time.monotonic() - until + time_limit, 2)}  # minimising and isolating
 
 
-def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKey:
-    symptom, fp, direction = meta.get("symptom", ""), meta["fingerprint"], meta.get("direction", "")
+def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> tuple[RootKey, Graph | None]:
+    """The root key of the minimised model ``small``, and the blamed operator alone when it
+    shows the bug so (the model the repro then shows)."""
+    symptom, fp = meta.get("symptom", ""), meta["fingerprint"]
     where = bug_platforms(lane, meta, cheapest=True)
     if symptom in ALONE:
-        return _key_alone(lane, symptom, fp, small, where, until)
-    if symptom not in (Symptom.WRONG.value, Symptom.NAN_INF.value, Symptom.PRECISION.value,
-                       Symptom.NONDETERMINISTIC.value):
-        return root_key(symptom, fp, small)
+        key, node = _key_alone(lane, symptom, fp, small, where, until)
+    elif symptom in (Symptom.WRONG.value, Symptom.NAN_INF.value, Symptom.PRECISION.value,
+                     Symptom.NONDETERMINISTIC.value):
+        key, small, node = _key_wrong(lane, meta, small, where, until)
+    else:
+        return root_key(symptom, fp, small), None
+    return key, (shown_alone(lane, small, node, key.symptom, where, until) if node and key.isolated else None)
+
+
+def _key_wrong(lane: Lane, meta: dict[str, Any], small: Graph, where: list[str] | None,
+               until: float) -> tuple[RootKey, Graph, str]:
+    """The key of a wrong value, the model it was made from (its blamed node's parameters put
+    back to their simplest where the defect does not need them) and the node shown wrong alone
+    ("" for none)."""
+    symptom, fp, direction = meta.get("symptom", ""), meta["fingerprint"], meta.get("direction", "")
     # On fresh workers: heap damage left by the models before would move the first difference.
     res = run_graph(lane, small, max(REPLAY_S, until - time.monotonic()), fresh=True, platforms=where,
                     base=needs_base(Fingerprint.from_json(fp)))
     try:
         if res.aborted or "expected" not in res.arrays:  # the replay said nothing: keep the case's key
-            return root_key(symptom, fp, small, direction=direction, minimized=False)
+            return root_key(symptom, fp, small, direction=direction, minimized=False), small, ""
         hit = showing(res, local_key(symptom, fp, direction)) or next(
             (r for r in res.per_platform() if r.status in DCF_LIKE and r.op == fp.get("op")), None)
         if hit is None:
             # The minimised model showed it on the used workers, not on fresh ones: it depends on
             # the heap state earlier models left (garbage read, damage done), like a crash that
             # does not come back; the operator where it showed is not the culprit.
-            return RootKey(Symptom.HEAP_DAMAGE.value, (), "wrong results", False, tuple(n.op for n in small.nodes)[:8])
+            return RootKey(Symptom.HEAP_DAMAGE.value, (), "wrong results", False,
+                           tuple(n.op for n in small.nodes)[:8]), small, ""
         if hit.node not in {n.id for n in small.nodes}:
-            return root_key(symptom, fp, small, direction=direction, minimized=False)
+            return root_key(symptom, fp, small, direction=direction, minimized=False), small, ""
         node = hit.node
         b = blame(lane, hit, node, where, until)
         if b.node:
@@ -261,7 +277,7 @@ def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> RootKe
     finally:
         if res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
-    return _from_blame(symptom, fp, small, node, b, direction)
+    return _from_blame(symptom, fp, small, node, b, direction), small, b.node
 
 
 # Failures that are not wrong values: blamed on the first operator that fails alone the same way.
@@ -269,7 +285,7 @@ ALONE = (Symptom.CRASH.value, Symptom.CONVERSION.value, Symptom.API.value, Sympt
 
 
 def _key_alone(lane: Lane, symptom: str, fp: dict[str, Any], small: Graph, where: list[str] | None,
-               until: float) -> RootKey:
+               until: float) -> tuple[RootKey, str]:
     """A crash is attributed only if it comes back on fresh workers (every platform it was seen
     on): one that does not was heap damage left by earlier models.  Then each operator of the
     minimised model runs alone (fresh workers for a crash) on TensorFlow's values of its
@@ -278,10 +294,10 @@ def _key_alone(lane: Lane, symptom: str, fp: dict[str, Any], small: Graph, where
     res = run_graph(lane, small, max(REPLAY_S, until - time.monotonic()), fresh=True, platforms=where)
     try:
         if res.aborted:  # cut short: it says nothing about heap damage
-            return root_key(symptom, fp, small)
+            return root_key(symptom, fp, small), ""
         back = any(r.symptom == symptom for r in res.per_platform())
         if symptom == Symptom.CRASH.value and not back:
-            return root_key(Symptom.HEAP_DAMAGE.value, fp, small)
+            return root_key(Symptom.HEAP_DAMAGE.value, fp, small), ""
         node = _first_failing_alone(lane, res, symptom, where, until) if back else ""
     finally:
         if res.workdir is not None:
@@ -292,13 +308,13 @@ def _key_alone(lane: Lane, symptom: str, fp: dict[str, Any], small: Graph, where
         # (an out-of-bounds write earlier), keyed by the one operator that computes addresses,
         # if the model has one; else one root cause for these, the models listed in it.
         culprit = suspect(small)
-        return RootKey(symptom, (culprit,) if culprit else (), crash_class(fp.get("code", "")), False, pattern)
+        return RootKey(symptom, (culprit,) if culprit else (), crash_class(fp.get("code", "")), False, pattern), ""
     if not node and len(small.block_nodes()) > 1:
         # No operator fails alone: a converter rewrite of the pattern (a fusion losing an output
         # name); keyed by what the engine said, the minimised patterns listed in the report.
         key = root_key(symptom, fp, small, blamed="", minimized=False)
-        return RootKey(symptom, (), key.detail, False, pattern)
-    return root_key(symptom, fp, small, blamed=node, isolated=bool(node))
+        return RootKey(symptom, (), key.detail, False, pattern), ""
+    return root_key(symptom, fp, small, blamed=node, isolated=bool(node)), node
 
 
 def _first_failing_alone(lane: Lane, res: CaseResult, symptom: str, where: list[str] | None, until: float) -> str:
@@ -314,6 +330,23 @@ def _first_failing_alone(lane: Lane, res: CaseResult, symptom: str, where: list[
         if iso is not None and any(r.symptom == symptom for r in iso.per_platform()):
             return n.id
     return ""
+
+
+def shown_alone(lane: Lane, g: Graph, node: str, symptom: str, where: list[str] | None,
+                until: float) -> Graph | None:
+    """Node ``node`` of g alone, its inputs drawn from the model's seed as a repro draws them,
+    when it shows ``symptom`` (its class) so on fresh workers: the model a repro shows, one
+    operator where the minimiser stopped at thirty.  None when the model is that operator
+    already, or the bug needs the values upstream operators made."""
+    if len(g.nodes) <= 1 or until - time.monotonic() < 1.0:
+        return None
+    g1, _ = single_node(g, node)
+    res = run_graph(lane, g1, until - time.monotonic(), fresh=True, platforms=where)
+    if res.aborted:
+        return None
+    shows = any(r.symptom == symptom or (r.status in DCF_LIKE and same_class(r.symptom) == same_class(symptom))
+                for r in res.per_platform())
+    return g1 if shows else None
 
 
 def run_alone(lane: Lane, g: Graph, node: str | list[str], values: dict[str, np.ndarray], where: list[str] | None,

@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ..bugs.bundle import TEMPLATES, mermaid
+from ..bugs.bundle import ALONE_FILE, TEMPLATES, mermaid
 from ..bugs.repro import STATUS_TEXT, engine_needs, render_repro
 from ..graph.ir import Graph
 from .sanitize import cell, code_block, finalize, prose, title, truncate_body
@@ -152,7 +152,8 @@ class Renderer:
             pr_link=Markup(ctx.pr_link), run_link=Markup(ctx.run_link), occurrences=meta.get("occurrences", 1),
             first_seen=meta.get("first_seen", ""), last_seen=meta.get("last_seen", ""),
             original_size=meta.get("original_size"), minimized_size=meta.get("minimized_size"),
-            minimized=meta.get("minimized", False), message=Markup(prose(meta.get("message", ""), 1000)),
+            minimized=meta.get("minimized", False), alone=cell(meta["alone"], 40) if meta.get("alone") else "",
+            message=Markup(prose(meta.get("message", ""), 1000)),
             details=self._details(bundle),
             mermaid=code_block(mermaid(graph, _node(meta)) if graph else "flowchart TD", "mermaid"),
             flaky=meta.get("flaky"), engine_pip=engine_needs(meta["engine"]),
@@ -165,9 +166,9 @@ class Renderer:
         return title(fp["title"]), truncate_body(body)
 
     def _repro(self, bundle: Path, meta: dict[str, Any]) -> tuple[str, Graph | None]:
-        """repro.py generated from the bundle's (minimised) graph; a bundle that does not hold
-        a valid graph gets a line saying so instead."""
-        path = bundle / ("minimized.json" if (bundle / "minimized.json").exists() else "graph.json")
+        """repro.py generated from the bundle's blamed operator alone, else its (minimised)
+        graph; a bundle that does not hold a valid graph gets a line saying so instead."""
+        path = next((bundle / n for n in (ALONE_FILE, "minimized.json") if (bundle / n).exists()), bundle / "graph.json")
         try:
             graph = Graph.from_json(path.read_text())
             return render_repro(self.code_env, graph, meta), graph
