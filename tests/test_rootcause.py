@@ -4,6 +4,7 @@ isolation (bugs.diagnose) with a toy lane whose reference and engine are a few n
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -631,9 +632,12 @@ def test_a_parameter_that_only_turns_garbage_into_wrong_values_is_not_needed():
     # Right in constant mode: the defect needs the mode, and the key keeps it.
     edge_only = PadLane({"edge": Symptom.NONDETERMINISTIC})
     assert needed_params(edge_only, res, "n0", res.symptom, None, until=1e12).node("n0").params["mode"] == "edge"
-    # Another class (a crash) in constant mode is another defect: the mode stays too.
+    # Another class (a crash) in constant mode says nothing of this defect: the next simpler
+    # mode decides (reflect, right here: the mode stays).
     crash = PadLane({"edge": Symptom.NONDETERMINISTIC, "constant": Symptom.CRASH})
     assert needed_params(crash, res, "n0", res.symptom, None, until=1e12).node("n0").params["mode"] == "edge"
+    crash_both = PadLane({"edge": Symptom.NONDETERMINISTIC, "constant": Symptom.CRASH, "reflect": Symptom.WRONG})
+    assert needed_params(crash_both, res, "n0", res.symptom, None, until=1e12).node("n0").params["mode"] == "reflect"
 
 
 def test_a_root_cause_is_settled_once_any_diagnosis_of_it_settled():
@@ -796,3 +800,58 @@ def test_a_pattern_is_keyed_by_its_smallest_chain_wrong_on_its_own():
     other = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]), ("n2", "Greater", ["n1", "in1"]))
     assert _from_blame(Symptom.WRONG.value, {"op": "Greater"}, other, "n2", Blame(tried=["n2"], window=["n0", "n1"]),
                        "").id == key.id
+
+
+class NearestLane:
+    """TensorFlow's ResizeNearestNeighbor on an engine wrong in every mode TensorFlow takes; the
+    reference rejects align_corners with half-pixel centres (status REF)."""
+
+    def run(self, index: int, g: Graph, budget: float, platforms: Any = None, base: bool = False,
+            inputs: dict[str, np.ndarray] | None = None) -> CaseResult:
+        p = g.node("n0").params
+        res = CaseResult(index, g, Status.DCF, stage="compare", platform="toy")
+        if p["align_corners"] and p["half_pixel_centers"]:
+            res.status = Status.REF
+        else:
+            res.node, res.symptom = "n0", Symptom.WRONG.value
+        return res
+
+    def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray]:
+        return {"in0": np.zeros((1, 2, 2, 1), np.float32)}
+
+    def restart_engines(self) -> None:
+        pass
+
+
+class RightAligned(NearestLane):
+    """Right with align_corners (and without half-pixel centres), wrong without it."""
+
+    def run(self, index: int, g: Graph, budget: float, platforms: Any = None, base: bool = False,
+            inputs: dict[str, np.ndarray] | None = None) -> CaseResult:
+        p = g.node("n0").params
+        if p["align_corners"] and not p["half_pixel_centers"]:
+            return CaseResult(index, g, Status.DCP, stage="compare", platform="toy")
+        return super().run(index, g, budget)
+
+
+def test_a_parameter_whose_simpler_values_the_reference_rejects_is_not_named():
+    # Two models of one nearest-resize defect were keyed "(half_pixel_centers=False)" and
+    # "(align_corners=False)": the simplest value of each (True) is invalid with the other at
+    # True, so the trial said nothing, and that read as "the defect needs it".
+    lane = NearestLane()
+    keys = []
+    for align, half in ((True, False), (False, True)):
+        g = Graph({"in0": TensorType((1, 2, 2, 1))},
+                  [Node("n0", "Resizenearestneighbor", ["in0"], {"align_corners": align, "half_pixel_centers": half,
+                                                                 "h": 3, "w": 3}, TensorType((1, 3, 3, 1)))],
+                  ["n0"], 1)
+        res = lane.run(0, g, 10)
+        small = needed_params(lane, res, "n0", res.symptom, None, until=1e12)
+        keys.append(root_key(res.symptom, {"op": "Resizenearestneighbor"}, small, blamed="n0", isolated=True))
+    assert keys[0].id == keys[1].id and keys[0].title == "Resizenearestneighbor: wrong results"
+    # A value the reference takes still decides: right with align_corners put back, it is named.
+    right = RightAligned()
+    g = replace(g, nodes=[replace(g.nodes[0], params={**g.nodes[0].params, "half_pixel_centers": False})])
+    small = needed_params(right, right.run(0, g, 10), "n0", Symptom.WRONG.value, None, until=1e12)
+    assert root_key(Symptom.WRONG.value, {"op": "Resizenearestneighbor"}, small, blamed="n0",
+                    isolated=True).title == "Resizenearestneighbor: wrong results (align_corners=False)"

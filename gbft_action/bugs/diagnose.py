@@ -31,7 +31,7 @@ from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
 from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, in_pattern, local_key,
-                        root_key, same_class, simplest_choices, suspect, suspect_node)
+                        UNPROVEN, root_key, same_class, simpler_choices, suspect, suspect_node)
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
@@ -166,22 +166,40 @@ def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until
 def needed_params(lane: Lane, res: CaseResult, node: str, symptom: str, where: list[str] | None,
                   until: float) -> Graph:
     """res's model with each choice parameter of ``node`` (found wrong alone) put back to its
-    simplest value where the node, run alone so, is still wrong (``symptom``): the key then names only the
-    parameters the defect needs.  The minimiser leaves others where it had no time or no
-    luck (one Less defect was keyed four ways, by the form of its second operand)."""
+    simplest valid value where the node, run alone so, is still wrong (``symptom``): the key
+    then names only the parameters the defect needs.  The minimiser leaves others where it had
+    no time or no luck (one Less defect was keyed four ways, by the form of its second operand)."""
     g = res.graph
     values = lane.reference_values(res, until - time.monotonic())
     if values is None:
         return g
-    for k, simplest in simplest_choices(g, node).items():
-        if time.monotonic() > until:
-            break
-        trial = _with_param(g, node, k, simplest)
-        iso = run_alone(lane, trial, node, values, where, until)
-        if iso is not None and any(r.status in DCF_LIKE and same_class(r.symptom) == same_class(symptom)
-                                   for r in iso.per_platform()):
-            g = trial  # as wrong without it (garbage or wrong values alike): the defect does not hinge on k
-    return g
+    unproven = []
+    for k, simpler in simpler_choices(g, node).items():
+        said = None
+        for v in simpler:
+            if time.monotonic() > until:
+                return g
+            trial = _with_param(g, node, k, v)
+            said = _still_wrong(run_alone(lane, trial, node, values, where, until), symptom)
+            if said is not None:  # the simplest value the reference takes decides
+                g = trial if said else g  # as wrong without it: the defect does not hinge on k
+                break
+        if said is None:  # no simpler value is valid with the others (align_corners, half-pixel)
+            unproven.append(k)
+    return replace(g, meta={**g.meta, UNPROVEN: unproven}) if unproven else g
+
+
+def _still_wrong(iso: CaseResult | None, symptom: str) -> bool | None:
+    """Whether an operator run alone is still wrong in ``symptom``'s class (garbage and wrong
+    values alike: True), or right (False).  None when the run says nothing about this defect:
+    cut short, a model the reference rejects (a value not valid with the node's other
+    parameters), or another failure (a converter that takes no exclude_outside=1)."""
+    if iso is None or iso.aborted:
+        return None
+    runs = iso.per_platform()
+    if any(r.status in DCF_LIKE and same_class(r.symptom) == same_class(symptom) for r in runs):
+        return True
+    return False if runs and all(r.status == Status.DCP for r in runs) else None
 
 
 def _with_param(g: Graph, node: str, k: str, v: Any) -> Graph:

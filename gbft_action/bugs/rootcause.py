@@ -260,18 +260,35 @@ def salient_params(g: Graph, node: str) -> str:
         n = g.node(node)
     except KeyError:
         return ""
-    return ", ".join(f"{k}={n.params[k]}" for k in simplest_choices(g, node))
+    unproven = set(g.meta.get(UNPROVEN, ()))
+    return ", ".join(f"{k}={n.params[k]}" for k in simplest_choices(g, node) if k not in unproven)
+
+
+# Graph meta: the blamed node's parameters that no valid simpler value could be tried for
+# (bugs.diagnose.needed_params): not shown to be needed, so not named in the key.
+UNPROVEN = "unproven_params"
 
 
 def simplest_choices(g: Graph, node: str) -> dict[str, Any]:
     """Node ``node``'s choice parameters that are not at their simplest value: each one's
     simplest value (the first of its domain)."""
+    return {k: others[0] for k, others in simpler_choices(g, node).items()}
+
+
+def simpler_choices(g: Graph, node: str) -> dict[str, list[Any]]:
+    """Node ``node``'s choice parameters that are not at their simplest value: the values before
+    its own in its domain, simplest first (the simplest may not be valid with the others:
+    TensorFlow takes no half-pixel centres with align_corners)."""
     n = g.node(node)
     spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(n.op)
     if spec is None:
         return {}
-    return {k: dom.values[0] for k, dom in sorted(spec.domains.items())
-            if isinstance(dom, Choice) and k in n.params and n.params[k] != dom.values[0]}
+    out = {}
+    for k, dom in sorted(spec.domains.items()):
+        if isinstance(dom, Choice) and k in n.params and n.params[k] != dom.values[0]:
+            values = list(dom.values)
+            out[k] = values[:values.index(n.params[k])] if n.params[k] in values else values[:1]
+    return out
 
 
 def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str = "", isolated: bool = False,
