@@ -1,7 +1,7 @@
 """GEN rate of the ONNX front end: random graphs from corpora/onnx-mnn.yaml through the
 ONNX checker, strict shape inference and ONNX Runtime (``OnnxReferenceHandler``).
 
-    python bench/onnx_gen.py [--seeds 0-2000] [--blocks 1-30]
+    python bench/onnx_gen.py [--seeds 0-2000] [--blocks 1-30] [--corpus FILE]
 
 Prints built-and-ran / rejected (by kind: checker, invalid, reference) and the first
 error of each kind.  Every rejected model is a generator bug (or an ORT limitation).
@@ -25,15 +25,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default="0-2000")
     ap.add_argument("--blocks", default="1-30")
+    ap.add_argument("--corpus", default=str(ONNX_CORPUS))
     a = ap.parse_args()
     s0, s1 = map(int, a.seeds.split("-"))
     opts = GenOptions(blocks=tuple(map(int, a.blocks.split("-"))))  # type: ignore[arg-type]
-    corpus, h, d = load_corpus(ONNX_CORPUS), OnnxReferenceHandler(), tempfile.mkdtemp()
+    corpus, h, d = load_corpus(a.corpus), OnnxReferenceHandler(), tempfile.mkdtemp()
     kinds: Counter[str] = Counter()
     first: dict[str, str] = {}
     t0 = time.perf_counter()
+    per_model_ops = []
     for seed in range(s0, s1):
         g = generate(random.Random(seed), corpus, opts, seed)
+        per_model_ops.append({n.op for n in g.nodes})
         try:
             onnx_emit.check(onnx_emit.build(g))
             r = h.build({"op": "build", "graph": g.to_json(), "dir": d})
@@ -48,6 +51,8 @@ def main() -> None:
     for k, e in first.items():
         if k != "ok":
             print(f"  {k}: {e}")
+    ops = Counter(op for op in per_model_ops for op in op)
+    print(f"operators in the models: {len(ops)}")
 
 
 if __name__ == "__main__":

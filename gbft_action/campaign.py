@@ -59,7 +59,7 @@ from .bugs import triage
 from .bugs.bundle import BugBook
 from .bugs.fingerprint import Fingerprint
 from .bugs.diagnose import diagnose
-from .bugs.policy import SYMPTOMS, policy_for
+from .bugs.policy import SYMPTOMS, fails_pull_request, policy_for
 from .bugs.replay import confirm_bug
 from .bugs.rootcause import Diagnosed, RootCause, RootKey, assemble, local_key
 from .engines.builds import EngineBuild
@@ -743,7 +743,7 @@ def summarize(inp: SummaryInputs) -> dict[str, Any]:
     failures = [{**f, "symptom": firsts.get(f["key"], {}).get("symptom", "")} for f in failures]
     causes = root_causes(failures, firsts, inp.book, inp.cfg.symptom_policy)
     of = {fid: rc.key.id for rc in causes for fid in rc.fingerprints}
-    blamable = {fid for rc in causes if rc.policy == "report" and rc.verdict in ("", "new")
+    blamable = {fid for rc in causes if fails_pull_request(rc.key.symptom, rc.policy) and rc.verdict in ("", "new")
                 and not set(rc.fingerprints) & inp.book.before for fid in rc.fingerprints}
     # Diagnoses the harness failed on count with the results it failed on (_diagnosed_or_error).
     failed = [m["error"] for m in inp.minimized.values() if isinstance(m, dict) and m.get("error")]

@@ -135,6 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("action", help="the GitHub Action entrypoint (reads INPUT_* variables)")
 
+    rec = sub.add_parser("onnx-records", help="write the ONNX operator records (schemas and valid instances) "
+                                                 "from the installed onnx package's schemas and node test cases")
+    rec.add_argument("--out", type=Path, default=None, metavar="FILE",
+                     help="where to write them (default: the package's ops/data/onnx_records.json)")
+
     c = sub.add_parser("corpus", help="block corpus tools")
     csub = c.add_subparsers(dest="corpus_cmd", required=True)
     ck = csub.add_parser("check", help="validate a corpus file")
@@ -195,11 +200,30 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_merge(args)
     if args.cmd == "arm-root":
         return cmd_arm_root(args)
+    if args.cmd == "onnx-records":
+        return cmd_onnx_records(args.out)
     if args.cmd == "action":
         from .action.main import main as action_main
 
         return action_main()
     return EXIT_USAGE
+
+
+def cmd_onnx_records(out: Path | None) -> int:
+    """Build the records (about a minute: every test case through the validity oracle) and
+    write them atomically; one line per figure a reviewer checks."""
+    from .ops.recorded import RECORDS_FILE
+    from .reference.onnx_records import build_records
+    from .statefile import write_atomic
+
+    records = build_records()
+    path = out or RECORDS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(records, indent=1, sort_keys=True) + "\n")
+    with_instances = [op for op, r in records["ops"].items() if r["instances"]]
+    print(f"{path}: {len(records['ops'])} operators at opset {records['opset']}, {len(with_instances)} with "
+          f"{sum(len(r['instances']) for r in records['ops'].values())} valid instances")
+    return EXIT_OK
 
 
 def cmd_corpus_check(path: str) -> int:

@@ -9,6 +9,7 @@ May import: the standard library only.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -35,3 +36,10 @@ def corrupt(path: Path, what: str, why: str) -> StateFileError:
     shutil.copy2(path, backup)
     return StateFileError(f"{path}: the {what} is corrupt or truncated ({why}); a copy is kept at {backup}: "
                           f"restore the file, or run without it")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole or not at all (a job killed mid-write leaves the old file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

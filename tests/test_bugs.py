@@ -116,8 +116,10 @@ def test_bundles_hold_everything(campaign_out):
     flaky = {b.name for b in bundles if json.loads((b / "meta.json").read_text()).get("flaky") is True}
     assert bundles and len(bundles) == s["unique_failures"]
     # New: not known before, not a bug whose own replays disagreed (never blamed on a PR), and
-    # of a root cause the symptom policy reports (not precision, heap damage or a tie).
-    reported = {f for rc in s["root_causes"] if rc["policy"] == "report" for f in rc["fingerprints"]}
+    # of a root cause the symptom policy reports (not precision, heap damage or a tie), or of an
+    # operator the converter does not support (listed, not filed, yet a regression when new).
+    reported = {f for rc in s["root_causes"] if rc["policy"] == "report" or rc["symptom"] == "unsupported"
+                for f in rc["fingerprints"]}
     assert set(s["new_failures"]) == ({b.name for b in bundles} - flaky) & reported
     for b in bundles:
         for f in ("graph.json", "model.pb", "inputs.npz", "engine.log", "meta.json", "minimized.json",

@@ -19,6 +19,7 @@ from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.report.github import GitHubTracker
 from gbft_action.report.render import RunContext
 from gbft_action.bugs.policy import DEFAULT_POLICY
+from gbft_action.bugs.rootcause import same_class
 from gbft_action.report.reporter import (PRECISION_TRACKING, ReportConfig, ReportInputError, load_run, report,
                                          tracking_key)
 from gbft_action.report.sanitize import BODY_LIMIT, ZWSP, code_block, neutralise, truncate_body
@@ -317,11 +318,11 @@ def test_report_cli_on_a_real_fuzz_output(tmp_path):
     s = json.loads((out / "summary.json").read_text())
     issues = sorted((out / "issues").glob("[0-9][0-9][0-9][0-9].md"))
     rcs = {rc["key"]: rc for rc in s.get("root_causes", [])}  # none in an output from before root causes
-    # One tracking issue per class listed (precision, NaN/Inf summarised; wrong results no operator
-    # was shown to give alone), one issue per other reported root cause.
-    tracking = {rc["symptom"] for rc in rcs.values() if rc["symptom"] in ("precision", "nan-inf")
+    # One tracking issue per class listed (precision, NaN/Inf, unsupported operators summarised;
+    # wrong results no operator was shown to give alone), one issue per other reported root cause.
+    tracking = {rc["symptom"] for rc in rcs.values() if rc["symptom"] in ("precision", "nan-inf", "unsupported")
                 and rc["policy"] == "summary"}
-    unisolated = [rc for rc in rcs.values() if rc["policy"] == "report" and rc["symptom"] == "wrong-result"
+    unisolated = [rc for rc in rcs.values() if rc["policy"] == "report" and same_class(rc["symptom"]) == "wrong-result"
                   and not rc["isolated"] and rc.get("settled", True)]
     tracking |= {"unisolated"} if unisolated else set()
     filed = (sum(rc["policy"] == "report" and rc.get("settled", True) for rc in rcs.values()) - len(unisolated)

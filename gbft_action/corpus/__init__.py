@@ -5,7 +5,8 @@ the set of in-degrees and out-degrees it may take in a generated graph and,
 optionally, narrowed parameter domains.  The loader rejects a bad corpus with a
 ``CorpusError`` naming the file, the block and the field.  A top-level
 ``frontend:`` (``tf`` by default, or ``onnx``) names the operator registry
-(``ops.registry``) the block names refer to.
+(``ops.registry``) the block names refer to; ``recorded: true`` adds a block for each
+operator known only from ONNX's recorded instances (``ops.recorded``).
 
 Layer 1 of ``gbft_action.LAYERS``.  May import: ops.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ops.domains import Domain, parse_domain
+from ..ops.recorded import RecordedSpec
 from ..ops.registry import FRONTENDS, TF, Registry, registry
 from ..ops.specs import Spec
 
@@ -178,10 +180,25 @@ def parse_corpus(raw: Any, file: str = "<corpus>") -> Corpus:
             raise CorpusError(file, b.name, "name", "duplicate block name")
         seen.add(b.name)
         blocks.append(b)
+    if raw.get("recorded", False) is not False:
+        if raw["recorded"] is not True:
+            raise CorpusError(file, "-", "recorded", "must be true or false")
+        blocks += recorded_blocks(reg, seen)
     n_max = raw.get("n_maxspc", 200)
     if not isinstance(n_max, int) or n_max < 1:
         raise CorpusError(file, "-", "n_maxspc", "must be a positive integer")
     return Corpus(str(raw.get("name", Path(file).stem)), blocks, file, n_max, raw, reg)
+
+
+# A recorded operator's block takes one tensor and feeds up to five, like the corpus's own.
+RECORDED_OUT = frozenset(range(6))
+
+
+def recorded_blocks(reg: Registry, listed: set[str]) -> list[Block]:
+    """An operator block for every operator the registry knows only from recorded instances
+    (``recorded: true``; ops.recorded), but those the corpus lists itself."""
+    return [Block(op, (op,), (), frozenset({1}), RECORDED_OUT, ({},)) for op, spec in reg.specs.items()
+            if isinstance(spec, RecordedSpec) and op not in listed]
 
 
 def _parse_block(rb: Any, i: int, file: str, specs: dict[str, Spec]) -> Block:

@@ -8,7 +8,7 @@ and everything that looks a spec up goes through it.  A registry also carries
 the value-range rules of its operators (``ops.ranges``) and the names of the
 adapters the solver inserts, which every registry must define.
 
-Framework-free.  May import: ops.specs, ops.ranges, ops.onnx_specs, ops.onnx_ranges.
+Framework-free.  May import: ops.specs, ops.ranges, ops.onnx_specs, ops.onnx_ranges, ops.recorded.
 """
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ def registry(frontend: str = "tf") -> Registry:
     if frontend == "onnx":
         from .onnx_ranges import ONNX_RULES  # imported on demand: the TF path never loads them
         from .onnx_specs import ONNX_SPECS
+        from .recorded import recorded_specs
 
-        return Registry("onnx", ONNX_SPECS, ONNX_RULES)
+        # Operators with no hand-written spec are known from their recorded instances.
+        return Registry("onnx", {**recorded_specs(skip=frozenset(ONNX_SPECS)), **ONNX_SPECS}, ONNX_RULES)
     raise ValueError(f"unknown frontend {frontend!r} (known: {', '.join(FRONTENDS)})")
 
 

@@ -22,14 +22,16 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..graph.ir import Graph, Node, TensorType
 from ..ops.onnx_specs import ONNX_SPECS, MatMul
+from ..ops.recorded import Instance, recorded_specs
 from . import registrar
 from .weights import divisor, uniform, weights_rng
 
 OPSET = 17  # the newest opset both MNN 3.6's converter and ONNX Runtime read; LayerNormalization needs 17
 IR_VERSION = 8  # the IR version of opset 17's onnx release (1.12): older readers accept it
 DTYPES = {"float32": TensorProto.FLOAT, "int32": TensorProto.INT32, "int64": TensorProto.INT64,
-          "bool": TensorProto.BOOL}
-NP = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
+          "bool": TensorProto.BOOL, "uint8": TensorProto.UINT8, "int8": TensorProto.INT8}
+NP = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.bool_, "uint8": np.uint8,
+      "int8": np.int8}
 
 
 @dataclass
@@ -433,3 +435,46 @@ def _recurrent(ctx, xs, p):
     if ctx.node.op == "GRU":
         attrs["linear_before_reset"] = int(p["linear_before_reset"])
     ctx.op(ctx.node.op, [xs[0], w, r, b], **attrs)
+
+
+# --------------------------------------------------------------------------- recorded operators
+
+
+def _recorded(ctx: Ctx, xs: list[str], p: dict[str, Any]) -> None:
+    """An operator known from its recorded instances (ops.recorded): the instance's attributes
+    and constants, its fed input the node's one input; outputs past the first get names of
+    their own (an operator with optional outputs computes what it is asked for)."""
+    spec = RECORDED[ctx.node.op]
+    k = p.get("instance")
+    if not isinstance(k, int) or not 0 <= k < len(spec.instances):
+        raise ValueError(f"graph: node {ctx.node.id}: no instance {k!r} of {ctx.node.op}")
+    inst = spec.instances[k]
+    names = [_recorded_input(ctx, inst, i, xs[0]) for i in range(len(inst.inputs))]
+    outs = [ctx.node.id] + [f"{ctx.node.id}_o{j}" for j in range(1, inst.outputs_named)]
+    node = helper.make_node(ctx.node.op, names, outs, name=ctx.node.id)
+    node.attribute.extend(_attr(a, v, spec.attr_types.get(a, "")) for a, v in sorted(inst.attrs.items()))
+    ctx.nodes.append(node)
+
+
+def _recorded_input(ctx: Ctx, inst: Instance, i: int, fed: str) -> str:
+    t = inst.inputs[i]
+    if t is None:
+        return ""  # an optional input the instance leaves out
+    if i == inst.fed:
+        return fed
+    v = t["value"]
+    return ctx.const(f"c{i}", np.asarray(v["data"], dtype=v["dtype"]).reshape(v["shape"]), v["dtype"])
+
+
+def _attr(name: str, v: Any, kind: str) -> onnx.AttributeProto:
+    """A recorded attribute, typed by its schema (helper cannot infer an empty list's type); a
+    tensor value rebuilt from its JSON form."""
+    if isinstance(v, dict) and "tensor" in v:
+        t = v["tensor"]
+        v = numpy_helper.from_array(np.asarray(t["data"], dtype=t["dtype"]).reshape(t["shape"]))
+    return helper.make_attribute(name, v, attr_type=getattr(onnx.AttributeProto, kind.upper(), None))
+
+
+RECORDED = recorded_specs(skip=frozenset(ONNX_SPECS))
+for _op in RECORDED:
+    EMITTERS.setdefault(_op, _recorded)

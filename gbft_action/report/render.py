@@ -31,9 +31,11 @@ TOOL_REPO = "gbft-action/gbft-action"
 TRACKING_TITLE = "Precision differences found by gbft (tracking)"
 # The symptom classes that, under policy ``summary``, are listed in one tracking issue each.
 TRACKING_TITLES = {"precision": TRACKING_TITLE, "nan-inf": "NaN/Inf differences found by gbft (tracking)",
-                   "unisolated": "Wrong results not yet pinned on one operator, found by gbft (tracking)"}
+                   "unisolated": "Wrong results not yet pinned on one operator, found by gbft (tracking)",
+                   "unsupported": "Operators the converter does not support, found by gbft (tracking)"}
 SYMPTOM_TEXT = {"wrong-result": "wrong result", "nan-inf": "NaN/Inf", "conversion-error": "conversion error",
-                "api-error": "API error", "heap-damage": "heap damage", "unisolated": "unisolated wrong result"}
+                "api-error": "API error", "heap-damage": "heap damage", "unisolated": "unisolated wrong result",
+                "unsupported": "unsupported operator"}
 
 
 def symptom_text(symptom: str) -> str:

@@ -479,10 +479,20 @@ def _root_cause_row(rc: dict[str, Any], summary: dict[str, Any], metas: dict[str
         "symptom": symptom_text(rc["symptom"]), "fingerprints": len(rc["fingerprints"]), "count": rc["count"],
         "size": meta.get("minimized_size", ""), "issue": issue})
     new = set(summary.get("new_failures", []))
-    ids.append({"key": rc["key"][:64], "fingerprints": ", ".join(_ids(rc))[:400],
+    ids.append({"key": rc["key"][:64], "fingerprints": _id_list(_ids(rc)),
                 "verdict": verdict or ("new" if new & set(rc["fingerprints"]) else "known"),
                 "platforms": ", ".join(rc.get("platforms") or meta.get("platforms") or [])[:80],
                 "bundle": f"bugs/{fid}/" if fid else ""})
+
+
+ID_ROWS = 100  # fingerprint ids listed per root cause in the job summary (its bundles hold them all)
+
+
+def _id_list(ids: list[str]) -> str:
+    """A root cause's fingerprint ids, every one up to ID_ROWS (a cut at a character count
+    dropped ids of a 30-fingerprint root cause), then how many more."""
+    more = f", and {len(ids) - ID_ROWS} more" if len(ids) > ID_ROWS else ""
+    return ", ".join(str(x)[:20] for x in ids[:ID_ROWS]) + more
 
 
 def _ignored_line(ignored: Counter[str]) -> str:

@@ -1,0 +1,113 @@
+"""Recorded operators: ONNX operators placed from instances ONNX's own test cases give (issue 26).
+
+``ops/data/onnx_records.json`` (written offline by ``gbft onnx-records``,
+``reference.onnx_records``) holds, per default-domain operator, its schema at our opset and
+the instances the validity oracle took: attributes, one input a generated tensor feeds (its
+element type and shape), the other inputs as constants, and the output types.  NeuRI's
+hybrid: an instance is inserted as it is where the solver can coerce a tensor to its fed
+input (Cast / Reshape / Slice / Pad adapters), so an operator nobody wrote a spec for is
+placed without backtracking.  Hand-written specs (``ops.onnx_specs``) stay where they exist:
+they draw shapes and attributes, instances only replay them.
+
+A node's parameters are ``{"instance": i}``, an index into the package's file: a bundle (a pull
+request's artifact) can pick an instance, never write an attribute or a constant.
+
+Framework-free (JSON only).  May import: graph.ir, ops.domains, ops.specs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from ..graph.ir import TensorType
+from .domains import Choice
+from .specs import Params, Spec
+
+RECORDS_VERSION = 1
+RECORDS_FILE = Path(str(files("gbft_action") / "ops" / "data" / "onnx_records.json"))
+# Element types a fed input may take (the generator casts to them) and outputs may have.
+# Not float16 yet: the reference computes in half precision where the engine may not, and
+# the comparison's tolerance is float32's (a precision storm, not defects).
+TYPES = ("float32", "int64", "int32", "bool", "uint8", "int8")
+MAX_CONST_ELEMS = 1024  # constants an instance may carry (the file stays readable)
+
+
+class RecordsError(ValueError):
+    """The records file is missing, of another version, or malformed (names the file)."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One valid single-node instance: attributes, inputs (None: absent; a dict with a
+    "value" for a constant, without one for the fed input) and output types."""
+
+    attrs: dict[str, Any]
+    inputs: tuple[dict[str, Any] | None, ...]
+    fed: int
+    outputs: tuple[TensorType, ...]
+    outputs_named: int
+
+    @property
+    def fed_type(self) -> TensorType:
+        t = self.inputs[self.fed]
+        assert t is not None
+        return TensorType(tuple(t["shape"]), t["dtype"])
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Instance:
+        outs = tuple(TensorType(tuple(o["shape"]), o["dtype"]) for o in d["outputs"])
+        return Instance(dict(d["attrs"]), tuple(d["inputs"]), int(d["fed"]), outs, int(d["outputs_named"]))
+
+
+class RecordedSpec(Spec):
+    """An operator known only from its instances: it takes one tensor, coerced to the chosen
+    instance's fed input, and gives that instance's first output."""
+
+    def __init__(self, name: str, instances: tuple[Instance, ...], attr_types: dict[str, str]) -> None:
+        super().__init__(name, name, frozenset({1}), (1, 6), False, {"instance": Choice(tuple(range(len(instances))))})
+        self.instances = instances
+        self.attr_types = attr_types  # the schema's type of each attribute ("ints", "tensor"...)
+
+    def want(self, rng: random.Random, ins: list[TensorType]) -> list[TensorType]:
+        return list(ins)  # the instance, drawn next, says what it wants (align)
+
+    def align(self, ins: list[TensorType], p: Params) -> list[TensorType]:
+        return [self.instances[p["instance"]].fed_type]
+
+    def infer(self, ins: list[TensorType], p: Params) -> TensorType:
+        return self.instances[p["instance"]].outputs[0]
+
+
+def recorded_specs(path: Path = RECORDS_FILE, skip: frozenset[str] = frozenset()) -> dict[str, RecordedSpec]:
+    """A spec per operator of the records file with at least one instance, but those in ``skip``
+    (the hand-written ones).  RecordsError names the file when it cannot be used."""
+    return {k: v for k, v in _load(str(path)).items() if k not in skip}
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> dict[str, RecordedSpec]:
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise RecordsError(f"{path}: cannot read the operator records ({e})") from None
+    if not isinstance(raw, dict) or raw.get("version") != RECORDS_VERSION:
+        raise RecordsError(f"{path}: records version {raw.get('version') if isinstance(raw, dict) else '?'}, "
+                           f"this gbft reads {RECORDS_VERSION} (run gbft onnx-records)")
+    try:
+        return {op: RecordedSpec(op, tuple(Instance.from_json(i) for i in rec["instances"]),
+                                 {k: str(a["type"]) for k, a in rec["schema"]["attributes"].items()})
+                for op, rec in sorted(raw["ops"].items()) if rec["instances"]}
+    except (KeyError, TypeError, ValueError) as e:
+        raise RecordsError(f"{path}: malformed operator record ({type(e).__name__}: {e})") from None
+
+
+def schemas(path: Path = RECORDS_FILE) -> dict[str, dict[str, Any]]:
+    """Every operator's schema summary, instances or not (the support matrix lists them all)."""
+    raw = json.loads(Path(path).read_text())
+    return {op: rec["schema"] for op, rec in raw["ops"].items()}

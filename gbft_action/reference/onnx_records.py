@@ -1,0 +1,235 @@
+"""Operator records from ONNX's own schemas and node test cases (issue 26, NeuRI's raw material).
+
+``build_records`` reads, offline, what the onnx package ships:
+
+* ``onnx.defs``: per operator, its schema at the opset the generator writes (``onnx_emit.OPSET``):
+  inputs (optional, variadic), attributes with their types and defaults, type constraints;
+* ``onnx.backend.test.case.node.collect_testcases()``: valid single-node models with data.
+
+Each test case is an instance: its node, re-targeted to our opset, with one input fed by the
+generated graph and the others kept as the recorded constants.  Instances are mutated in the
+element type of the fed input (every type its constraint allows among ``TYPES``), and each
+candidate goes through the validity oracle: ``onnx.checker`` with strict shape inference, then
+ONNX Runtime run on the recorded constants and a drawn value of the fed input, as a generated
+graph would feed it.  What passes is written as a versioned JSON file
+(``ops/data/onnx_records.json``), read by ``ops.recorded`` at start-up and by a reviewer.
+
+Run by ``gbft onnx-records`` (never during a campaign).  May import: ops.recorded,
+reference.onnx_emit, onnx, onnxruntime, numpy.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ..ops.recorded import MAX_CONST_ELEMS, RECORDS_VERSION, TYPES
+from .onnx_emit import IR_VERSION, OPSET
+
+MAX_PER_OP = 16  # instances kept per operator (each test case once before any twice)
+_ONNX_TYPE = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "int64": TensorProto.INT64,
+              "int32": TensorProto.INT32, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
+              "bool": TensorProto.BOOL, "float64": TensorProto.DOUBLE}
+_SCHEMA_TYPE = {f"tensor({'float' if k == 'float32' else 'double' if k == 'float64' else k})": k for k in _ONNX_TYPE}
+
+
+def build_records(opset: int = OPSET, max_per_op: int = MAX_PER_OP, only: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The records file's content: schemas and valid instances of every default-domain operator
+    (of those in ``only``, when given)."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the test cases' own overflow warnings
+        cases = collect_testcases(None)
+    schemas = {s.name: s for s in _schemas_at(opset) if not only or s.name in only}
+    found: dict[str, list[list[dict[str, Any]]]] = defaultdict(list)  # per operator, per test case
+    for case in cases:
+        node = case.model.graph.node[0] if len(case.model.graph.node) == 1 else None
+        if node is None or node.domain not in ("", "ai.onnx") or node.op_type not in schemas or not case.data_sets:
+            continue
+        found[node.op_type].append(_variants(case, node, schemas[node.op_type]))
+    return {"version": RECORDS_VERSION, "onnx": onnx.__version__, "opset": opset,
+            "ops": {name: {"schema": _schema(s), "instances": _interleaved(found.get(name, []), max_per_op)}
+                    for name, s in sorted(schemas.items())}}
+
+
+def _interleaved(per_case: list[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+    """Every test case's first variant (float32 where it may be) before any case's second: the
+    attributes the test cases cover come before their element types."""
+    out: list[dict[str, Any]] = []
+    for rank in range(max((len(v) for v in per_case), default=0)):
+        for variants in per_case:
+            if rank < len(variants) and variants[rank] not in out and len(out) < limit:
+                out.append(variants[rank])
+    return out
+
+
+def _schemas_at(opset: int) -> list[Any]:
+    """Each default-domain operator's schema as of ``opset`` (operators added later are left out)."""
+    out = []
+    for name in sorted({s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain == ""}):
+        try:
+            s = onnx.defs.get_schema(name, opset, "")
+        except onnx.defs.SchemaError:
+            continue
+        if not s.deprecated:
+            out.append(s)
+    return out
+
+
+def _schema(s: Any) -> dict[str, Any]:
+    """What a reviewer (and attribute coverage) reads of a schema."""
+    def formal(p: Any) -> dict[str, Any]:
+        return {"name": p.name, "option": p.option.name.lower(), "type": p.type_str}
+
+    return {"since": s.since_version, "inputs": [formal(p) for p in s.inputs],
+            "outputs": [formal(p) for p in s.outputs],
+            "attributes": {k: {"type": a.type.name.lower(), "required": a.required,
+                               "default": _attr_json(a.default_value) if a.default_value.name else None}
+                           for k, a in sorted(s.attributes.items())},
+            "types": {c.type_param_str: sorted(c.allowed_type_strs) for c in s.type_constraints}}
+
+
+# --------------------------------------------------------------------------- instances
+
+
+def _variants(case: Any, node: onnx.NodeProto, schema: Any) -> list[dict[str, Any]]:
+    """The valid instances of one test case: its fed input in each element type tried."""
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS, onnx.AttributeProto.SPARSE_TENSOR)
+           for a in node.attribute):
+        return []
+    values = dict(zip([i.name for i in case.model.graph.input], case.data_sets[0][0]))
+    if not all(isinstance(v, (np.ndarray, np.generic)) for v in values.values()):
+        return []  # a sequence or optional input: not a tensor a graph could feed
+    arrays = [np.asarray(values[name]) if name in values else None for name in node.input]
+    if any(name and name not in values for name in node.input):
+        return []  # an input the test case feeds some other way (an initializer): not kept simple
+    out = []
+    for fed in _feedable(arrays):
+        for dtype in _fed_types(schema, fed, arrays):
+            inst = _instance(node, arrays, fed, dtype, schema)
+            if inst is not None:
+                out.append(inst)
+        if out:
+            return out
+    return out
+
+
+def _feedable(arrays: list[np.ndarray | None]) -> list[int]:
+    """Inputs a generated tensor may stand for: a non-scalar numeric one, first input first."""
+    return [i for i, a in enumerate(arrays) if a is not None and a.ndim >= 1 and a.dtype.kind in "fiub"
+            and 0 < a.size <= 4096]
+
+
+def _fed_types(schema: Any, fed: int, arrays: list[np.ndarray | None]) -> list[str]:
+    """The ``TYPES`` input ``fed``'s constraint allows, float32 first, then the recorded type
+    (an operator on int64 only), then the others."""
+    own = str(arrays[fed].dtype)
+    formal = schema.inputs[min(fed, len(schema.inputs) - 1)]
+    allowed = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}.get(formal.type_str)
+    ok = [t for t in TYPES if allowed is None or any(_SCHEMA_TYPE.get(x) == t for x in allowed)]
+    return list(dict.fromkeys([t for t in ("float32", own) if t in ok] + ok))
+
+
+def _instance(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, dtype: str,
+              schema: Any) -> dict[str, Any] | None:
+    """One instance, if the oracle takes it: ``node`` with input ``fed`` cast to ``dtype``
+    (inputs sharing its type parameter too) and fed a drawn value, the rest constants."""
+    if dtype not in _ONNX_TYPE:
+        return None
+    arrays = _retyped(arrays, fed, dtype, schema)
+    consts = [a for i, a in enumerate(arrays) if a is not None and i != fed]
+    if sum(a.size for a in consts) > MAX_CONST_ELEMS or any(str(a.dtype) not in _ONNX_TYPE for a in consts):
+        return None
+    outs = _oracle(node, arrays, fed)
+    if outs is None:
+        return None
+    return {"attrs": {a.name: _attr_json(a) for a in node.attribute},
+            "inputs": [None if a is None else {"dtype": str(a.dtype), "shape": list(a.shape),
+                                               "value": None if i == fed else _tensor_json(a)}
+                       for i, a in enumerate(arrays)],
+            "fed": fed, "outputs": outs, "outputs_named": len(node.output)}
+
+
+def _retyped(arrays: list[np.ndarray | None], fed: int, dtype: str, schema: Any) -> list[np.ndarray | None]:
+    """Input ``fed`` and every input bound to the same type parameter, as ``dtype``."""
+    formals = [schema.inputs[min(i, len(schema.inputs) - 1)].type_str for i in range(len(arrays))]
+    same = {i for i, t in enumerate(formals) if t == formals[fed]}
+    return [a.astype(dtype) if a is not None and i in same else a for i, a in enumerate(arrays)]
+
+
+def _oracle(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int) -> list[dict[str, Any]] | None:
+    """The output types of the node with its fed input drawn, if the checker, strict shape
+    inference and ONNX Runtime all take it and every output has a static, non-empty shape."""
+    import onnxruntime as ort
+
+    names = [f"x{i}" if a is not None else "" for i, a in enumerate(arrays)]
+    n = copy.deepcopy(node)
+    del n.input[:]
+    n.input.extend(names)
+    outs = [f"y{i}" for i in range(len(node.output))]
+    del n.output[:]
+    n.output.extend(outs)
+    inits = [numpy_helper.from_array(a, names[i]) for i, a in enumerate(arrays) if a is not None and i != fed]
+    x = arrays[fed]
+    fed_info = helper.make_tensor_value_info(f"x{fed}", _ONNX_TYPE[str(x.dtype)], list(x.shape))
+    try:
+        schema = onnx.defs.get_schema(n.op_type, OPSET, "")
+        types = {names[i]: helper.make_tensor_type_proto(_ONNX_TYPE[str(a.dtype)], list(a.shape))
+                 for i, a in enumerate(arrays) if a is not None}
+        inferred = onnx.shape_inference.infer_node_outputs(schema, n, types, {t.name: t for t in inits})
+        g = helper.make_graph([n], "rec", [fed_info], [helper.make_value_info(o, inferred[o]) for o in outs],
+                              initializer=inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+        m.ir_version = IR_VERSION
+        onnx.checker.check_model(m, full_check=True)
+        so = ort.SessionOptions()
+        so.log_severity_level = 4
+        sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        drawn = np.random.default_rng(0).standard_normal(x.shape).astype(x.dtype)
+        got = sess.run(None, {f"x{fed}": drawn})
+    except Exception:  # noqa: BLE001 - any rejection: not a valid instance
+        return None
+    if not all(isinstance(v, np.ndarray) for v in got):
+        return None  # a sequence: no tensor for the next operator
+    if _static_shape(inferred[outs[0]]) != got[0].shape:
+        return None  # a shape the values decide (NonZero, Unique): the solver needs it known
+    types = [{"dtype": str(v.dtype), "shape": list(v.shape)} for v in got]
+    first = types[0] if types else None
+    if first is None or first["dtype"] not in TYPES or not first["shape"] or 0 in first["shape"]:
+        return None  # the next operator reads the first output: a tensor of ours, rank 1 or more
+    return types
+
+
+def _static_shape(t: onnx.TypeProto) -> tuple[int, ...] | None:
+    """The shape inference gives, if every dim is a number."""
+    if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+        return None
+    dims = t.tensor_type.shape.dim
+    return tuple(d.dim_value for d in dims) if all(d.HasField("dim_value") for d in dims) else None
+
+
+# --------------------------------------------------------------------------- JSON forms
+
+
+def _tensor_json(a: np.ndarray) -> dict[str, Any]:
+    return {"dtype": str(a.dtype), "shape": list(a.shape), "data": np.asarray(a).ravel().tolist()}
+
+
+def _attr_json(a: onnx.AttributeProto) -> Any:
+    """An attribute's value as JSON (a tensor as {"tensor": ...}, bytes as text)."""
+    v = helper.get_attribute_value(a)
+    if isinstance(v, TensorProto):
+        return {"tensor": _tensor_json(numpy_helper.to_array(v))}
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, list):
+        return [x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in v]
+    return v
+

@@ -1,0 +1,102 @@
+"""Operators known from ONNX's recorded instances (issue 26): the records file, the spec that
+places an instance, the emitter that writes it, the corpus that adds them."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from gbft_action.corpus import CorpusError, load_corpus, parse_corpus
+from gbft_action.graph.ir import Graph, Node, TensorType
+from gbft_action.graph.solver import Builder
+from gbft_action.ops.onnx_specs import ONNX_SPECS
+from gbft_action.ops.recorded import RECORDS_VERSION, TYPES, RecordedSpec, RecordsError, recorded_specs
+from gbft_action.ops.registry import registry
+
+ort = pytest.importorskip("onnxruntime")
+
+from gbft_action.reference import onnx_emit  # noqa: E402
+from gbft_action.reference.onnx_code import model_source  # noqa: E402
+
+REG = registry("onnx")
+RECORDED = {k: v for k, v in REG.specs.items() if isinstance(v, RecordedSpec)}
+
+
+def test_the_records_reach_the_operators_nobody_wrote_a_spec_for():
+    assert not set(RECORDED) & set(ONNX_SPECS)  # a hand-written spec wins where one exists
+    assert {"CumSum", "OneHot", "ScatterElements", "Einsum", "IsNaN", "IsInf", "Mod", "Trilu"} <= set(RECORDED)
+    assert len(set(RECORDED) | set(ONNX_SPECS)) >= 130
+    fed = {s.instances[i].fed_type.dtype for s in RECORDED.values() for i in range(len(s.instances))}
+    assert fed == set(TYPES)  # every element type the generator casts to feeds some instance
+
+
+def _alone(op: str, i: int) -> Graph:
+    b = Builder(random.Random(i), seed=7, reg=REG)
+    x = b.add_input("in0", TensorType((2, 3, 4, 5)))
+    b.add_op(op, [x], block=op, fixed={"instance": i})
+    return b.finish({"frontend": "onnx"})
+
+
+def test_every_recorded_instance_placed_on_a_generated_tensor_is_a_model_onnx_runtime_runs():
+    """The solver coerces a float32 [2, 3, 4, 5] tensor to each instance's fed input; the model
+    passes the checker and strict shape inference, and ONNX Runtime gives the IR's output type."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    bad = []
+    for op, spec in sorted(RECORDED.items()):
+        for i in range(len(spec.instances)):
+            g = _alone(op, i)
+            try:
+                m = onnx_emit.check(onnx_emit.build(g))
+                sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+                x = np.random.default_rng(i).standard_normal((2, 3, 4, 5)).astype(np.float32)
+                y = sess.run([g.outputs[0]], {"in0": x})[0]
+                want = g.node(g.outputs[0]).out
+                assert y.shape == want.shape and str(y.dtype) == want.dtype, (y.shape, y.dtype, want)
+            except Exception as e:  # noqa: BLE001 - collected: the message lists every failure
+                bad.append(f"{op}#{i}: {type(e).__name__}: {str(e)[:160]}")
+    assert not bad, "\n".join(bad[:20])
+
+
+def test_a_bundle_can_pick_an_instance_never_write_one():
+    g = _alone("CumSum", 0)
+    assert "'CumSum'" in "\n".join(model_source(g).nodes)
+    k = next(i for i, n in enumerate(g.nodes) if n.id == "n0")
+    for hostile in (10**6, -1, "0", None):
+        n = g.nodes[k]
+        g.nodes[k] = Node(n.id, n.op, n.inputs, {"instance": hostile}, n.out, n.block, n.role, n.gnode)
+        with pytest.raises(ValueError, match="no instance"):
+            model_source(g)
+
+
+def test_a_corpus_adds_the_recorded_operators_only_when_it_says_so():
+    base = load_corpus("gbft_action/corpora/onnx-mnn.yaml").raw
+    own = {b["name"] for b in base["blocks"]}
+    plain = parse_corpus({**base, "recorded": False})
+    assert {b.name for b in plain.blocks} == own
+    more = parse_corpus({**base, "recorded": True})
+    assert set(RECORDED) <= set(more.op_types) and len(more.blocks) == len(own) + len(set(RECORDED) - own)
+    with pytest.raises(CorpusError, match="recorded"):
+        parse_corpus({**base, "recorded": "yes"})
+
+
+def test_the_records_builder_keeps_only_what_the_oracle_takes(tmp_path):
+    from gbft_action.reference.onnx_records import build_records
+
+    r = build_records(only=frozenset({"CumSum", "NonZero", "Abs"}))
+    assert r["version"] == RECORDS_VERSION and r["opset"] == onnx_emit.OPSET
+    ops = r["ops"]
+    assert set(ops) == {"CumSum", "NonZero", "Abs"}
+    # NonZero's output shape depends on the values: the solver could not know it.
+    assert ops["NonZero"]["instances"] == [] and ops["NonZero"]["schema"]["inputs"][0]["name"] == "X"
+    cums = ops["CumSum"]["instances"]
+    assert cums and cums[0]["inputs"][0]["dtype"] == "float32"  # float32 first, though recorded as float64
+    assert {"exclusive", "reverse"} <= set(ops["CumSum"]["schema"]["attributes"])
+    assert any(i["attrs"].get("reverse") == 1 for i in cums)
+    # A file of another version is refused with its name, not misread.
+    old = tmp_path / "old.json"
+    old.write_text('{"version": 0, "ops": {}}')
+    with pytest.raises(RecordsError, match="old.json: records version 0"):
+        recorded_specs(old)
