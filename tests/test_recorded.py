@@ -100,3 +100,36 @@ def test_the_records_builder_keeps_only_what_the_oracle_takes(tmp_path):
     old.write_text('{"version": 0, "ops": {}}')
     with pytest.raises(RecordsError, match="old.json: records version 0"):
         recorded_specs(old)
+
+
+def test_a_campaign_probes_each_recorded_instance_alone_first_and_then_avoids_what_failed():
+    """The first cases are every recorded instance alone (search.probe); what fails alone is
+    proof: an operator none of whose instances works is never placed again, a failing instance
+    never drawn again, and the support matrix counts what each did."""
+    from gbft_action.graph.generate import GenOptions
+    from gbft_action.search.guided import GuidedSource
+    from gbft_action.search.probe import PROBE, probes
+
+    corpus = load_corpus("gbft_action/corpora/onnx-all.yaml")
+    todo = probes(corpus)
+    assert len({op for op, _ in todo}) == len(set(RECORDED) - set(ONNX_SPECS)) and ("CumSum", 0) in todo
+    src = GuidedSource(corpus, GenOptions(blocks=(3, 8)), seed=11)
+    for i, (op, k) in enumerate(todo):
+        g = src.next_graph(i)
+        assert [n.op for n in g.block_nodes()] == [op] and g.meta[PROBE] == [op, k] and g.node("n0").params == {
+            "instance": k}
+        # Hardmax fails alone on every instance, CumSum on its first only; the rest pass.
+        fails = op == "Hardmax" or (op, k) == ("CumSum", 0)
+        src.feedback(i, g, {"status": "MCF" if fails else "DCP", "op": op})
+    sup = src.summary()["support"]["rows"]
+    assert sup["Hardmax"]["converts"] == 0 and sup["CumSum"]["agrees"] == sup["CumSum"]["instances"] - 1
+    placed = []
+    for i in range(len(todo), len(todo) + 150):
+        g = src.next_graph(i)
+        assert PROBE not in g.meta
+        placed += [(n.op, n.params.get("instance")) for n in g.block_nodes()]
+        src.feedback(i, g, {"status": "DCP"})
+    ops = {op for op, _ in placed}
+    assert "Hardmax" not in ops and ("CumSum", 0) not in placed and "CumSum" in ops
+    assert len(ops - set(ONNX_SPECS)) >= 40  # the recorded operators that work are placed
+    assert "probed" not in str(src.known.to_json())  # the next campaign (another build) probes again

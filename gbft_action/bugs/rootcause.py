@@ -28,6 +28,7 @@ from typing import Any, Callable
 from ..graph.ir import Graph, Node
 from ..ops.domains import Choice
 from ..ops.registry import registry
+from ..ops.recorded import RecordedSpec
 
 
 class Symptom(str, Enum):
@@ -261,7 +262,16 @@ def salient_params(g: Graph, node: str) -> str:
     except KeyError:
         return ""
     unproven = set(g.meta.get(UNPROVEN, ()))
-    return ", ".join(f"{k}={n.params[k]}" for k in simplest_choices(g, node) if k not in unproven)
+    return ", ".join(_param_text(g, n.op, k, n.params[k]) for k in simplest_choices(g, node) if k not in unproven)
+
+
+def _param_text(g: Graph, op: str, k: str, v: Any) -> str:
+    """``k=v``; a recorded operator's instance as what sets it apart (ops.recorded): "instance=7"
+    tells a maintainer nothing, "equation=ij,jk->ik, int32 input" does."""
+    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(op)
+    if k == "instance" and isinstance(spec, RecordedSpec) and isinstance(v, int) and 0 <= v < len(spec.instances):
+        return spec.instances[v].describe() or f"{k}={v}"
+    return f"{k}={v}"
 
 
 # Graph meta: the blamed node's parameters that no valid simpler value could be tried for

@@ -52,6 +52,7 @@ class Instance:
     fed: int
     outputs: tuple[TensorType, ...]
     outputs_named: int
+    case: str = ""  # the ONNX node test case it comes from (onnx/backend/test/case/node)
 
     @property
     def fed_type(self) -> TensorType:
@@ -62,7 +63,17 @@ class Instance:
     @staticmethod
     def from_json(d: dict[str, Any]) -> Instance:
         outs = tuple(TensorType(tuple(o["shape"]), o["dtype"]) for o in d["outputs"])
-        return Instance(dict(d["attrs"]), tuple(d["inputs"]), int(d["fed"]), outs, int(d["outputs_named"]))
+        return Instance(dict(d["attrs"]), tuple(d["inputs"]), int(d["fed"]), outs, int(d["outputs_named"]),
+                        str(d.get("case", "")))
+
+    def describe(self) -> str:
+        """What sets the instance apart, for a root-cause title: its scalar attributes and a
+        fed type other than float32, else the test case it comes from."""
+        parts = [f"{k}={v}" for k, v in sorted(self.attrs.items()) if isinstance(v, (int, float, str))]
+        if self.fed_type.dtype != "float32":
+            parts.append(f"{self.fed_type.dtype} input")
+        text = ", ".join(parts)
+        return text if parts and len(text) <= 60 else f"as {self.case}" if self.case else text[:60]
 
 
 class RecordedSpec(Spec):

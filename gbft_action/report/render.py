@@ -38,6 +38,23 @@ SYMPTOM_TEXT = {"wrong-result": "wrong result", "nan-inf": "NaN/Inf", "conversio
                 "unsupported": "unsupported operator"}
 
 
+def support_matrix(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The support matrix of a campaign's probes (search.probe), from its coverage (one front
+    end's, or the ONNX one of a mixed campaign): totals, and the operators whose instances do not
+    all agree, worst first.  None when nothing was probed."""
+    cov = summary.get("coverage") or {}
+    sup = cov.get("support") or next((c.get("support") for c in cov.values() if isinstance(c, dict)
+                                      and c.get("support")), None)
+    if not isinstance(sup, dict) or not isinstance(sup.get("rows"), dict):
+        return None
+    rows = [{"op": str(op)[:40], **{k: int(r.get(k, 0)) for k in ("instances", "converts", "runs", "agrees")}}
+            for op, r in sup["rows"].items() if isinstance(r, dict)]
+    failing = sorted((r for r in rows if r["agrees"] < r["instances"]),
+                     key=lambda r: (r["agrees"] / max(1, r["instances"]), r["converts"], r["op"]))
+    return {"operators": len(rows), "agree_all": len(rows) - len(failing),
+            "convert_none": sum(r["converts"] == 0 for r in rows), "rows": failing}
+
+
 def symptom_text(symptom: str) -> str:
     """A symptom class as a reader says it ("wrong-result" -> "wrong result")."""
     return SYMPTOM_TEXT.get(symptom, symptom.replace("-", " ")) or "unclassified"
@@ -235,7 +252,7 @@ class Renderer:
             frontends=summary.get("frontends") or {},
             harness=summary.get("harness_errors") or {},
             refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored,
-            shards=_shards(summary.get("shards")))
+            shards=_shards(summary.get("shards")), support=support_matrix(summary))
 
 
 def _shards(shards: Any) -> dict[str, Any] | None:

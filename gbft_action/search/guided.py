@@ -31,6 +31,7 @@ from . import case_seed, stream_key
 from .coverage import Coverage, graph_level
 from .known import KnownFailures
 from .mcts import MCTSChooser, TreeNode
+from .probe import PROBE, SupportMatrix, probe_graph, probes
 
 # A block's score (new structural coverage items, 0 to about 6, plus up to 1 for open shape
 # vectors and the MCTS path) loses its settled risk (search.known) times one of these: a
@@ -68,9 +69,16 @@ class GuidedSource:
         self._kept = 0
         self._base: dict[str, Any] = {"mcts": None, "graph_arms": None}  # what load_state loaded (merge)
         self.known = KnownFailures()  # settled failures: models carrying them are drawn again
+        # Recorded operators' instances, each alone, are the first cases (search.probe).
+        self.probes = probes(corpus)
+        self.support = SupportMatrix()
+        self._served = 0  # cases served so far: the probes are the first ones
 
     # -- CaseSource -------------------------------------------------------------------
     def next_graph(self, index: int) -> Graph:
+        self._served += 1
+        if self._served <= len(self.probes):
+            return self._probe(index, *self.probes[self._served - 1])
         kept: tuple[Graph, list[TreeNode], int] | None = None  # the latest attempt that may run
         last = self.max_attempts - 1
         for attempt in range(self.max_attempts):
@@ -103,6 +111,12 @@ class GuidedSource:
         self._accumulate_graph_level(g)
         return g
 
+    def _probe(self, index: int, op: str, k: int) -> Graph:
+        g = probe_graph(self.corpus, op, k, case_seed(self.seed, index, self.shard))
+        self.coverage.add_items(self.coverage.new_items(g))
+        g.meta.update(index=index, attempt=0)
+        return g
+
     def _steered_away(self, g: Graph, items: set[tuple[str, str, Any]], rng: random.Random) -> bool:
         """Whether g carries settled known failures and is not run (search.known).  A model
         bringing new structure (a type, a degree) or anything new for an operator still young
@@ -110,6 +124,9 @@ class GuidedSource:
         vectors are nearly always new, so they earn no pass.  No extra
         attempts: steering chooses among the ones coverage draws anyway."""
         cov = self.coverage
+        if any(map(self.known.fails_alone, g.block_nodes())):
+            self.known.steered += 1
+            return True  # a node proven to fail alone: the model would show only that failure
         # New coverage earns a pass only from an operator that is not the model's risk: a node
         # carrying a settled trigger, exploring its own parameter space, mostly finds the known
         # defect again (a young Conv's every new vector brought back Conv's SAME_LOWER defect).
@@ -122,6 +139,8 @@ class GuidedSource:
 
     def feedback(self, index: int, graph: Graph, record: dict[str, Any]) -> None:
         self.known.observe(graph, record)
+        if PROBE in graph.meta:
+            self.support.note(str(graph.meta[PROBE][0]), str(record.get("status", "")))
         path = self._paths.pop(index, [])
         if self.mcts and record.get("status") in ENGINE_FAILURES and index not in self._rewarded:
             self.mcts.backpropagate(path, 1.0, visit=False)
@@ -130,7 +149,8 @@ class GuidedSource:
         st = {"chooser": self.chooser_name, "mutations": bool(self.mutations),
               "coverage": self.coverage.to_json(), "mcts": self.mcts.to_json() if self.mcts else None,
               "graph_arms": self.arms.to_json() if self.arms else None,
-              "generated": self.generated, "discarded": self.discarded, "known": self.known.to_json()}
+              "generated": self.generated, "discarded": self.discarded, "known": self.known.to_json(),
+              "probed": self._served >= len(self.probes)}
         if self.shard[1] > 1:  # merging shards subtracts the common start (mcts.combine_trees)
             st["base"] = dict(self._base)
         return st
@@ -139,6 +159,8 @@ class GuidedSource:
         """Start from a saved state (``--state``): coverage and the MCTS tree."""
         self.coverage = Coverage.from_json(st["coverage"])
         self.known = KnownFailures.from_json(st.get("known"))
+        if st.get("probed"):  # what the probes learned travels in "known": not run again
+            self.probes = []
         self._base = {"mcts": st.get("mcts") if self.mcts else None,
                       "graph_arms": st.get("graph_arms") if self.arms else None}
         if self.mcts and st.get("mcts"):
@@ -150,6 +172,7 @@ class GuidedSource:
         return {**self.coverage.metrics(), "graph": dict(self._graph_level), "generated": self.generated,
                 "discarded": self.discarded, "steered": self.known.steered,
                 "settled_triggers": dict(list(self.known.settled().items())[:20]), "mcts_nodes": self.mcts.size() if self.mcts else 0,
+                **({"support": self.support.to_json()} if self.support.rows else {}),
                 "graph_arms": self.arms.to_json() if self.arms else None}
 
     # -- one attempt ------------------------------------------------------------------
@@ -165,7 +188,8 @@ class GuidedSource:
         for m, r in muts:
             if m.level != "edges":
                 m.apply(rng, sk, self.corpus, r)
-        narrow = self.known.narrow if steer else None  # parameter values known to fail, left out
+        # Parameter values known to fail, left out; instances that fail alone always are.
+        narrow = self.known.narrow if steer else self.known.narrow_proven
         try:
             g = realise(rng, self.corpus, sk, case_seed(self.seed, index, self.shard), narrow)
         except GenError:
@@ -193,7 +217,9 @@ class GuidedSource:
         young = {op for op in self.corpus.op_types if cov.size("SPC", op) < YOUNG_SPC}
         for j in range(sk.n):
             d_in, d_out = max(1, len(sk.preds(j))), sk.out_degree(j)
-            cands = self.corpus.candidates(d_in, d_out)
+            # An operator none of whose recorded instances works alone is not placed (search.probe).
+            cands = [b for b in self.corpus.candidates(d_in, d_out) if not any(map(self.known.excluded, b.ops))] \
+                or self.corpus.candidates(d_in, d_out)
             if not cands:
                 raise GenError(f"no block takes in-degree {d_in} and out-degree {d_out}")
             if self.mcts is None:

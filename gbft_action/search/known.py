@@ -39,6 +39,8 @@ from ..graph.ir import Graph, Node
 from ..ops.domains import Choice, Domain
 from ..oracle import ENGINE_FAILURES, Status
 
+PROBE = "probe"  # graph meta of a probe case (search.probe): one operator alone
+
 SETTLE = 3  # failures on a trigger before it steers: one or two may be a fluke of one model
 STRENGTH = 0.9  # how hard a settled trigger is avoided: 1 would never show it again
 FULL_RISK = 0.25  # a settled share from which a trigger is avoided as hard as one that always fails
@@ -49,11 +51,13 @@ FAILING = {str(s) for s in (*ENGINE_FAILURES, Status.TIMEOUT)}
 def triggers(n: Node) -> list[str]:
     """The operator, and the operator with each discrete parameter value (enums, booleans,
     small integers: what a defect hinges on, like ``batch_dims=1``; never floats or lists)."""
-    out = [n.op]
-    for k, v in sorted(n.params.items()):
-        if isinstance(v, (str, bool)) or (isinstance(v, int) and -8 <= v <= 8):
-            out.append(f"{n.op}.{k}={v}")
-    return out
+    return [n.op] + [f"{n.op}.{k}={v}" for k, v in sorted(n.params.items()) if _discrete(k, v)]
+
+
+def _discrete(k: str, v: Any) -> bool:
+    """A parameter value that may be a trigger: an enum, a boolean, a small integer, or a
+    recorded operator's instance (ops.recorded: each is its own attributes and types)."""
+    return isinstance(v, (str, bool)) or (isinstance(v, int) and (-8 <= v <= 8 or k == "instance"))
 
 
 class KnownFailures:
@@ -67,9 +71,19 @@ class KnownFailures:
         self.steered = 0  # attempts not run because they carried settled triggers
         self._settled_ops: set[str] | None = None
         self._any: bool | None = None
+        # Recorded operators' instances run alone this campaign (search.probe): per operator,
+        # the instances probed and those that failed.  Proof, not a share: a failing instance
+        # is never drawn again, an operator none of whose instances works never placed.  Not
+        # in the state file: the next campaign (another build) probes again.
+        self.probed: dict[str, set[int]] = {}
+        self.failed_alone: dict[str, set[int]] = {}
 
     def observe(self, g: Graph, record: dict[str, Any]) -> None:
-        """Count one judged model: its nodes' triggers, the failing node's as failures."""
+        """Count one judged model: its nodes' triggers, the failing node's as failures; a probe
+        (one recorded instance alone) as what it proves."""
+        if PROBE in g.meta:
+            self._observe_probe(str(g.meta[PROBE][0]), int(g.meta[PROBE][1]), record)
+            return
         self._settled_ops = self._any = None
         block = g.block_nodes() or list(g.nodes)  # adapters the solver inserted are no one's trigger
         mine = {t for n in block for t in triggers(n)}
@@ -93,6 +107,19 @@ class KnownFailures:
         self.anonymous_total += 1
         for t in mine:
             self.anonymous[t] = self.anonymous.get(t, 0) + 1
+
+    def _observe_probe(self, op: str, k: int, record: dict[str, Any]) -> None:
+        self.probed.setdefault(op, set()).add(k)
+        if any(r.get("status") in FAILING for r in (record, *record.get("others", []))):
+            self.failed_alone.setdefault(op, set()).add(k)
+
+    def excluded(self, op: str) -> bool:
+        """Whether every probed instance of ``op`` failed alone: placing it only fails models."""
+        return bool(self.probed.get(op)) and self.failed_alone.get(op, set()) >= self.probed[op]
+
+    def fails_alone(self, n: Node) -> bool:
+        """Whether node n is a recorded instance (or operator) proven to fail alone."""
+        return self.excluded(n.op) or n.params.get("instance") in self.failed_alone.get(n.op, ())
 
     def settled_any(self) -> bool:
         """Whether any trigger has settled (read for every attempt: cached until observe)."""
@@ -141,6 +168,7 @@ class KnownFailures:
         with it its failing value: twenty MatMul nodes a model, one of them a 1-D operand, and
         two bursts of 400 models in a row failing on the known "0 of N outputs" defect.  A
         choice never loses every value."""
+        doms = self.narrow_proven(op, doms)
         if op not in self._by_params():
             return doms
         out = dict(doms)
@@ -153,8 +181,18 @@ class KnownFailures:
                 out[k] = Choice(left)
         return out
 
+    def narrow_proven(self, op: str, doms: dict[str, Domain], rng: random.Random | None = None) -> dict[str, Domain]:
+        """``op``'s domains without the instances proven to fail alone (every draw, steered or
+        not: exploring them finds only the failure its probe reported)."""
+        bad = self.failed_alone.get(op)
+        d = doms.get("instance")
+        if not bad or not isinstance(d, Choice):
+            return doms
+        left = tuple(v for v in d.values if v not in bad)
+        return {**doms, "instance": Choice(left)} if left else doms
+
     def _trigger_risk(self, op: str, k: str, v: Any) -> float:
-        if not (isinstance(v, (str, bool)) or (isinstance(v, int) and -8 <= v <= 8)):
+        if not _discrete(k, v):
             return 0.0  # not a trigger (triggers)
         return min(1.0, self.share(f"{op}.{k}={v}") / FULL_RISK)
 

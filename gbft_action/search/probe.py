@@ -1,0 +1,70 @@
+"""Support probes: every recorded operator instance alone, before any random model (issue 26).
+
+An operator known only from ONNX's test cases (``ops.recorded``) is unknown to the engine too,
+until tried: half of them MNN's converter does not take, or crashes on.  Placed at random in
+fifteen-operator models, each such operator fails every model it is in, and half the budget
+is blind (a 120-s campaign over all of them: 47% MCF, 24% passing).  So a campaign first runs
+each instance alone, as an ordinary case (judged, fingerprinted, reported: a one-node repro):
+
+* a failure alone is proof, so ``search.known`` settles its triggers at once (the operator and
+  its ``instance=k``): random models then draw the instances that work (``narrow``) and avoid
+  operators none of whose instances does;
+* the outcomes are the support matrix (``SupportMatrix``): per operator, how many of its
+  instances convert, run and agree with the reference, in summary.json and the job summary.
+
+Deterministic: the probes are the source's first cases, in operator and instance order.
+
+May import: corpus, graph, ops, oracle, search.known.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..corpus import Corpus
+from ..graph.ir import Graph, TensorType
+from ..graph.solver import Builder
+from ..ops.recorded import RecordedSpec
+from ..oracle import Status
+from .known import PROBE  # graph meta: the (operator, instance) a probe case runs
+
+
+
+def probes(corpus: Corpus) -> list[tuple[str, int]]:
+    """(operator, instance) of every recorded operator the corpus places, in a fixed order."""
+    ops = sorted({b.ops[0] for b in corpus.blocks if not b.is_subgraph
+                  and isinstance(corpus.specs.get(b.ops[0]), RecordedSpec)})
+    return [(op, k) for op in ops for k in range(len(corpus.specs[op].instances))]  # type: ignore[attr-defined]
+
+
+def probe_graph(corpus: Corpus, op: str, k: int, seed: int) -> Graph:
+    """Instance ``k`` of ``op`` alone, fed a float32 input of its fed input's shape (cast as needed)."""
+    spec = corpus.specs[op]
+    assert isinstance(spec, RecordedSpec)
+    b = Builder(random.Random(f"probe:{op}:{k}"), seed, reg=corpus.reg)
+    x = b.add_input("in0", TensorType(spec.instances[k].fed_type.shape))
+    b.add_op(op, [x], block=op, fixed={"instance": k})
+    return b.finish({"frontend": corpus.frontend, "blocks": [op], PROBE: [op, k]})
+
+
+@dataclass
+class SupportMatrix:
+    """Per recorded operator, what its instances did alone: converted, ran, agreed."""
+
+    rows: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def note(self, op: str, status: str) -> None:
+        if status in (Status.REF.value, Status.GEN.value):
+            return  # the reference failed: the engine was not judged
+        row = self.rows.setdefault(op, {"instances": 0, "converts": 0, "runs": 0, "agrees": 0})
+        row["instances"] += 1
+        row["converts"] += status != Status.MCF.value
+        row["runs"] += status not in (Status.MCF.value, Status.IF.value, Status.TIMEOUT.value)
+        row["agrees"] += status == Status.DCP.value
+
+    def to_json(self) -> dict[str, Any]:
+        rows = dict(sorted(self.rows.items()))
+        return {"operators": len(rows), "agree_all": sum(r["agrees"] == r["instances"] for r in rows.values()),
+                "convert_none": sum(r["converts"] == 0 for r in rows.values()), "rows": rows}
