@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 BUDGET ?= 60
 OUT    ?= gbft-out
 
-.PHONY: run test install clean
+.PHONY: run test install clean records
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
@@ -24,6 +24,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The ONNX operator records (ops/data/onnx_records.json) from the installed onnx package.
+records: $(STAMP)
+	$(VENV)/bin/gbft onnx-records
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

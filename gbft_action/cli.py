@@ -491,7 +491,7 @@ class Progress:
 
 
 def _coverage_line(cov: dict[str, Any]) -> str:
-    return "  ".join(f"{k} {cov[k]:.3f}" for k in ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC", "OLC") if k in cov)
+    return "  ".join(f"{k} {cov[k]:.3f}" for k in ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC", "ATC", "OLC") if k in cov)
 
 
 def print_summary(s: dict[str, Any], out: Path) -> None:

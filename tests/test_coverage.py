@@ -236,3 +236,32 @@ def test_graph_level_metrics() -> None:
     assert m == pytest.approx({"NOO": 3.0, "NOT": 7 / 3, "NOP": 5 / 3, "NTR": 2 / 3, "NSA": 8 / 3})
     assert graph_metrics([]) == {"NOO": 0.0, "NOT": 0.0, "NOP": 0.0, "NTR": 0.0, "NSA": 0.0}
     assert graph_level(nn1(), op_types={"Relu", "Add"})["NOO"] == 3
+
+
+def test_attribute_coverage_counts_each_choice_value_an_operator_took() -> None:
+    """ATC (issue 26): of the values an operator's choice parameters may take (Pad's three
+    modes, as a block narrows them), the share seen; floats and lists are not values of it.
+    Out of OLC by default; a new value is still new coverage (the MCTS path is rewarded)."""
+    corpus = parse_corpus({"frontend": "onnx", "blocks": [
+        {"name": "Pad", "in_degree": [1], "out_degree": [0, 1]},
+        {"name": "Relu", "in_degree": [1], "out_degree": [0, 1]}]})
+    cov = Coverage.from_corpus(corpus)
+    assert cov.allowed_attr["Pad"] == {'mode="constant"', 'mode="reflect"', 'mode="edge"'}
+    t = TensorType((1, 2, 3, 3))
+
+    def pad(mode: str) -> Graph:
+        return Graph({"in0": t}, [Node("n0", "Pad", ["in0"], {"mode": mode, "pads": [[0, 0]] * 4, "value": 0.5}, t,
+                                       "Pad", "block")], ["n0"], 1, {"frontend": "onnx"})
+
+    assert cov.add(pad("edge"))
+    assert cov.per_op()["Pad"]["ATC"] == pytest.approx(1 / 3) and cov.per_op()["Relu"]["ATC"] == 0.0
+    assert ("ATC", "Pad", 'mode="reflect"') in cov.new_items(pad("reflect"))
+    assert cov.add(pad("reflect")) and cov.per_op()["Pad"]["ATC"] == pytest.approx(2 / 3)
+    m = cov.metrics()
+    assert m["OLC"] == pytest.approx(sum(m[k] for k in ("OTC", "IDC", "ODC", "SEC", "SPC")) / 5)  # ATC not in it
+    back = Coverage.from_json(json.loads(json.dumps(cov.to_json())))
+    assert back.per_op()["Pad"]["ATC"] == pytest.approx(2 / 3)
+    # A state file from before ATC reads, with no attribute values allowed.
+    old = {k: v for k, v in cov.to_json().items() if k != "allowed_attr"}
+    old["version"] = 1
+    assert Coverage.from_json(old).allowed_attr["Pad"] == frozenset()

@@ -133,3 +133,20 @@ def test_a_campaign_probes_each_recorded_instance_alone_first_and_then_avoids_wh
     assert "Hardmax" not in ops and ("CumSum", 0) not in placed and "CumSum" in ops
     assert len(ops - set(ONNX_SPECS)) >= 40  # the recorded operators that work are placed
     assert "probed" not in str(src.known.to_json())  # the next campaign (another build) probes again
+
+
+def test_the_shipped_records_are_what_the_installed_onnx_gives():
+    """The data file is generated, never edited: rebuilt for a few operators with the onnx this
+    venv holds, they are what the package ships (else: run make records)."""
+    import json
+
+    import onnx
+
+    from gbft_action.ops.recorded import RECORDS_FILE
+    from gbft_action.reference.onnx_records import build_records
+
+    shipped = json.loads(RECORDS_FILE.read_text())
+    if shipped["onnx"] != onnx.__version__:
+        pytest.skip(f"records written with onnx {shipped['onnx']}, this venv has {onnx.__version__}")
+    few = frozenset({"CumSum", "Einsum", "OneHot", "Mod"})
+    assert build_records(only=few)["ops"] == {op: shipped["ops"][op] for op in few}

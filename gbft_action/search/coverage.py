@@ -9,12 +9,16 @@ the test set has exercised so far; every metric is a ratio computed from them:
   SEC_op  distinct successor operator types X on edges op -> X / n_t
   DEC_op  distinct (X, Y) with op -> X -> Y (Isra's "double edge") / n_t^2
   SPC_op  min(1, distinct shape & parameter vectors / n_maxspc)
+  ATC_op  distinct attribute values seen / the values its choice parameters may take (each
+          enum and boolean value, each recorded instance of an operator known from ONNX's
+          test cases; 1 once seen for an operator with none), issue 26
   OLC_op  weighted mean of the per-operator metrics above
 
 A test-set metric is the sum of the per-operator metric over all n_t operator
 types divided by n_t; the test-set OLC is the weighted mean of the test-set
-metrics.  DEC has weight 0 by default, so OLC is the paper's five-metric mean
-unless the caller asks for DEC.
+metrics.  DEC and ATC have weight 0 by default, so OLC is the paper's five-metric mean
+unless the caller asks for them; a new ATC item still rewards the MCTS path that found it,
+like any new item.
 
 Which nodes count: every IR node whose ``op`` is a corpus operator type,
 adapters included (they run in the engine like any other operator).  The
@@ -31,14 +35,16 @@ from collections import Counter
 from typing import Any, Collection, Iterable, Iterator
 
 from ..corpus import Corpus
+from ..ops.domains import Choice
 from ..graph.ir import Graph, Node, canonical_json
 
-COVERAGE_VERSION = 1
+COVERAGE_VERSION = 2  # 2: ATC (a version-1 file reads with no attribute values allowed)
 
 # The per-operator sets; OTC's set holds the single item 1 once the op is seen.
-KINDS = ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC")
+KINDS = ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC", "ATC")
 METRICS = (*KINDS, "OLC")
-DEFAULT_WEIGHTS: dict[str, float] = {"OTC": 1.0, "IDC": 1.0, "ODC": 1.0, "SEC": 1.0, "SPC": 1.0, "DEC": 0.0}
+DEFAULT_WEIGHTS: dict[str, float] = {"OTC": 1.0, "IDC": 1.0, "ODC": 1.0, "SEC": 1.0, "SPC": 1.0, "DEC": 0.0,
+                                     "ATC": 0.0}
 # Out-degree range the paper's generator uses (IV-B) for operators with no own block.
 DEFAULT_OUT = frozenset(range(6))
 
@@ -50,7 +56,7 @@ class Coverage:
 
     def __init__(self, op_types: list[str], allowed_in: dict[str, set[int]],
                  allowed_out: dict[str, set[int]], n_maxspc: int = 200,
-                 weights: dict[str, float] | None = None) -> None:
+                 weights: dict[str, float] | None = None, allowed_attr: dict[str, set[str]] | None = None) -> None:
         if not op_types:
             raise ValueError("coverage needs at least one operator type")
         if n_maxspc < 1:
@@ -58,6 +64,7 @@ class Coverage:
         self.op_types = sorted(set(op_types))
         self.allowed_in = {op: frozenset(allowed_in.get(op, ())) for op in self.op_types}
         self.allowed_out = {op: frozenset(allowed_out.get(op, ())) for op in self.op_types}
+        self.allowed_attr = {op: frozenset((allowed_attr or {}).get(op, ())) for op in self.op_types}
         self.n_maxspc = n_maxspc
         self.weights = _check_weights(weights)
         self._ops = frozenset(self.op_types)
@@ -71,7 +78,7 @@ class Coverage:
                     weights: dict[str, float] | None = None) -> Coverage:
         allowed_in, allowed_out = corpus_degrees(corpus)
         return cls(corpus.op_types, allowed_in, allowed_out,
-                   corpus.n_maxspc if n_maxspc is None else n_maxspc, weights)
+                   corpus.n_maxspc if n_maxspc is None else n_maxspc, weights, corpus_attributes(corpus))
 
     @property
     def n_t(self) -> int:
@@ -121,6 +128,8 @@ class Coverage:
             return item in self.allowed_out[op]
         if kind == "SPC":  # past n_maxspc a new vector no longer raises SPC
             return len(self._seen["SPC"][op]) < self.n_maxspc
+        if kind == "ATC":
+            return item in self.allowed_attr[op]
         return True
 
     # -- metrics -------------------------------------------------------------
@@ -143,6 +152,7 @@ class Coverage:
             "SEC": s["SEC"] / self.n_t,
             "DEC": s["DEC"] / self.n_t ** 2,
             "SPC": min(1.0, s["SPC"] / self.n_maxspc),
+            "ATC": _ratio(s["ATC"], len(self.allowed_attr[op])) if self.allowed_attr[op] else float(s["OTC"] > 0),
         }
         m["OLC"] = self._olc(m)
         return m
@@ -181,6 +191,7 @@ class Coverage:
             "op_types": list(self.op_types),
             "allowed_in": {op: sorted(s) for op, s in self.allowed_in.items()},
             "allowed_out": {op: sorted(s) for op, s in self.allowed_out.items()},
+            "allowed_attr": {op: sorted(s) for op, s in self.allowed_attr.items() if s},
             "n_maxspc": self.n_maxspc,
             "weights": dict(self.weights),
             "seen": {k: {op: sorted(_to_json_item(x) for x in items)
@@ -191,10 +202,11 @@ class Coverage:
     @classmethod
     def from_json(cls, data: dict[str, Any] | str) -> Coverage:
         d = json.loads(data) if isinstance(data, str) else data
-        if d.get("version") != COVERAGE_VERSION:
+        if d.get("version") not in (1, COVERAGE_VERSION):
             raise ValueError(f"unsupported coverage version {d.get('version')!r}")
         cov = cls(d["op_types"], {k: set(v) for k, v in d["allowed_in"].items()},
-                  {k: set(v) for k, v in d["allowed_out"].items()}, int(d["n_maxspc"]), d["weights"])
+                  {k: set(v) for k, v in d["allowed_out"].items()}, int(d["n_maxspc"]),
+                  {**DEFAULT_WEIGHTS, **d["weights"]}, {k: set(v) for k, v in d.get("allowed_attr", {}).items()})
         for kind, by_op in d["seen"].items():
             for op, items in by_op.items():
                 cov._seen[kind][op].update(_from_json_item(x) for x in items)
@@ -250,6 +262,26 @@ def corpus_degrees(corpus: Corpus) -> tuple[dict[str, set[int]], dict[str, set[i
             ins[op] = inner_in.get(op, {1})
             outs[op] = set(DEFAULT_OUT)
     return ins, outs
+
+
+def attr_item(k: str, v: Any) -> str | None:
+    """An attribute value as an ATC item ("mode=edge", "instance=3"); None for a value that is
+    not one (a list, a float drawn from a range)."""
+    if isinstance(v, (str, bool)) or (isinstance(v, int) and not isinstance(v, bool)):
+        return f"{k}={json.dumps(v)}"
+    return None
+
+
+def corpus_attributes(corpus: Corpus) -> dict[str, set[str]]:
+    """Per operator type of ``corpus``, every value of its choice parameters (as narrowed by its
+    blocks, or its spec's domain): ATC's denominator."""
+    out: dict[str, set[str]] = {op: set() for op in corpus.op_types}
+    for b in corpus.blocks:
+        for op, narrowed in zip(b.ops, b.params):
+            doms = {**corpus.specs[op].domains, **narrowed}
+            out[op].update(x for k, d in doms.items() if isinstance(d, Choice)
+                           for v in d.values if (x := attr_item(k, v)) is not None)
+    return out
 
 
 def spc_vector(graph: Graph, node: Node) -> str:
@@ -310,6 +342,7 @@ def graph_items(graph: Graph, ops: Collection[str]) -> Iterator[Item]:
         yield ("IDC", n.op, len(n.inputs))
         yield ("ODC", n.op, uses[n.id])
         yield ("SPC", n.op, _digest(spc_vector(graph, n)))
+        yield from (("ATC", n.op, x) for k, v in sorted(n.params.items()) if (x := attr_item(k, v)) is not None)
         succ = [c for c in cons[n.id] if c.op in ops]
         for c in succ:
             yield ("SEC", n.op, c.op)
