@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/throughput.py [--budget 30] [--blocks 10-10] [--jobs 2] [--base-build installed|PATH]
                                          [--frontend tf|tflite|onnx|tf,onnx] [--engine mnn|onnxruntime]
+                                         [--corpus FILE]   # e.g. gbft_action/corpora/onnx-all.yaml
 
 Runs one campaign and splits lane time (wall time summed over lanes) into waiting for
 the reference workers (TensorFlow, or ONNX Runtime for ``--frontend onnx``, and the
@@ -48,6 +49,7 @@ def main() -> None:
     ap.add_argument("--frontend", type=parse_frontends, default=parse_frontends("tf"),
                     help="one front end, or a comma list (a mixed campaign)")
     ap.add_argument("--engine", default="mnn")
+    ap.add_argument("--corpus", default="", help="the front end's corpus (default: its own)")
     ap.add_argument("--fresh-fs", action="store_true",
                     help="write the campaign on a fresh ext4 filesystem (root: a loop device)")
     a = ap.parse_args()
@@ -58,7 +60,7 @@ def main() -> None:
             base = prepare_build("mnn", path, Path(d) / "base-venv")
         cfg = FuzzConfig(out=Path(d) / "o", engine=a.engine, budget=a.budget, seed=a.seed, blocks=a.blocks,
                          jobs=a.jobs, base=base, minimize_share=a.minimize_share,
-                         frontend=",".join(fe.name for fe in a.frontend))
+                         frontend=",".join(fe.name for fe in a.frontend), corpus=a.corpus)
         cpu0 = _cpu()
         t0 = time.monotonic()
         campaign = Campaign(cfg)

@@ -149,6 +149,12 @@ class Builder:
     # -- adapters -----------------------------------------------------------------
     def coerce(self, name: str, want: TensorType) -> str:
         have = self._types[name]
+        if want.dtype == "bool" and have.dtype.startswith("float"):
+            # Through an integer: a float-to-bool cast of a fraction is where readers disagree
+            # (MNN truncates 0.5 to False, ONNX says True), and a defect in an adapter would
+            # fail every model feeding a bool input (the Cast operator itself still tests it).
+            name = self._emit("Cast", [name], {"to": "int64"}, TensorType(have.shape, "int64"))
+            have = self._types[name]
         if have.dtype != want.dtype:
             name = self._emit("Cast", [name], {"to": want.dtype}, TensorType(have.shape, want.dtype))
             have = self._types[name]

@@ -746,7 +746,7 @@ def _table() -> dict[str, Spec]:
         OnnxUnsqueeze("Unsqueeze", "Unsqueeze", float_in=False, ranks=(1, MAX_RANK - 1), domains={"axis": ANY_AXIS}),
         Expand("Expand", "Expand", float_in=False, domains={"max_multiple": IntRange(1, 3)}),
         Tile("Tile", "Tile", domains={"max_multiple": IntRange(1, 3)}),
-        Cast("Cast", "Cast", float_in=False, domains={"to": Choice(("float32", "int32", "int64"))}),
+        Cast("Cast", "Cast", float_in=False, domains={"to": Choice(("float32", "int32", "int64", "bool"))}),
         ArgMax("ArgMax", "ArgMax", domains={"axis": ANY_AXIS, "keepdims": BOOL, "select_last_index": BOOL}),
         TopK("TopK", "TopK", domains={"k": IntRange(1, 8), "axis": ANY_AXIS, "largest": BOOL,
                                       "output": Choice(("values", "indices"))}),
