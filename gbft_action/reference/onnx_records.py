@@ -150,7 +150,7 @@ def _instance(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, d
     outs = _oracle(node, arrays, fed)
     if outs is None:
         return None
-    return {"case": "", "attrs": {a.name: _attr_json(a) for a in node.attribute},
+    return {"attrs": {a.name: _attr_json(a) for a in node.attribute},
             "inputs": [None if a is None else {"dtype": str(a.dtype), "shape": list(a.shape),
                                                "value": None if i == fed else _tensor_json(a)}
                        for i, a in enumerate(arrays)],
@@ -167,49 +167,57 @@ def _retyped(arrays: list[np.ndarray | None], fed: int, dtype: str, schema: Any)
 
 def _oracle(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int) -> list[dict[str, Any]] | None:
     """The output types of the node with its fed input drawn, if the checker, strict shape
-    inference and ONNX Runtime all take it and every output has a static, non-empty shape."""
-    import onnxruntime as ort
-
-    names = [f"x{i}" if a is not None else "" for i, a in enumerate(arrays)]
-    n = copy.deepcopy(node)
-    del n.input[:]
-    n.input.extend(names)
-    outs = [f"y{i}" for i in range(len(node.output))]
-    del n.output[:]
-    n.output.extend(outs)
-    inits = [numpy_helper.from_array(a, names[i]) for i, a in enumerate(arrays) if a is not None and i != fed]
-    x = arrays[fed]
-    fed_info = helper.make_tensor_value_info(f"x{fed}", _ONNX_TYPE[str(x.dtype)], list(x.shape))
+    inference and ONNX Runtime all take it, two runs agree, and its first output is a tensor of
+    ours (a type of TYPES, rank 1 or more) whose shape inference knows in advance."""
     try:
-        schema = onnx.defs.get_schema(n.op_type, OPSET, "")
-        types = {names[i]: helper.make_tensor_type_proto(_ONNX_TYPE[str(a.dtype)], list(a.shape))
-                 for i, a in enumerate(arrays) if a is not None}
-        inferred = onnx.shape_inference.infer_node_outputs(schema, n, types, {t.name: t for t in inits})
-        g = helper.make_graph([n], "rec", [fed_info], [helper.make_value_info(o, inferred[o]) for o in outs],
-                              initializer=inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
-        m.ir_version = IR_VERSION
-        onnx.checker.check_model(m, full_check=True)
-        so = ort.SessionOptions()
-        so.log_severity_level = 4
-        sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-        drawn = np.random.default_rng(0).standard_normal(x.shape).astype(x.dtype)
-        got = sess.run(None, {f"x{fed}": drawn})
-        again = sess.run(None, {f"x{fed}": drawn})
+        model, first_inferred = _single_node_model(node, arrays, fed)
+        x = arrays[fed]
+        assert x is not None
+        got, again = _run_twice(model, f"x{fed}", np.random.default_rng(0).standard_normal(x.shape).astype(x.dtype))
     except Exception:  # noqa: BLE001 - any rejection: not a valid instance
         return None
-    if not all(np.array_equal(a, b, equal_nan=a.dtype.kind == "f") for a, b in zip(got, again)
-               if isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
-        return None  # a random operator (Bernoulli): no reference value to compare with
-    if not all(isinstance(v, np.ndarray) for v in got):
+    if not all(isinstance(v, np.ndarray) for v in got) or not got:
         return None  # a sequence: no tensor for the next operator
-    if _static_shape(inferred[outs[0]]) != got[0].shape:
+    if not all(np.array_equal(a, b, equal_nan=a.dtype.kind == "f") for a, b in zip(got, again)):
+        return None  # a random operator (Bernoulli): no reference value to compare with
+    if _static_shape(first_inferred) != got[0].shape:
         return None  # a shape the values decide (NonZero, Unique): the solver needs it known
-    types = [{"dtype": str(v.dtype), "shape": list(v.shape)} for v in got]
-    first = types[0] if types else None
-    if first is None or first["dtype"] not in TYPES or not first["shape"] or 0 in first["shape"]:
-        return None  # the next operator reads the first output: a tensor of ours, rank 1 or more
-    return types
+    if str(got[0].dtype) not in TYPES or got[0].ndim == 0 or got[0].size == 0:
+        return None
+    return [{"dtype": str(v.dtype), "shape": list(v.shape)} for v in got]
+
+
+def _single_node_model(node: onnx.NodeProto, arrays: list[np.ndarray | None],
+                       fed: int) -> tuple[onnx.ModelProto, onnx.TypeProto]:
+    """``node`` alone at our opset: input ``fed`` the graph input x<fed>, the others initializers,
+    outputs typed by the schema's inference (checked, strict); and its first output's type."""
+    names = [f"x{i}" if a is not None else "" for i, a in enumerate(arrays)]
+    outs = [f"y{i}" for i in range(len(node.output))]
+    n = copy.deepcopy(node)
+    del n.input[:], n.output[:]
+    n.input.extend(names)
+    n.output.extend(outs)
+    inits = [numpy_helper.from_array(a, names[i]) for i, a in enumerate(arrays) if a is not None and i != fed]
+    types = {names[i]: helper.make_tensor_type_proto(_ONNX_TYPE[str(a.dtype)], list(a.shape))
+             for i, a in enumerate(arrays) if a is not None}
+    inferred = onnx.shape_inference.infer_node_outputs(onnx.defs.get_schema(n.op_type, OPSET, ""), n, types,
+                                                       {t.name: t for t in inits})
+    g = helper.make_graph([n], "rec", [helper.make_value_info(names[fed], types[names[fed]])],
+                          [helper.make_value_info(o, inferred[o]) for o in outs], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = IR_VERSION
+    onnx.checker.check_model(m, full_check=True)
+    return m, inferred[outs[0]]
+
+
+def _run_twice(model: onnx.ModelProto, name: str, x: np.ndarray) -> tuple[list[Any], list[Any]]:
+    """ONNX Runtime's outputs for input ``name`` = x, twice (a random operator differs)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, {name: x}), sess.run(None, {name: x})
 
 
 def _static_shape(t: onnx.TypeProto) -> tuple[int, ...] | None:
