@@ -176,8 +176,15 @@ def key_frontend(title: str, fingerprints: list[dict[str, Any]]) -> str:
 
 def match(cat: Catalogue, k: Key) -> Defect | None:
     """The first defect of the catalogue whose rules match the key: real defects, then
-    artefacts, then the controls."""
-    return next((d for d in cat.matching_order() if d.matches(k.symptom, k.ops, k.text, k.mismatch, k.model)), None)
+    artefacts, then the controls.  A rule on a parameter value in the key's own words (``text:
+    ["linear_before_reset=false"]``: a parameter its diagnosis proved it needs) wins over one on
+    its canonical model, whose other parameters the diagnosis proved it does not need (a GRU key
+    "linear_before_reset=False" whose model also runs in reverse is the linear_before_reset
+    defect, not the reverse one)."""
+    order = cat.matching_order()
+    worded = next((d for d in order for r in d.rules if any("=" in t for t in r.text)
+                   and r.matches(k.symptom, k.ops, k.text, k.mismatch, k.model)), None)
+    return worded or next((d for d in order if d.matches(k.symptom, k.ops, k.text, k.mismatch, k.model)), None)
 
 
 class Catalogues:

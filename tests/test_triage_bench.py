@@ -319,3 +319,21 @@ def test_rules_first_match_wins_and_fields_combine() -> None:
     assert not r.matches("nan-inf", ["Resize"], "method=nearest")
     assert not C.Rule(mismatch=("shape",)).matches("wrong-result", ["Depthwise"], "", "")  # root causes have none
     assert C.Rule(all_ops=("A", "B")).matches("crash", ["b", "a", "c"], "")
+
+
+def test_a_parameter_the_key_names_decides_over_its_models_other_parameters() -> None:
+    """A GRU key "linear_before_reset=False" whose minimised model also runs in reverse: the
+    diagnosis proved the direction unneeded (put back to forward, still wrong), so the key is the
+    linear_before_reset defect.  A key's generic words ("output is missing") do not outrank a
+    specific defect its model matches."""
+    onnx = C.load(BENCH / "catalogue" / "mnn-3.6.1-onnx.yaml")
+    model = C.Model.of({"nodes": [{"op": "GRU", "params": {"direction": "reverse", "linear_before_reset": False}}]})
+    lbr = T.Key("k", "GRU: wrong results (linear_before_reset=False)", "wrong-result", ["GRU"],
+                "GRU: wrong results (linear_before_reset=False) linear_before_reset=False", model=model, frontend="onnx")
+    assert T.match(onnx, lbr).id == "gru-linear-before-reset"
+    rev = T.Key("k", "GRU: wrong results (direction=reverse)", "wrong-result", ["GRU"],
+                "GRU: wrong results (direction=reverse)", model=model, frontend="onnx")
+    assert T.match(onnx, rev).id == "gru-reverse"
+    missing = T.Key("k", "conversion error with GRU: a model output is missing", "conversion-error", ["GRU"],
+                    "conversion error with GRU: a model output is missing", model=model, frontend="onnx")
+    assert T.match(onnx, missing).id == "gru-bidirectional-seq1"
