@@ -123,6 +123,13 @@ def test_a_campaign_probes_each_recorded_instance_alone_first_and_then_avoids_wh
         src.feedback(i, g, {"status": "MCF" if fails else "DCP", "op": op})
     sup = src.summary()["support"]["rows"]
     assert sup["Hardmax"]["converts"] == 0 and sup["CumSum"]["agrees"] == sup["CumSum"]["instances"] - 1
+    # Per attribute value: what sets the failing instance apart, as its key would name it.
+    assert sup["CumSum"]["failing"] == [f"{REG.specs['CumSum'].instances[0].describe()}: MCF"]
+    from gbft_action.report.render import support_matrix
+
+    shown = support_matrix({"coverage": src.summary()})
+    assert shown["rows"][0]["agrees"] == 0 and "Hardmax" in [r["op"] for r in shown["rows"]]
+    assert "CumSum" in [r["op"] for r in shown["rows"]] and shown["agree_all"] == shown["operators"] - 2
     placed = []
     for i in range(len(todo), len(todo) + 150):
         g = src.next_graph(i)

@@ -47,7 +47,8 @@ def support_matrix(summary: dict[str, Any]) -> dict[str, Any] | None:
                                       and c.get("support")), None)
     if not isinstance(sup, dict) or not isinstance(sup.get("rows"), dict):
         return None
-    rows = [{"op": str(op)[:40], **{k: int(r.get(k, 0)) for k in ("instances", "converts", "runs", "agrees")}}
+    rows = [{"op": str(op)[:40], **{k: int(r.get(k, 0)) for k in ("instances", "converts", "runs", "agrees")},
+             "failing": "; ".join(str(x)[:80] for x in (r.get("failing") or [])[:6] if isinstance(x, str))}
             for op, r in sup["rows"].items() if isinstance(r, dict)]
     failing = sorted((r for r in rows if r["agrees"] < r["instances"]),
                      key=lambda r: (r["agrees"] / max(1, r["instances"]), r["converts"], r["op"]))

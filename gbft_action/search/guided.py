@@ -31,6 +31,7 @@ from . import case_seed, stream_key
 from .coverage import Coverage, graph_level
 from .known import KnownFailures
 from .mcts import MCTSChooser, TreeNode
+from ..ops.recorded import RecordedSpec
 from .probe import PROBE, SupportMatrix, probe_graph, probes
 
 # A block's score (new structural coverage items, 0 to about 6, plus up to 1 for open shape
@@ -140,7 +141,10 @@ class GuidedSource:
     def feedback(self, index: int, graph: Graph, record: dict[str, Any]) -> None:
         self.known.observe(graph, record)
         if PROBE in graph.meta:
-            self.support.note(str(graph.meta[PROBE][0]), str(record.get("status", "")))
+            op, k = graph.meta[PROBE]
+            spec = self.corpus.specs[op]
+            self.support.note(op, str(record.get("status", "")), spec.instances[k].describe()  # type: ignore[attr-defined]
+                              if isinstance(spec, RecordedSpec) else "")
         path = self._paths.pop(index, [])
         if self.mcts and record.get("status") in ENGINE_FAILURES and index not in self._rewarded:
             self.mcts.backpropagate(path, 1.0, visit=False)

@@ -51,20 +51,28 @@ def probe_graph(corpus: Corpus, op: str, k: int, seed: int) -> Graph:
 
 @dataclass
 class SupportMatrix:
-    """Per recorded operator, what its instances did alone: converted, ran, agreed."""
+    """Per recorded operator, what its instances did alone: converted, ran, agreed; and what
+    sets apart each instance that did not (its attribute values or element type: the support
+    a maintainer reads per attribute value, not only per operator)."""
 
-    rows: dict[str, dict[str, int]] = field(default_factory=dict)
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def note(self, op: str, status: str) -> None:
+    def note(self, op: str, status: str, what: str = "") -> None:
         if status in (Status.REF.value, Status.GEN.value):
             return  # the reference failed: the engine was not judged
-        row = self.rows.setdefault(op, {"instances": 0, "converts": 0, "runs": 0, "agrees": 0})
+        row = self.rows.setdefault(op, {"instances": 0, "converts": 0, "runs": 0, "agrees": 0, "failing": []})
         row["instances"] += 1
         row["converts"] += status != Status.MCF.value
         row["runs"] += status not in (Status.MCF.value, Status.IF.value, Status.TIMEOUT.value)
         row["agrees"] += status == Status.DCP.value
+        text = f"{what or '?'}: {status}"
+        if status != Status.DCP.value and len(row["failing"]) < MAX_FAILING and text not in row["failing"]:
+            row["failing"].append(text)
 
     def to_json(self) -> dict[str, Any]:
         rows = dict(sorted(self.rows.items()))
         return {"operators": len(rows), "agree_all": sum(r["agrees"] == r["instances"] for r in rows.values()),
                 "convert_none": sum(r["converts"] == 0 for r in rows.values()), "rows": rows}
+
+
+MAX_FAILING = 6  # failing instances listed per operator
