@@ -855,3 +855,42 @@ def test_a_parameter_whose_simpler_values_the_reference_rejects_is_not_named():
     small = needed_params(right, right.run(0, g, 10), "n0", Symptom.WRONG.value, None, until=1e12)
     assert root_key(Symptom.WRONG.value, {"op": "Resizenearestneighbor"}, small, blamed="n0",
                     isolated=True).title == "Resizenearestneighbor: wrong results (align_corners=False)"
+
+
+class CrashLane:
+    """An engine whose converter crashes on any model holding ``op``; records what ran alone."""
+
+    def __init__(self, op: str) -> None:
+        self.op, self.ran = op, []
+
+    def run(self, index: int, g: Graph, budget: float, platforms: Any = None, base: bool = False,
+            inputs: dict[str, np.ndarray] | None = None) -> CaseResult:
+        self.ran.append([n.op for n in g.nodes])
+        res = CaseResult(index, g, Status.DCP, stage="compare", platform="toy")
+        if any(n.op == self.op for n in g.nodes):
+            res.status, res.stage, res.symptom = Status.MCF, "convert", Symptom.CRASH.value
+        return res
+
+    def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray]:
+        return {x: np.zeros(res.graph.tensor_type(x).shape, np.float32) for x in [*res.graph.inputs,
+                                                                              *(n.id for n in res.graph.nodes)]}
+
+    def restart_engines(self) -> None:
+        pass
+
+
+def test_the_operator_that_crashes_alone_is_found_however_far_down_the_model():
+    """A minimised model of fourteen nodes whose last, an LSTM, crashes the converter alone: the
+    walk goes on past twelve (it stopped there, and the key guessed the addressing operator),
+    and a node like one already run alone is not run again."""
+    from gbft_action.bugs import diagnose as D
+
+    t = TensorType((1, 2, 3, 3))
+    nodes = [Node(f"n{i}", "Relu", ["in0" if i == 0 else f"n{i - 1}"], {}, t, "Relu", "block") for i in range(13)]
+    nodes.append(Node("n13", "LSTM", ["n12"], {"hidden_size": 3}, t, "LSTM", "block"))
+    g = Graph({"in0": t}, nodes, ["n13"], 1, {"frontend": "onnx"})
+    lane = CrashLane("LSTM")
+    res = lane.run(0, g, 10)
+    res.arrays["inputs"] = {"in0": np.zeros(t.shape, np.float32)}
+    assert D._first_failing_alone(lane, res, Symptom.CRASH.value, None, until=1e12) == "n13"
+    assert lane.ran[1:] == [["Relu"], ["LSTM"]]  # the first Relu alone once, its twelve twins not
