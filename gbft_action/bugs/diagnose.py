@@ -372,8 +372,7 @@ def shown_alone(lane: Lane, g: Graph, node: str, symptom: str, where: list[str] 
     res = run_graph(lane, g1, until - time.monotonic(), fresh=True, platforms=where)
     if res.aborted:
         return None
-    shows = any(r.symptom == symptom or (r.status in DCF_LIKE and same_class(r.symptom) == same_class(symptom))
-                for r in res.per_platform())
+    shows = _still_wrong(res, symptom) or any(r.symptom == symptom for r in res.per_platform())
     return g1 if shows else None
 
 

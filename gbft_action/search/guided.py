@@ -153,8 +153,7 @@ class GuidedSource:
         st = {"chooser": self.chooser_name, "mutations": bool(self.mutations),
               "coverage": self.coverage.to_json(), "mcts": self.mcts.to_json() if self.mcts else None,
               "graph_arms": self.arms.to_json() if self.arms else None,
-              "generated": self.generated, "discarded": self.discarded, "known": self.known.to_json(),
-              "probed": self._served >= len(self.probes)}
+              "generated": self.generated, "discarded": self.discarded, "known": self.known.to_json()}
         if self.shard[1] > 1:  # merging shards subtracts the common start (mcts.combine_trees)
             st["base"] = dict(self._base)
         return st
@@ -163,8 +162,6 @@ class GuidedSource:
         """Start from a saved state (``--state``): coverage and the MCTS tree."""
         self.coverage = Coverage.from_json(st["coverage"])
         self.known = KnownFailures.from_json(st.get("known"))
-        if st.get("probed"):  # what the probes learned travels in "known": not run again
-            self.probes = []
         self._base = {"mcts": st.get("mcts") if self.mcts else None,
                       "graph_arms": st.get("graph_arms") if self.arms else None}
         if self.mcts and st.get("mcts"):

@@ -6,9 +6,10 @@ fifteen-operator models, each such operator fails every model it is in, and half
 is blind (a 120-s campaign over all of them: 47% MCF, 24% passing).  So a campaign first runs
 each instance alone, as an ordinary case (judged, fingerprinted, reported: a one-node repro):
 
-* a failure alone is proof, so ``search.known`` settles its triggers at once (the operator and
-  its ``instance=k``): random models then draw the instances that work (``narrow``) and avoid
-  operators none of whose instances does;
+* a failure alone is proof (``search.known``: ``failed_alone``): random models never draw that
+  instance again (``narrow_proven``) and never place an operator none of whose instances works
+  (``excluded``).  What the probes found is not kept in state.json: a campaign started from an
+  earlier one's state (``--state``, often on another build) probes again;
 * the outcomes are the support matrix (``SupportMatrix``): per operator, how many of its
   instances convert, run and agree with the reference, in summary.json and the job summary.
 
