@@ -290,6 +290,15 @@ def test_a_wrong_shape_and_wrong_values_are_two_defects():
     assert local_key("wrong-result", _fp("Depthwise", "", "shape")) != local_key("wrong-result", _fp("Depthwise", ""))
 
 
+def test_a_parameter_proven_needed_names_the_defect_whatever_its_shape():
+    # A reverse GRU's wrong Y shape and its wrong Y_h values: the proven trigger is one.
+    dw = Graph({"in0": TensorType((1, 4, 4, 2))}, [Node("n0", "Depthwise", ["in0"], {"multiplier": 1, "padding": "VALID"},
+                                                        TensorType((1, 4, 4, 2)), "Depthwise")], ["n0"], 1)
+    shape = root_key("wrong-result", _fp("Depthwise", "", "shape"), dw, blamed="n0", isolated=True)
+    values = root_key("wrong-result", _fp("Depthwise", "", "values"), dw, blamed="n0", isolated=True)
+    assert shape.id == values.id and shape.title == "Depthwise: wrong results (padding=VALID)"
+
+
 def test_undefined_rows_are_excused_and_defined_ones_are_not():
     x = np.array([[1.0, np.nan, 0.5], [0.3, 0.2, 0.1]], np.float32)
     e = np.array([[np.nan, 1.0], [0.3, 0.2]], np.float32)

@@ -107,7 +107,7 @@ def same_class(symptom: str) -> str:
 
 SPECIAL_INPUT = "special-input"  # wrong only for NaN/Inf inputs: no special value in either output
 _DIRECTION = {
-    SPECIAL_INPUT: "differs from TensorFlow on NaN/Inf inputs",
+    SPECIAL_INPUT: "differs from the reference on NaN/Inf inputs",
     "NaN->finite": "maps NaN to a finite number", "Inf->finite": "gives a finite number where the result is infinite",
     "finite->NaN": "gives NaN for a finite result", "finite->Inf": "overflows to infinity",
     "NaN->Inf": "gives an infinity for NaN", "Inf->NaN": "gives NaN where the result is infinite",
@@ -330,7 +330,9 @@ def _root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str
         symptom = Symptom.WRONG.value
     if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
         salient = salient_params(small, blamed) if blamed and minimized and small is not None else ""
-        return RootKey(symptom, ops, ", ".join(x for x in (_shape(fp), salient) if x), isolated)
+        # A parameter value proven needed names the trigger: a reverse GRU's wrong Y shape and
+        # its wrong Y_h values are one defect.  Only a key without one splits shape from values.
+        return RootKey(symptom, ops, salient or _shape(fp), isolated)
     if symptom == Symptom.NAN_INF.value:
         return RootKey(symptom, ops, direction, isolated)
     if symptom == Symptom.CRASH.value:
