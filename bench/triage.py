@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from catalogue import CATALOGUE, ONNX_CATALOGUE, Catalogue, Defect, Model, load  # noqa: E402
 
+from gbft_action.records import Policy, RootCauseRow  # noqa: E402
 from gbft_action.report.reporter import UNISOLATED, tracking_class  # noqa: E402
 
 DEFAULT_CATALOGUES = {"tf": CATALOGUE, "onnx": ONNX_CATALOGUE}
@@ -162,7 +163,9 @@ def _policy(rc: dict[str, Any]) -> str:
     if not rc.get("settled", True):
         return "unsettled"
     policy = rc.get("policy", "report")
-    return "tracked" if tracking_class({**rc, "policy": policy}) == UNISOLATED else policy
+    row = RootCauseRow(str(rc.get("key", "")), str(rc.get("symptom", "")), tuple(rc.get("fingerprints", ())),
+                       str(rc.get("canonical", "")), Policy(policy), isolated=bool(rc.get("isolated", True)))
+    return "tracked" if tracking_class(row) == UNISOLATED else policy
 
 
 def key_frontend(title: str, fingerprints: list[dict[str, Any]]) -> str:

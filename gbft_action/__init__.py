@@ -8,7 +8,8 @@ imports only modules of its own layer or a lower one, and its top-level imports 
 cycle.  A module is in the layer of the longest prefix that names it.
 
 0. foundation, standard library only: what the host, the workers and the action all read
-   (statefile, frontends, engine knowledge and builds, symptom policy, worker framing);
+   (statefile, frontends, engine knowledge and builds, symptom policy, worker framing, and
+   the records every layer writes and reads: records);
 1. models: the graph IR, operator specs, corpus, oracle, the reference frameworks' emitters
    and handlers;
 2. findings: fingerprints, root-cause keys, triage, bundles and repros, the minimiser,
@@ -23,7 +24,7 @@ cycle.  A module is in the layer of the longest prefix that names it.
 __version__ = "0.1.0"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("gbft_action", "statefile", "frontends", "exitcodes", "engines.knowledge", "engines.mnn_knowledge",
+    ("gbft_action", "records", "statefile", "frontends", "exitcodes", "engines.knowledge", "engines.mnn_knowledge",
      "engines.onnxruntime_knowledge", "engines.registry", "engines.builds", "engines.source", "bugs.policy",
      "workers.arrays", "workers.zygote", "platforms"),
     ("graph", "ops", "corpus", "oracle", "reference"),

@@ -30,7 +30,6 @@ never report or action.
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import signal
 import threading
@@ -40,7 +39,6 @@ from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 from queue import Queue
 from typing import Any, Callable
@@ -51,6 +49,9 @@ from .frontends import Frontend, parse_frontends
 from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .oracle import Status, Tolerance
+from .records.enums import Policy, StopReason, Verdict
+from .records.campaign import CampaignRecord, Session
+from .records.summary import EngineSummary, FailureRow, HarnessErrors, Summary, TriageSummary
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource, shard_text
 from .search.guided import GuidedSource
@@ -61,7 +62,7 @@ from .bugs.fingerprint import Fingerprint
 from .bugs.diagnose import diagnose
 from .bugs.policy import SYMPTOMS, fails_pull_request, policy_for
 from .bugs.replay import confirm_bug
-from .bugs.rootcause import Diagnosed, RootCause, RootKey, assemble, local_key
+from .bugs.rootcause import Diagnosed, RootCause, assemble, local_key
 from .engines.builds import EngineBuild
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
@@ -73,15 +74,6 @@ GRACE_S = 5.0  # in-flight cases may run this long past the budget before being 
 DISK_FULL = "disk full"  # the stop reason's prefix when the output disk filled (the CLI exits EXIT_ERROR)
 
 
-class StopReason(str, Enum):
-    """Why the loop stopped on its own (summary.json keeps the text).  An outside stop (a signal,
-    a full disk) says its own words: request_stop's reason."""
-
-    BUDGET = "budget reached"
-    MAX_MODELS = "max-models reached"
-
-    def __str__(self) -> str:
-        return self.value
 # Results of case i reach the generator just before case i + LAG is generated,
 # whatever the number of lanes: a fixed lag keeps guided generation deterministic
 # while up to LAG cases are in flight.
@@ -172,9 +164,9 @@ def _corpus_sha(path: str) -> str:
     return own if not base else hashlib.sha256((own + _sha(base)).encode()).hexdigest()
 
 
-def disk_filled(summary: dict[str, Any]) -> bool:
+def disk_filled(summary: Summary) -> bool:
     """Whether the run stopped because its output disk filled (its summary covers what was judged)."""
-    return str(summary.get("stop_reason", "")).startswith(DISK_FULL)
+    return summary.stop_reason.startswith(DISK_FULL)
 
 
 class Campaign:
@@ -203,7 +195,7 @@ class Campaign:
         self.platforms = resolve_platforms(cfg.platforms or parse_platforms(""), cfg.arm_root, cfg.out / ".work")
         if cfg.base is not None and (len(self.platforms) > 1 or self.platforms[0].prefix):
             raise ValueError("a base build runs on this machine only: use it with one native platform")
-        self.sessions: list[dict[str, Any]] = []
+        self.sessions: list[Session] = []
         self.minimized: dict[str, dict[str, Any]] = {}
         self.confirmed: dict[str, tuple[triage.Verdict, str]] = {}  # fingerprint -> (verdict, how)
         self._candidates = triage.Candidates()  # what confirmation will replay (_confirm_tail)
@@ -295,7 +287,7 @@ class Campaign:
         for lane in list(self._lanes):
             lane.close()
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Summary:
         t0 = time.monotonic()
         deadline = t0 + self.cfg.budget
         self.store.reserve()  # a full disk at the start is an OSError for the entry point
@@ -370,16 +362,15 @@ class Campaign:
         path = self.cfg.out / "campaign.json"
         ident = self.cfg.identity()
         if path.exists():
-            old = read_state(path, "campaign record")
-            if old.get("identity") != ident:
-                raise ValueError(f"{self.cfg.out} holds another campaign ({old.get('identity')}); "
+            old = CampaignRecord.read(self.cfg.out)
+            if old.identity != ident:
+                raise ValueError(f"{self.cfg.out} holds another campaign ({old.identity}); "
                                  f"use a new --out or the same seed/blocks/graph/engine/corpus")
-            self.sessions = old.get("sessions", [])
+            self.sessions = list(old.sessions)
         self._write_campaign()
 
     def _write_campaign(self) -> None:
-        self.store.write_json("campaign.json", {"identity": self.cfg.identity(), "config": self.cfg.to_json(),
-                                                "sessions": self.sessions, "tool_version": __version__})
+        CampaignRecord(self.cfg.identity(), self.cfg.to_json(), tuple(self.sessions), __version__).write(self.cfg.out)
 
     def _replay_feedback(self) -> None:
         """Rebuild the source's learned state from the recorded cases (resume).
@@ -592,7 +583,7 @@ class Campaign:
             raise full
         rec = self.store.append(res)
         self.records.append(rec)
-        ctx = {"seed": self.cfg.seed, "tolerance": asdict(self.cfg.tolerance)}
+        ctx = {"seed": self.cfg.seed, "tolerance": self.cfg.tolerance}
         for r in per_platform(rec):
             sub = r if r is rec else {**r, "case_dir": rec.get("case_dir", "")}
             self.bugs.observe(sub, res.graph, self.platform_info.get(r.get("platform", ""), self.engine_info), ctx)
@@ -610,10 +601,9 @@ class Campaign:
         by = Counter(r["status"] for r in self.records)
         return {"models": len(self.records), "by_status": {s.value: by.get(s.value, 0) for s in Status}}
 
-    def _finish(self, elapsed: float) -> dict[str, Any]:
-        session_models = len(self.records) - sum(s["models"] for s in self.sessions)
-        self.sessions.append({"elapsed_s": round(elapsed, 3), "models": session_models,
-                              "stop_reason": self.stop_reason})
+    def _finish(self, elapsed: float) -> Summary:
+        session_models = len(self.records) - sum(s.models for s in self.sessions)
+        self.sessions.append(Session(round(elapsed, 3), session_models, str(self.stop_reason)))
         self._feed_until(len(self.records))  # the state saved below has seen every result
         self.bugs.save()
         summary = summarize(SummaryInputs(
@@ -622,7 +612,7 @@ class Campaign:
             new_ids=[f for f in self.bugs.new_ids() if not self.bugs.flaky(f)],
             run_id=self.run_id, minimized=self.minimized, bugs_dir=str(self.cfg.out / "bugs"),
             triage=self._triage_inputs(), **self._coverage()))
-        self.store.write_json("summary.json", summary)
+        summary.write(self.cfg.out)
         self.store.write_json(STATE_FILE, self.source.state())
         self._write_campaign()
         return summary
@@ -707,7 +697,7 @@ class SummaryInputs:
     gbft merge joins."""
 
     records: list[dict[str, Any]]
-    sessions: list[dict[str, Any]]
+    sessions: list[Session]
     cfg: FuzzConfig
     engine: dict[str, Any]
     platform_info: dict[str, dict[str, Any]]
@@ -723,45 +713,54 @@ class SummaryInputs:
     shards: dict[str, Any] | None = None
 
 
-def summarize(inp: SummaryInputs) -> dict[str, Any]:
+def summarize(inp: SummaryInputs) -> Summary:
     """summary.json, built once: the counts, each failure with its verdict, symptom and root
     cause, the root causes, and what fails the step (new_failures, triage.blamed: only root
     causes the policy reports, and none holding a variant seen before or on the base build).
     Writes verdicts.json (with a base build) and each canonical bundle's root cause."""
-    counts = _counts(inp.records, inp.sessions, inp.cfg, inp.engine, inp.platform_info)
-    failures, new, tri = fingerprint_rows(inp.records), list(inp.new_ids), None
+    failures, new, tri, verdicts = fingerprint_rows(inp.records), list(inp.new_ids), None, None
     if inp.triage is not None:
         verdicts = _verdicts(inp.records, inp.triage)
-        failures = [{**f, "verdict": verdicts[f["key"]].verdict.value if f["key"] in verdicts
-                     else triage.Verdict.UNCHECKED.value} for f in failures]
         new = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
-        seen = {f["key"] for f in failures}
-        tri = {"base": inp.triage.base, "counts": triage.counts(verdicts), "blamed": triage.blamed(verdicts),
-               # Seen on the base build only: fixed, flaky-fixed, or unchecked.
-               "fixed": [bv.to_json() for k, bv in sorted(verdicts.items()) if k not in seen]}
     firsts = first_records(inp.records)
-    failures = [{**f, "symptom": firsts.get(f["key"], {}).get("symptom", "")} for f in failures]
-    causes = root_causes(failures, firsts, inp.book, inp.cfg.symptom_policy)
+    causes = root_causes([{**f.to_json(), "symptom": _first_symptom(firsts, f.key),
+                           "verdict": _verdict_of(verdicts, f.key)} for f in failures],
+                         firsts, inp.book, inp.cfg.symptom_policy)
     of = {fid: rc.key.id for rc in causes for fid in rc.fingerprints}
     blamable = {fid for rc in causes if fails_pull_request(rc.key.symptom, rc.policy) and rc.verdict in ("", "new")
                 and not set(rc.fingerprints) & inp.book.before for fid in rc.fingerprints}
+    if verdicts is not None:
+        seen = {f.key for f in failures}
+        tri = TriageSummary(inp.triage.base, triage.counts(verdicts),
+                            tuple(f for f in triage.blamed(verdicts) if f in blamable),
+                            # Seen on the base build only: fixed, flaky-fixed, or unchecked.
+                            tuple(bv.to_row() for k, bv in sorted(verdicts.items()) if k not in seen))
+    rows = tuple(replace(f, verdict=Verdict(_verdict_of(verdicts, f.key)) if verdicts is not None else None,
+                         symptom=_first_symptom(firsts, f.key), root_cause=of[f.key]) for f in failures)
     # Diagnoses the harness failed on count with the results it failed on (_diagnosed_or_error).
     failed = [m["error"] for m in inp.minimized.values() if isinstance(m, dict) and m.get("error")]
-    harness = counts["harness_errors"]
-    summary = {
-        **counts,
-        "harness_errors": {"count": harness["count"] + len(failed), "first": harness["first"] or (failed[:1] or [""])[0]},
-        "models_per_s": counts["models_per_s"] if inp.models_per_s is None else inp.models_per_s,
-        "failures": [{**f, "root_cause": of[f["key"]]} for f in failures],
-        "new_failures": [f for f in new if f in blamable],
-        "root_causes": [rc.to_json() for rc in causes],
-        "symptom_policy": {s: policy_for(s, inp.cfg.symptom_policy) for s in SYMPTOMS},
-        "run_id": inp.run_id, "minimized": inp.minimized, "bugs_dir": inp.bugs_dir,
-    }
-    if tri is not None:
-        summary["triage"] = {**tri, "blamed": [f for f in tri["blamed"] if f in blamable]}
-    optional = {"coverage": inp.coverage, "frontends": inp.frontends, "shards": inp.shards}
-    return {**summary, **{k: v for k, v in optional.items() if v is not None}}
+    counts = _counts(inp.records, inp.sessions, {"engine": inp.cfg.engine, **inp.engine}, inp.platform_info)
+    harness = counts.harness_errors
+    return replace(
+        counts, seed=inp.cfg.seed, blocks=tuple(inp.cfg.blocks),
+        harness_errors=HarnessErrors(harness.count + len(failed), harness.first or (failed[:1] or [""])[0]),
+        models_per_s=counts.models_per_s if inp.models_per_s is None else inp.models_per_s,
+        failures=rows, new_failures=tuple(f for f in new if f in blamable),
+        root_causes=tuple(rc.to_row() for rc in causes),
+        symptom_policy={s: Policy(policy_for(s, inp.cfg.symptom_policy)) for s in SYMPTOMS},
+        run_id=inp.run_id, minimized=dict(inp.minimized), bugs_dir=inp.bugs_dir, triage=tri,
+        coverage=inp.coverage, frontends=inp.frontends, shards=inp.shards)
+
+
+def _first_symptom(firsts: dict[str, dict[str, Any]], key: str) -> str:
+    return str(firsts.get(key, {}).get("symptom", ""))
+
+
+def _verdict_of(verdicts: dict[str, triage.BugVerdict] | None, key: str) -> str:
+    """A fingerprint's verdict ("" without a base build)."""
+    if verdicts is None:
+        return ""
+    return verdicts[key].verdict.value if key in verdicts else triage.Verdict.UNCHECKED.value
 
 
 def _verdicts(records: list[dict[str, Any]], inp: TriageInputs) -> dict[str, triage.BugVerdict]:
@@ -785,14 +784,12 @@ def root_causes(failures: list[dict[str, Any]], firsts: dict[str, dict[str, Any]
         r = firsts.get(f["key"], {})
         rows.append({**f, "local": list(_local(r)), "fingerprint": r.get("fingerprint", {})})
         meta = book.meta(f["key"])
-        if meta.get("root_cause"):
-            key = RootKey.from_json(meta["root_cause"])
-            settled = key.isolated or bool((meta.get("minimize") or {}).get("complete", True))
-            diagnosed[f["key"]] = Diagnosed(key, int(meta.get("minimized_size", 0)), settled)
+        if meta is not None and meta.root_cause is not None:
+            diagnosed[f["key"]] = Diagnosed(meta.root_cause, meta.minimized_size, meta.settled)
     causes = assemble(rows, diagnosed, lambda s: policy_for(s, overrides))
     for rc in causes:  # the reporter shows the canonical bundle under its root cause's title
         if rc.minimized:  # an undiagnosed bundle keeps no guessed key (a resumed run rereads it)
-            book.set_root_cause(rc.canonical, rc.key.to_json())
+            book.set_root_cause(rc.canonical, rc.key)
     return causes
 
 
@@ -810,32 +807,26 @@ def _local(r: dict[str, Any]) -> tuple[str, str, str]:
     return local_key(r.get("symptom", ""), r.get("fingerprint", {}), r.get("direction", ""))
 
 
-def _counts(records: list[dict[str, Any]], sessions: list[dict[str, Any]], cfg: FuzzConfig,
-            engine: dict[str, Any], platform_info: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _counts(records: list[dict[str, Any]], sessions: list[Session], engine: dict[str, Any],
+            platform_info: dict[str, dict[str, Any]]) -> Summary:
     """summary.json's counts: models, statuses, distinct failures, platforms, sessions."""
     by = Counter(r["status"] for r in records)
     flat = [r for rec in records for r in per_platform(rec)]
-    last = sessions[-1] if sessions else {"elapsed_s": 0.0, "models": 0}
-    return {
-        "tool_version": __version__,
-        "models": len(records),
-        "elapsed_s": round(sum(s["elapsed_s"] for s in sessions), 3),
-        "models_per_s": round(last["models"] / last["elapsed_s"], 3) if last["elapsed_s"] else 0.0,
-        "by_status": {s.value: by.get(s.value, 0) for s in Status},
-        "unique_failures": len({r["key"] for r in flat if "key" in r}),
-        "seed": cfg.seed,
-        "blocks": list(cfg.blocks),
-        "engine": {"name": engine.get("engine", cfg.engine), "version": engine.get("version", ""),
-                   "machine": engine.get("machine", "")},
-        "platforms": platform_counts(flat, platform_info),
-        "platform_order": list(platform_info),  # summary.json's keys are sorted
-        "stop_reason": sessions[-1]["stop_reason"] if sessions else "",
-        "sessions": len(sessions),
-        "harness_errors": harness_errors(flat),
-    }
+    last = sessions[-1] if sessions else Session(0.0, 0, "")
+    return Summary(
+        tool_version=__version__, models=len(records), elapsed_s=round(sum(s.elapsed_s for s in sessions), 3),
+        models_per_s=round(last.models / last.elapsed_s, 3) if last.elapsed_s else 0.0,
+        by_status={s.value: by.get(s.value, 0) for s in Status},
+        unique_failures=len({r["key"] for r in flat if "key" in r}),
+        engine=EngineSummary(str(engine.get("engine", "")), str(engine.get("version", "")),
+                             str(engine.get("machine", ""))),
+        platforms=platform_counts(flat, platform_info),
+        platform_order=tuple(platform_info),  # summary.json's keys are sorted
+        stop_reason=sessions[-1].stop_reason if sessions else "", sessions=len(sessions),
+        harness_errors=harness_errors(flat))
 
 
-def fingerprint_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def fingerprint_rows(records: list[dict[str, Any]]) -> list[FailureRow]:
     """One row per fingerprint, most cases first: its first record's words, its case folder, and
     the platforms it was seen on."""
     keys: Counter[str] = Counter()
@@ -849,17 +840,16 @@ def fingerprint_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 first.setdefault(r["key"], r)
                 case.setdefault(r["key"], rec.get("case_dir", ""))
                 where.setdefault(r["key"], set()).add(r.get("platform", ""))
-    return [{"key": key, "fingerprint": key, "title": first[key].get("fingerprint", {}).get("title", ""),
-             "count": n, "status": first[key]["status"], "op": first[key]["op"], "first_index": first[key]["index"],
-             "case_dir": case[key], "message": first[key]["message"][:300], "platforms": sorted(where[key] - {""})}
-            for key, n in keys.most_common()]
+    return [FailureRow(key, n, first[key].get("fingerprint", {}).get("title", ""), first[key]["status"],
+                       first[key]["op"], first[key]["index"], case[key], first[key]["message"][:300],
+                       tuple(sorted(where[key] - {""}))) for key, n in keys.most_common()]
 
 
-def harness_errors(flat: list[dict[str, Any]]) -> dict[str, Any]:
+def harness_errors(flat: list[dict[str, Any]]) -> HarnessErrors:
     """Results the harness failed itself on (their localisation is missing): how many, and the
     first one's words, so that a broken reference shows on the job summary."""
     hit = [r["harness_error"] for r in flat if r.get("harness_error")]
-    return {"count": len(hit), "first": hit[0] if hit else ""}
+    return HarnessErrors(len(hit), hit[0] if hit else "")
 
 
 def frontend_counts(records: list[dict[str, Any]], names: list[str],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import json
 import sys
 import time
@@ -11,9 +12,13 @@ from typing import Any
 
 from .corpus import CorpusError, load_corpus
 from .frontends import FRONTENDS, Frontend, corpus_file, frontend_of, parse_frontends
-from .statefile import corrupt, read_state
+from .statefile import corrupt
 from .exitcodes import CliExit
 from .oracle import Tolerance
+from .records.bundle import BundleMeta
+from .records import RecordError
+from .records.campaign import CampaignRecord
+from .records.summary import Summary
 
 # Exit codes: gbft_action.exitcodes, the one place (replay: FAILURES = still fails the same way).
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_ERROR, EXIT_DIFFERENT, EXIT_PARTIAL = (
@@ -295,8 +300,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     bar.close()
     print_summary(summary, out)
     if disk_filled(summary):
-        print(f"error: {summary['stop_reason']}: no space left on device; the run stopped, "
-              f"summary.json covers the {summary['models']} models judged", file=sys.stderr)
+        print(f"error: {summary.stop_reason}: no space left on device; the run stopped, "
+              f"summary.json covers the {summary.models} models judged", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
 
@@ -316,7 +321,6 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     import tempfile
 
     from .bugs.bundle import BugBook
-    from .bugs.fingerprint import Fingerprint
     from .bugs.replay import bug_platforms, bundle_key, load_bundle, minimize_bug, replay
     from .engines.builds import build_of_bundle
     from .pipeline import FrontendError, Lane, LaneConfig
@@ -329,16 +333,16 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    tol = Tolerance(**meta.get("tolerance", {}))
+    tol = meta.tolerance
     with tempfile.TemporaryDirectory(prefix="gbft-") as tmp:
         try:
             plats = resolve_platforms(args.platforms, args.arm_root, Path(tmp))
         except (PlatformError, ArmRootError) as e:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_USAGE
-        build = build_of_bundle(meta["engine"])
+        build = build_of_bundle(meta.engine)
         try:
-            frontend = frontend_of(meta["fingerprint"])
+            frontend = frontend_of(meta.fingerprint)
         except ValueError as e:
             print(f"error: {args.bundle}/meta.json: {e}", file=sys.stderr)
             return EXIT_USAGE
@@ -354,12 +358,12 @@ def cmd_bundle(args: argparse.Namespace) -> int:
                 # Any folder holding a bundle works, not only OUT/bugs/ID: the book sees it by its id.
                 bugs = Path(tmp) / "book" / "bugs"
                 bugs.mkdir(parents=True)
-                (bugs / meta["id"]).symlink_to(Path(args.bundle).resolve())
+                (bugs / meta.id).symlink_to(Path(args.bundle).resolve())
                 book = BugBook(bugs.parent)
-                stats = minimize_bug(lane, book, meta["id"], args.time_limit)
+                stats = minimize_bug(lane, book, meta.id, args.time_limit)
                 print(json.dumps(stats, indent=2))
                 return EXIT_OK
-            target = Fingerprint.from_json(meta["fingerprint"])
+            target = meta.fingerprint
             model = g if args.original or small is None else small
             v = replay(lane, model, target, platforms=bug_platforms(lane, meta),
                        key=bundle_key(meta) if model is small else None)
@@ -387,8 +391,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     print_summary(summary, args.out)
-    done = sum(s["complete"] for s in summary["shards"].values())
-    print(f"merged: {len(summary['shards'])} shards ({done} finished) into {args.out}")
+    shards = summary.shards or {}
+    done = sum(s["complete"] for s in shards.values())
+    print(f"merged: {len(shards)} shards ({done} finished) into {args.out}")
     return EXIT_OK
 
 
@@ -426,17 +431,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_PARTIAL if res.partial else EXIT_OK
 
 
-def _replay_lane(meta: dict[str, Any]) -> Any:
+def _replay_lane(meta: BundleMeta) -> Any:
     """A started lane for replaying bundles (the --check-fixes path)."""
     import tempfile
 
     from .engines.builds import build_of_bundle
     from .pipeline import Lane, LaneConfig
 
-    build = build_of_bundle(meta["engine"])
+    build = build_of_bundle(meta.engine)
     lane = Lane(LaneConfig(build.engine, Path(tempfile.mkdtemp(prefix="gbft-fix-")), engine_env=dict(build.env),
-                           tolerance=Tolerance(**meta.get("tolerance", {})),
-                           frontend=frontend_of(meta["fingerprint"]), scratch=True), 0)
+                           tolerance=meta.tolerance, frontend=frontend_of(meta.fingerprint), scratch=True), 0)
     lane.start()
     return lane
 
@@ -448,13 +452,16 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     path = args.resume / "campaign.json"
     if not path.exists():
         raise ValueError(f"--resume {args.resume}: no campaign.json there")
-    record = read_state(path, "campaign record")
-    if "merged" in record:
+    try:
+        record = CampaignRecord.read(args.resume)
+    except RecordError as e:
+        raise corrupt(path, "campaign record", str(e).split(": ", 1)[-1]) from None
+    if record.merged is not None:
         raise ValueError(f"--resume {args.resume}: a merged output (gbft merge) cannot be resumed; "
                          f"give it as --state to the next run")
-    if not isinstance(record.get("config"), dict):
+    if not record.config:
         raise corrupt(path, "campaign record", "no config in it")
-    old = record["config"]
+    old = record.config
     cfg.seed, cfg.blocks, cfg.graph = old["seed"], tuple(old["blocks"]), old["graph"]
     cfg.engine, cfg.corpus = old["engine"], old["corpus"]
     cfg.chooser, cfg.mutations, cfg.state = old["chooser"], old["mutations"], old["state"]
@@ -494,40 +501,39 @@ def _coverage_line(cov: dict[str, Any]) -> str:
     return "  ".join(f"{k} {cov[k]:.3f}" for k in ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC", "ATC", "OLC") if k in cov)
 
 
-def print_summary(s: dict[str, Any], out: Path) -> None:
-    eng = s["engine"]
-    print(f"\n{eng['name']} {eng['version']} ({eng['machine']}): {s['models']} models in {s['elapsed_s']:.1f} s "
-          f"({s['models_per_s']:.1f}/s), stopped: {s['stop_reason']}")
-    plats = {p: s["platforms"][p] for p in s.get("platform_order", []) if p in s.get("platforms", {})}
+def print_summary(s: Summary, out: Path) -> None:
+    eng = s.engine
+    print(f"\n{eng.name} {eng.version} ({eng.machine}): {s.models} models in {s.elapsed_s:.1f} s "
+          f"({s.models_per_s:.1f}/s), stopped: {s.stop_reason}")
+    plats = {p: s.platforms[p] for p in s.platform_order if p in s.platforms}
     if len(plats) > 1:  # one column per platform
         print(f"{'status':8s}" + "".join(f" {p:>12s}" for p in plats))
-        for k in s["by_status"]:
+        for k in s.by_status:
             print(f"{k:8s}" + "".join(f" {c['by_status'].get(k, 0):12d}" for c in plats.values()))
         print(f"{'models':8s}" + "".join(f" {c['models']:12d}" for c in plats.values()))
     else:
         print(f"{'status':8s} {'count':>7s}")
-        for k, v in s["by_status"].items():
+        for k, v in s.by_status.items():
             print(f"{k:8s} {v:7d}")
-    cov = s.get("coverage")
-    if cov:
-        print("coverage: " + _coverage_line(cov))
-    for name, fe in (s.get("frontends") or {}).items():  # a mixed campaign: each front end apart
+    if s.coverage:
+        print("coverage: " + _coverage_line(s.coverage))
+    for name, fe in (s.frontends or {}).items():  # a mixed campaign: each front end apart
         print(f"{name:8s} {fe['models']:5d} models, {fe['unique_failures']} unique failures; "
               f"coverage: {_coverage_line(fe['coverage']) if fe.get('coverage') else '-'}")
-    print(f"unique failures: {s['unique_failures']}")
-    for f in s["failures"][:20]:
-        where = f"  [{', '.join(f['platforms'])}]" if len(plats) > 1 and f.get("platforms") else ""
-        verdict = f"{f['verdict']:>12s}  " if "verdict" in f else ""
-        print(f"  {f['count']:5d}  {f['key'][:12]}  {verdict}{f.get('title') or f['message'][:90]}{where}")
-    causes = s.get("root_causes") or []
+    print(f"unique failures: {s.unique_failures}")
+    for f in s.failures[:20]:
+        where = f"  [{', '.join(f.platforms)}]" if len(plats) > 1 and f.platforms else ""
+        verdict = f"{f.verdict.value:>12s}  " if f.verdict is not None else ""
+        print(f"  {f.count:5d}  {f.key[:12]}  {verdict}{f.title or f.message[:90]}{where}")
+    causes = s.root_causes or ()
     if causes:
         # What a maintainer acts on: the fingerprints above merged into root causes.
-        by = {p: sum(rc["policy"] == p for rc in causes) for p in ("report", "summary", "ignore")}
+        by = Counter(rc.policy.value for rc in causes)
         print(f"root causes: {len(causes)} ({by['report']} reported, {by['summary']} summary only, "
               f"{by['ignore']} ignored)")
-        for rc in [rc for rc in causes if rc["policy"] == "report"][:20]:
-            print(f"  {rc['count']:5d}  {rc['key']}  {rc['symptom']:16s}  {rc['title'][:90]}")
-    if s.get("triage"):
+        for rc in [rc for rc in causes if rc.policy == "report"][:20]:
+            print(f"  {rc.count:5d}  {rc.key}  {rc.symptom:16s}  {rc.title[:90]}")
+    if s.triage is not None:
         from .bugs.triage import headline
 
         print("verdict: " + headline(s).replace("**", ""))

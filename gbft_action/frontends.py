@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from .records.keys import Fingerprint
+
 CORPORA = Path(str(files("gbft_action") / "corpora"))  # package data
 
 
@@ -69,6 +71,6 @@ def corpus_file(frontends: tuple[Frontend, ...], corpus: str) -> str:
     return str(frontends[0].default_corpus)
 
 
-def frontend_of(fingerprint: dict[str, object]) -> Frontend:
+def frontend_of(fingerprint: Fingerprint) -> Frontend:
     """The front end a bundle's fingerprint was found through (replays use the same one)."""
-    return parse_frontend(str(fingerprint.get("frontend") or "tf"))
+    return parse_frontend(fingerprint.frontend or "tf")

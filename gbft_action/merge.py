@@ -41,7 +41,9 @@ from typing import Any, Callable
 
 from . import __version__
 from .bugs import triage
-from .bugs.bundle import BugBook, read_known, read_meta, write_meta
+from .bugs.bundle import BugBook, read_known, read_meta
+from .records import BundleMeta, RecordError, Summary
+from .records.campaign import CampaignRecord, ShardPart
 from .campaign import STATE_FILE, FuzzConfig, SummaryInputs, TriageInputs, first_records, summarize
 from .search import parse_shard, shard_text
 from .search.coverage import Coverage
@@ -63,26 +65,25 @@ class Part:
     """One input, its cases in the merged form."""
 
     out: Path
-    record: dict[str, Any]  # campaign.json
+    record: CampaignRecord
     merged: bool  # an earlier merge's output
     n: int  # shards of the campaign
     cases: dict[int, dict[str, Any]] = field(default_factory=dict)  # merged index -> record
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: Summary | None = None
     state: dict[str, Any] = field(default_factory=dict)
     torn: bool = False
 
     @property
-    def shards(self) -> dict[str, Any]:
+    def shards(self) -> dict[str, ShardPart]:
         """The shards this input holds -> what the campaign record says of each."""
-        if self.merged:
-            return dict(self.record["merged"]["shards"])
-        shard = self.record.get("config", {}).get("shard", "1/1")
-        return {shard: {"sessions": self.record.get("sessions", []), "models": len(self.cases),
-                        "complete": bool(self.summary) and not self.torn,
-                        "platforms": sorted(self.summary.get("platforms", {}))}}
+        if self.record.merged is not None:
+            return dict(self.record.merged)
+        return {self.record.shard: ShardPart(self.record.sessions, len(self.cases),
+                                             self.summary is not None and not self.torn,
+                                             tuple(sorted(self.summary.platforms if self.summary else ())))}
 
 
-def merge(inputs: list[Path], out: Path, warn: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+def merge(inputs: list[Path], out: Path, warn: Callable[[str], None] = lambda _: None) -> Summary:
     """Merge ``inputs`` into ``out`` (replaced as a whole; it may be one of the inputs)."""
     out = out.resolve()  # the paths written (bundles, bugs_dir) are the same whatever the working folder
     _check_out(inputs, out)
@@ -108,20 +109,25 @@ def merge(inputs: list[Path], out: Path, warn: Callable[[str], None] = lambda _:
 
 # -- reading ------------------------------------------------------------------------
 def _read(out: Path, warn: Callable[[str], None]) -> Part:
-    record = read_state(out / "campaign.json", "campaign record")
-    merged = "merged" in record
-    config = record.get("config", {})
-    if "," in str(config.get("frontend", "")):  # its state is one per front end (search.mixed)
-        raise MergeError(f"{out}: shards of a mixed front-end campaign ({config['frontend']}) cannot be "
+    try:
+        record = CampaignRecord.read(out)
+    except RecordError as e:
+        raise MergeError(str(e)) from None
+    merged = record.merged is not None
+    if "," in record.frontend:  # its state is one per front end (search.mixed)
+        raise MergeError(f"{out}: shards of a mixed front-end campaign ({record.frontend}) cannot be "
                          f"merged yet; run one front end per shard matrix")
-    shard = (1, int(record["identity"]["shards"])) if merged else parse_shard(config.get("shard", "1/1"))
+    shard = (1, int(record.identity["shards"])) if merged else parse_shard(record.shard)
     part = Part(out, record, merged, shard[1])
     records, _, part.torn = read_records(out / "cases.jsonl")
     for rec in records:
         m = rec if merged else _merged_case(rec, shard)
         part.cases[m["index"]] = {**m, "_src": str(out / rec["case_dir"])} if "case_dir" in rec else m
     if (out / "summary.json").exists():
-        part.summary = read_state(out / "summary.json", "summary")
+        try:
+            part.summary = Summary.read(out)
+        except RecordError as e:
+            raise MergeError(str(e)) from None
     if (out / STATE_FILE).exists():
         part.state = read_state(out / STATE_FILE, "search state (coverage, MCTS)")
     if not merged and (part.torn or not part.summary):
@@ -154,15 +160,14 @@ def _check_out(inputs: list[Path], out: Path) -> None:
     """``out`` is replaced as a whole: only an input, an earlier merge or an empty folder may be."""
     if not out.exists() or out in {p.resolve() for p in inputs}:
         return
-    record = out / "campaign.json"
-    merged = record.exists() and "merged" in read_state(record, "campaign record")
+    merged = (out / "campaign.json").exists() and CampaignRecord.read(out).merged is not None
     if not merged and (not out.is_dir() or any(out.iterdir())):
         raise MergeError(f"--out {out}: exists and is neither an input nor an earlier merge; "
                          f"give a new folder (it would be replaced)")
 
 
 def _identity(part: Part) -> dict[str, Any]:
-    ident = {k: v for k, v in part.record.get("identity", {}).items() if k not in PER_SHARD}
+    ident = {k: v for k, v in part.record.identity.items() if k not in PER_SHARD}
     return {**ident, "shards": part.n}
 
 
@@ -183,7 +188,7 @@ def _pick(candidates: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # -- writing ------------------------------------------------------------------------
-def _write(parts: list[Part], stage: Path, out: Path) -> dict[str, Any]:
+def _write(parts: list[Part], stage: Path, out: Path) -> Summary:
     records = _cases(parts, stage)
     occurrences = _occurrences(records)
     shards = _shards(parts)
@@ -228,23 +233,23 @@ def _occurrences(records: list[dict[str, Any]]) -> dict[str, int]:
     return n
 
 
-def _shards(parts: list[Part]) -> dict[str, dict[str, Any]]:
+def _shards(parts: list[Part]) -> dict[str, ShardPart]:
     """Each shard's campaign-record entry, from the input holding most of its cases."""
-    every: dict[str, list[dict[str, Any]]] = {}
+    every: dict[str, list[ShardPart]] = {}
     for p in parts:
         for k, v in p.shards.items():
             every.setdefault(k, []).append(v)
-    return {k: max(vs, key=lambda v: (v["models"], json.dumps(v, sort_keys=True)))
+    return {k: max(vs, key=lambda v: (v.models, json.dumps(v.to_json(), sort_keys=True)))
             for k, vs in sorted(every.items(), key=lambda kv: parse_shard(kv[0]))}
 
 
 def _bundles(parts: list[Part], stage: Path, occurrences: dict[str, int]) -> BugBook:
     """Each fingerprint's canonical bundle, its occurrences and platforms those of the campaign."""
-    every: dict[str, list[tuple[dict[str, Any], Path]]] = {}
+    every: dict[str, list[tuple[BundleMeta, Path]]] = {}
     for p in parts:
         for d in sorted((p.out / "bugs").glob("*/")) if (p.out / "bugs").is_dir() else []:
             meta = read_meta(d)
-            if meta.get("id") == d.name and (d / "graph.json").exists():  # a bundle killed half-written is left out
+            if meta is not None and meta.id == d.name and (d / "graph.json").exists():  # not killed half-written
                 every.setdefault(d.name, []).append((meta if p.merged else _merged_meta(meta, p), d))
     book = BugBook(stage)
     for fid, cands in sorted(every.items()):
@@ -252,24 +257,22 @@ def _bundles(parts: list[Part], stage: Path, occurrences: dict[str, int]) -> Bug
         dest = book.bundle_dir(fid)
         shutil.copytree(src, dest)  # copied, not linked: minimising rewrites a bundle's files in place
         metas = [m for m, _ in cands]
-        write_meta(dest, {**meta, "occurrences": occurrences.get(fid, meta.get("occurrences", 1)),
-                          "platforms": sorted({x for m in metas for x in m.get("platforms") or []}),
-                          "first_seen": min(m.get("first_seen", "") for m in metas),
-                          "last_seen": max(m.get("last_seen", "") for m in metas)})
+        meta.with_(occurrences=occurrences.get(fid, meta.occurrences),
+                   platforms=tuple(sorted({x for m in metas for x in m.platforms})),
+                   first_seen=min(m.first_seen for m in metas), last_seen=max(m.last_seen for m in metas)).write(dest)
     return book
 
 
-def _merged_meta(meta: dict[str, Any], part: Part) -> dict[str, Any]:
-    shard = parse_shard(part.record.get("config", {}).get("shard", "1/1"))
-    local = int(meta.get("case_index", 0))
-    return {**meta, "case_index": local * shard[1] + shard[0] - 1, "shard": shard_text(shard),
-            "shard_case_index": local}
+def _merged_meta(meta: BundleMeta, part: Part) -> BundleMeta:
+    shard = parse_shard(part.record.shard)
+    local = meta.case_index
+    return meta.with_(case_index=local * shard[1] + shard[0] - 1, shard=shard_text(shard), shard_case_index=local)
 
 
-def _bundle_rank(meta: dict[str, Any]) -> tuple[Any, ...]:
+def _bundle_rank(meta: BundleMeta) -> tuple[Any, ...]:
     """The canonical bundle of a fingerprint: minimised, diagnosed, small, early."""
-    return (not meta.get("minimized"), not meta.get("root_cause"), int(meta.get("minimized_size", 1 << 30)),
-            int(meta.get("case_index", 0)), json.dumps(meta, sort_keys=True, default=str))
+    return (not meta.minimized, meta.root_cause is None, meta.minimized_size, meta.case_index,
+            json.dumps(meta.to_json(), sort_keys=True, default=str))
 
 
 def _known(parts: list[Part], records: list[dict[str, Any]], occurrences: dict[str, int], book: BugBook,
@@ -301,13 +304,14 @@ def _known(parts: list[Part], records: list[dict[str, Any]], occurrences: dict[s
     firsts = first_records(records)
     for fid in sorted(set(occurrences) - set(known)):
         fp, meta = firsts[fid]["fingerprint"], book.meta(fid)
-        known[fid] = {"fingerprint": fp, "title": fp.get("title", ""), "count": occurrences[fid],
-                      "platforms": meta.get("platforms", []), "first_seen": meta.get("first_seen", ""),
-                      "last_seen": meta.get("last_seen", ""), "bundle": str(out / "bugs" / fid) if meta else ""}
+        seen = {"platforms": list(meta.platforms), "first_seen": meta.first_seen, "last_seen": meta.last_seen,
+                "bundle": str(out / "bugs" / fid)} if meta else {"platforms": [], "first_seen": "", "last_seen": "",
+                                                                "bundle": ""}
+        known[fid] = {"fingerprint": fp, "title": fp.get("title", ""), "count": occurrences[fid], **seen}
     return known, before
 
 
-def _state(parts: list[Part], shards: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _state(parts: list[Part], shards: dict[str, ShardPart]) -> dict[str, Any]:
     """state.json of the campaign: coverage unioned, each shard's search state kept, combined."""
     per: dict[str, list[dict[str, Any]]] = {}
     covs, bases, heads = [], [], []
@@ -319,7 +323,8 @@ def _state(parts: list[Part], shards: dict[str, dict[str, Any]]) -> dict[str, An
         bases.append(p.state.get("base") or {"mcts": None, "graph_arms": None})
         own = p.state.get("shards") if p.merged else {
             next(iter(p.shards)): {k: p.state.get(k) for k in ("mcts", "graph_arms", "generated", "discarded")}
-            | {"graph": (p.summary.get("coverage") or {}).get("graph", {}), "models": len(p.cases)}}
+            | {"graph": ((p.summary.coverage if p.summary else None) or {}).get("graph", {}),
+               "models": len(p.cases)}}
         for k, v in (own or {}).items():
             per.setdefault(k, []).append(v)
     if not heads:
@@ -340,38 +345,41 @@ def _state(parts: list[Part], shards: dict[str, dict[str, Any]]) -> dict[str, An
             "discarded": sum(v.get("discarded", 0) for v in kept.values()), "shards": kept}
 
 
-def _summary(parts: list[Part], records: list[dict[str, Any]], shards: dict[str, dict[str, Any]],
-             book: BugBook, state: dict[str, Any], stage: Path, out: Path) -> dict[str, Any]:
+def _summary(parts: list[Part], records: list[dict[str, Any]], shards: dict[str, ShardPart],
+             book: BugBook, state: dict[str, Any], stage: Path, out: Path) -> Summary:
     """summary.json of the campaign, written as the campaign writes its own."""
     head = _head(parts)
-    config = head.record.get("config", {})
+    config = head.record.config
     cfg = FuzzConfig(out=out, seed=int(config.get("seed", 0)), blocks=tuple(config.get("blocks", (1, 30))),
                      symptom_policy=config.get("symptom_policy") or {})
-    sessions = [s for v in shards.values() for s in v["sessions"]]
-    summaries = [p.summary for p in parts if p.summary]
-    platform_info = {name: {"machine": s.get("platforms", {}).get(name, {}).get("machine", "")}
-                     for s in summaries for name in s.get("platform_order", [])}
-    engine = dict(_pick([s["engine"] for s in summaries])) if summaries else {}
-    engine = {"engine": engine.get("name", config.get("engine", "")), **engine}
-    elapsed = sum(s["elapsed_s"] for s in sessions)
-    base = _pick([s["triage"]["base"] for s in summaries if "triage" in s] or [{}])
+    sessions = [s for v in shards.values() for s in v.sessions]
+    summaries = [p.summary for p in parts if p.summary is not None]
+    platform_info = {name: {"machine": s.platforms.get(name, {}).get("machine", "")}
+                     for s in summaries for name in s.platform_order}
+    eng = _pick([s.engine.to_json() for s in summaries]) if summaries else {}
+    engine = {"engine": eng.get("name") or config.get("engine", ""), "version": eng.get("version", ""),
+              "machine": eng.get("machine", "")}
+    elapsed = sum(s.elapsed_s for s in sessions)
+    base = _pick([s.triage.base for s in summaries if s.triage is not None] or [{}])
     summary = summarize(SummaryInputs(
         records=records, sessions=sessions, cfg=cfg, engine=engine, platform_info=dict(sorted(platform_info.items())),
         book=book, new_ids=[f for f in sorted(book.seen_this_run) if f not in book.before and not book.flaky(f)],
-        run_id=hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()[:16],
+        run_id=hashlib.sha256(json.dumps({k: v.to_json() for k, v in shards.items()},
+                                         sort_keys=True).encode()).hexdigest()[:16],
         minimized=_minimized(summaries), bugs_dir=str(out / "bugs"),
-        triage=TriageInputs(stage, _confirmed(parts), base) if head.record.get("identity", {}).get("base") else None,
+        triage=TriageInputs(stage, _confirmed(parts), base) if head.record.identity.get("base") else None,
         coverage=_coverage_summary(state) if state else None,
         # Per runner, over every shard's sessions (a campaign's own rate is its last session's).
         models_per_s=round(len(records) / elapsed, 3) if elapsed else 0.0,
-        shards={k: {"models": v["models"], "complete": v["complete"]} for k, v in shards.items()}))
-    ResultStore(stage).write_json("summary.json", summary)
+        shards={k: {"models": v.models, "complete": v.complete} for k, v in shards.items()}))
+    summary.write(stage)
     return summary
 
 
 def _head(parts: list[Part]) -> Part:
     """The input whose campaign settings the merged output shows: the lowest shard's."""
-    return min(parts, key=lambda p: (min(parse_shard(k) for k in p.shards), json.dumps(p.record, sort_keys=True)))
+    return min(parts, key=lambda p: (min(parse_shard(k) for k in p.shards),
+                                     json.dumps(p.record.to_json(), sort_keys=True)))
 
 
 def _coverage_summary(state: dict[str, Any]) -> dict[str, Any]:
@@ -400,21 +408,20 @@ def _confirmed(parts: list[Part]) -> dict[str, tuple[triage.Verdict, str]]:
             for bv in [min(bvs, key=lambda b: json.dumps(b.to_json(), sort_keys=True))]}
 
 
-def _minimized(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+def _minimized(summaries: list[Summary]) -> dict[str, Any]:
     every: dict[str, list[dict[str, Any]]] = {}
     for s in summaries:
-        for fid, stats in (s.get("minimized") or {}).items():
+        for fid, stats in s.minimized.items():
             every.setdefault(fid, []).append(stats)
     return {fid: _pick(v) for fid, v in sorted(every.items())}
 
 
-def _campaign_record(parts: list[Part], shards: dict[str, dict[str, Any]], stage: Path) -> None:
+def _campaign_record(parts: list[Part], shards: dict[str, ShardPart], stage: Path) -> None:
     """campaign.json: the campaign's identity (no shard), and what each shard did."""
     head = _head(parts)
-    config = {k: v for k, v in head.record.get("config", {}).items() if k not in ("out", "shard")}
-    ResultStore(stage).write_json("campaign.json", {
-        "identity": _identity(head), "config": config, "merged": {"shards": shards},
-        "sessions": [s for v in shards.values() for s in v["sessions"]], "tool_version": __version__})
+    config = {k: v for k, v in head.record.config.items() if k not in ("out", "shard")}
+    CampaignRecord(_identity(head), config, tuple(s for v in shards.values() for s in v.sessions), __version__,
+                   merged=shards).write(stage)
 
 
 # -- files --------------------------------------------------------------------------

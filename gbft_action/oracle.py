@@ -14,35 +14,15 @@ compared as numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 import numpy as np
 
-
-class Status(str, Enum):
-    DCP = "DCP"  # data comparison pass
-    MCF = "MCF"  # model conversion failure (engine)
-    IF = "IF"  # inference failure (engine)
-    DCF = "DCF"  # data comparison failure (engine disagrees with the reference)
-    REF = "REF"  # the reference framework failed; never blamed on the engine
-    GEN = "GEN"  # the generator built a model the reference rejects
-    TIMEOUT = "TIMEOUT"  # a stage exceeded its time limit (stage says which)
-    XPF = "XPF"  # cross-platform failure: the engine's outputs differ between platforms
-    XBF = "XBF"  # cross-build failure: the build under test's outputs differ from the base build's
-
-    def __str__(self) -> str:
-        return self.value
+from .records.enums import Status
+from .records.tolerance import Tolerance
 
 
 ENGINE_FAILURES = (Status.MCF, Status.IF, Status.DCF, Status.XPF, Status.XBF)
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    rtol: float = 1e-3
-    atol: float = 1e-5
-    min_ratio: float = 0.999
 
 
 @dataclass

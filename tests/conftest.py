@@ -53,3 +53,12 @@ def tensorflow_in_process() -> None:
     if any(m == "MNN" or m.startswith(("MNN.", "_mnncengine")) for m in sys.modules):
         pytest.fail("MNN was imported into the pytest process by an earlier test; engines run in workers")
 
+
+
+def case_meta(fp, symptom: str = "", direction: str = "", platforms: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    """The bundle record of a case (what a bundle of its failure would hold), for tests that
+    call the diagnosis or replay on a lane's result."""
+    from gbft_action.records import BundleMeta, EngineInfo, Status, Symptom
+
+    return BundleMeta(fp.id, fp, fp.title, Status(fp.status), fp.stage, EngineInfo(),
+                      symptom=Symptom(symptom) if symptom else None, direction=direction, platforms=tuple(platforms))

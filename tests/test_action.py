@@ -16,6 +16,7 @@ import yaml
 from gbft_action.action.config import INPUTS, ActionConfig, ConfigError
 from gbft_action.action.main import exit_code
 from gbft_action.bugs.triage import tally
+from gbft_action.records import Summary
 
 from .conftest import ROOT, gbft_cmd
 
@@ -190,7 +191,7 @@ def test_sigterm_in_any_phase_still_writes_the_outputs(monkeypatch, tmp_path, wh
     assert s["stop_reason"] == reason and out["models"] == str(s["models"])
     assert (s["models"] > 0) == judged and out["issues-filed"] == "0"
     # Only a confirmed failure is blamed: cut short in the confirmations, none is.
-    t = tally(s)  # outputs in the headline's unit: root causes, fingerprints beside them
+    t = tally(Summary.from_json(s))  # outputs in the headline's unit: root causes, fingerprints beside them
     assert out["new-failures"] == ("0" if base else str(t.new)) and out["failures"] == str(t.failures)
     assert out["new-fingerprints"] == ("0" if base else str(len(s.get("new_failures", []))))
     if base:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gbft_action.records.campaign import Session
 from gbft_action.bugs.bundle import BugBook
 from gbft_action.campaign import FuzzConfig, SummaryInputs, summarize
 from gbft_action.graph.ir import Graph, Node, TensorType
@@ -139,9 +140,9 @@ def test_summary_counts_each_platform_and_lists_where_a_bug_happens(tmp_path):
         {"index": 2, "status": "REF", "op": "", "message": "tf", "platform": "x86_64"},  # never reached ARM
     ]
     info = {"x86_64": {"machine": "x86_64"}, "arm64-qemu": {"machine": "aarch64"}}
-    s = summarize(SummaryInputs(records=recs, sessions=[{"elapsed_s": 1.0, "models": 3, "stop_reason": "x"}],
+    s = summarize(SummaryInputs(records=recs, sessions=[Session(1.0, 3, "x")],
                                 cfg=FuzzConfig(out=tmp_path), engine={"engine": "mnn"}, platform_info=info,
-                                book=BugBook(tmp_path), new_ids=[], run_id="r", minimized={}, bugs_dir=""))
+                                book=BugBook(tmp_path), new_ids=[], run_id="r", minimized={}, bugs_dir="")).to_json()
     assert s["models"] == 3 and s["unique_failures"] == 2
     assert s["platforms"]["x86_64"]["models"] == 3 and s["platforms"]["arm64-qemu"]["models"] == 2
     assert s["platforms"]["arm64-qemu"]["by_status"]["XPF"] == 1 and s["platforms"]["x86_64"]["by_status"]["XPF"] == 0

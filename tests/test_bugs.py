@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gbft_action.bugs.bundle import TEMPLATES, mermaid, render_repro
+from gbft_action.records import BundleMeta
 from gbft_action.bugs.fingerprint import Fingerprint, fingerprint, normalise, top_frames
 from gbft_action.campaign import Campaign, FuzzConfig
 from gbft_action.engines.registry import ENGINES
@@ -95,7 +96,7 @@ def test_mermaid_and_repro_render(tmp_path):
             "tolerance": {"rtol": 0.001, "atol": 1e-05, "min_ratio": 0.999}}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
     path = tmp_path / "repro.py"
-    path.write_text(render_repro(env, g, meta))
+    path.write_text(render_repro(env, g, BundleMeta.from_json(meta)))
     py_compile.compile(str(path), doraise=True)
     assert "import gbft_action" not in path.read_text()  # self-contained
 

@@ -16,7 +16,8 @@ import sys
 import jinja2
 import pytest
 
-from gbft_action.bugs.bundle import TEMPLATES, engine_meta
+from gbft_action.bugs.bundle import TEMPLATES
+from gbft_action.records import BundleMeta, EngineInfo, RecordError
 from gbft_action.bugs.fingerprint import fingerprint, op_named_in
 from gbft_action.bugs.repro import engine_needs, render_repro
 from gbft_action.bugs.rootcause import classify
@@ -140,10 +141,10 @@ def test_every_engine_with_a_pip_package_builds_from_its_wheel(tmp_path):
 
 
 def test_the_repro_names_the_package_pinned_to_the_version():
-    assert engine_needs({"engine": "mnn", "version": "3.6.1"}) == "MNN (pip install MNN==3.6.1)"
-    assert engine_needs({"engine": "mnn", "version": "3.6.1; rm -rf /"}) == "MNN (pip install MNN)"  # data, not code
-    assert engine_needs({"engine": "command", "version": "x"}) == "the engine build (GBFT_ENGINE_BUILD)"
-    assert engine_needs({"engine": "elsewhere"}) == "the engine"
+    assert engine_needs(EngineInfo("mnn", "3.6.1")) == "MNN (pip install MNN==3.6.1)"
+    assert engine_needs(EngineInfo("mnn", "3.6.1; rm -rf /")) == "MNN (pip install MNN)"  # data, not code
+    assert engine_needs(EngineInfo("command", "x")) == "the engine build (GBFT_ENGINE_BUILD)"
+    assert engine_needs(EngineInfo("elsewhere")) == "the engine"
     assert Package(pip="onnxruntime").needs("1.20.1") == "onnxruntime (pip install onnxruntime==1.20.1)"
 
 
@@ -157,7 +158,7 @@ def test_an_engine_without_a_repro_stage_gets_a_script_that_says_so(tmp_path):
             "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio}}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
     script = tmp_path / "repro.py"
-    script.write_text(render_repro(env, g, meta))
+    script.write_text(render_repro(env, g, BundleMeta.from_json(meta)))
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "no engine stage for newengine" in p.stdout, p.stdout + p.stderr
 
@@ -165,12 +166,14 @@ def test_an_engine_without_a_repro_stage_gets_a_script_that_says_so(tmp_path):
 def test_engine_settings_reach_the_repro_and_the_replay():
     """MNN's precision mode (GBFT_MNN_PRECISION): the hello says it, the bundle keeps it, the
     repro and a replay run with it; anything else a bundle says there is ignored (data)."""
-    meta = engine_meta({"engine": "mnn", "version": "3.6.1", "settings": {"precision": "low"}})
-    assert meta["settings"] == {"precision": "low"} and MNN.settings(meta) == {"precision": "low"}
+    meta = EngineInfo.of_hello({"engine": "mnn", "version": "3.6.1", "settings": {"precision": "low"}})
+    assert meta.settings == {"precision": "low"} and MNN.settings(meta.settings) == {"precision": "low"}
     assert build_of_bundle(meta).env == {"GBFT_MNN_PRECISION": "low"}
-    for bad in ({"precision": "Low()); import os"}, "low", {"threads": "4"}):
-        assert MNN.settings({"engine": "mnn", "settings": bad}) == {}
-    assert build_of_bundle({"engine": "mnn"}) == EngineBuild("mnn") and GENERIC.settings(meta) == {}
+    for bad in ({"precision": "Low()); import os"}, {"threads": "4"}):
+        assert MNN.settings(bad) == {}
+    with pytest.raises(RecordError, match="'settings' must be an object"):
+        BundleMeta.from_json({"id": "1e577ab4506c", "fingerprint": {}, "engine": {"engine": "mnn", "settings": "low"}})
+    assert build_of_bundle(EngineInfo("mnn")) == EngineBuild("mnn") and GENERIC.settings(meta.settings) == {}
 
     data = json.loads((TESTS / "data" / "repro" / "mcf-resize-area.json").read_text())
     g = Graph.from_dict(data["graph"])
@@ -178,7 +181,7 @@ def test_engine_settings_reach_the_repro_and_the_replay():
     base = {**data["meta"], "id": "1e577ab4506c", "seed": 0, "case_index": 1, "tool_version": "0",
             "platforms": ["x86_64"],
             "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio}}
-    low = render_repro(env, g, {**base, "engine": meta})
-    high = render_repro(env, g, {**base, "engine": {"engine": "mnn", "version": "3.6.1"}})
+    low = render_repro(env, g, BundleMeta.from_json({**base, "engine": meta.to_json()}))
+    high = render_repro(env, g, BundleMeta.from_json({**base, "engine": {"engine": "mnn", "version": "3.6.1"}}))
     assert "precision_mode=F.PrecisionMode.Low)" in low and "precision_mode=F.PrecisionMode.High)" in high
     assert low.replace(".Low)", ".High)") == high

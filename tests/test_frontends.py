@@ -19,7 +19,8 @@ def test_front_ends_parse_and_bad_ones_name_the_choices():
     assert parse_frontend("ONNX") is FRONTENDS["onnx"] and parse_frontend("") is FRONTENDS["tf"]
     with pytest.raises(ValueError, match="unknown front end 'caffe' .*tf, tflite, onnx"):
         parse_frontend("caffe")
-    assert frontend_of({"id": "x"}).name == "tf" and frontend_of({"frontend": "tflite"}).model == "model.tflite"
+    fp = Fingerprint("compare", "DCF", "mismatch", "values", "Relu")
+    assert frontend_of(fp).name == "tf" and frontend_of(replace(fp, frontend="tflite")).model == "model.tflite"
 
 
 def test_a_tf_fingerprint_keeps_its_id_and_other_front_ends_get_their_own():

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 def run(out: Path, engine: str, n: int, **kw) -> tuple[dict, list[dict]]:
     cfg = FuzzConfig(out=out, engine=engine, budget=120, max_models=n, seed=21, blocks=(2, 6), jobs=1,
                      minimize_share=0.0, **kw)
-    summary = Campaign(cfg).run()
+    summary = Campaign(cfg).run().to_json()
     recs = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     return summary, recs
 

@@ -16,7 +16,7 @@ from gbft_action.graph.generate import GenOptions, generate
 from gbft_action.oracle import Status
 from gbft_action.pipeline import CaseResult
 
-from .conftest import relu_sigmoid
+from .conftest import case_meta, relu_sigmoid
 
 CORPUS = load_corpus()
 
@@ -34,7 +34,7 @@ def test_finds_the_single_culprit_operator():
     culprit = ops(g)[len(ops(g)) // 2]
     small, res, stats = minimize(g, lambda h: culprit in ops(h), time_limit=30)
     assert ops(small) == [culprit]
-    assert res is True and stats["calls"] > 0 and stats["to"] < stats["from"]
+    assert res is True and stats.calls > 0 and stats.sizes_to < stats.sizes_from
 
 
 def test_keeps_a_pair_when_the_bug_needs_an_edge():
@@ -85,7 +85,7 @@ def test_never_returns_something_larger_or_unrelated():
 def test_stall_limit_stops_a_hopeless_search():
     g = big_graph(8, 12)
     small, _, stats = minimize(g, lambda h: False, time_limit=60, stall_limit=5)
-    assert stats["calls"] == 4 + 5 and small is g  # 4 starting draws, then 5 stalls
+    assert stats.calls == 4 + 5 and small is g  # 4 starting draws, then 5 stalls
 
 
 def test_remove_steps_reconnects_consumers():
@@ -137,8 +137,8 @@ def test_a_minimised_model_replays_as_the_same_bug_by_the_key_its_minimiser_kept
     res = run_graph(nan_lane, g)
     assert res.fingerprint is not None and res.symptom
     recorded = changed(res.fingerprint, structure="in-degree 2, input ranks [5,5]")  # the unminimised model's
-    meta = {"symptom": res.symptom, "fingerprint": recorded.to_json(), "direction": res.direction}
+    meta = case_meta(recorded, res.symptom, res.direction)
     assert replay(nan_lane, g, recorded).outcome == "different"
     assert replay(nan_lane, g, recorded, key=bundle_key(meta)).outcome == "same"
-    other = {**meta, "fingerprint": {**recorded.to_json(), "op": "Tanh"}}
+    other = meta.with_(fingerprint=changed(recorded, op="Tanh"))
     assert replay(nan_lane, g, recorded, key=bundle_key(other)).outcome == "different"

@@ -12,6 +12,7 @@ import pytest
 from gbft_action.action.config import ActionConfig, ConfigError
 from gbft_action.campaign import Campaign, FuzzConfig
 from gbft_action.cli import main
+from gbft_action.records import Summary
 from gbft_action.corpus import load_corpus
 from gbft_action.frontends import FRONTENDS, parse_frontends
 from gbft_action.graph.generate import GenOptions
@@ -53,7 +54,7 @@ def test_action_input_takes_a_list_and_rejects_what_the_cli_rejects(tmp_path):
     assert isinstance(camp.source, MixedSource) and list(camp.corpora) == ["tf", "onnx"]
     # The coverage output: one figure per front end (one over both corpora would measure neither).
     per = {"tf": {"coverage": {"OLC": 0.5}}, "onnx": {"coverage": {"OLC": 0.25}}}
-    assert _olc({"frontends": per}) == "tf=0.5000 onnx=0.2500" and _olc({"coverage": {"OLC": 0.5}}) == "0.5000"
+    assert _olc(Summary(0, frontends=per)) == "tf=0.5000 onnx=0.2500" and _olc(Summary(0, coverage={"OLC": 0.5})) == "0.5000"
     (tmp_path / "c.yaml").write_text("blocks: []\n")
     with pytest.raises(ConfigError, match="input 'corpus' is one front end's blocks"):
         ActionConfig(frontend="tf,onnx", corpus="c.yaml", workspace=str(tmp_path)).validate()
@@ -126,7 +127,7 @@ def test_a_mixed_campaign_judges_both_front_ends_apart_and_resumes(tmp_path):
                      minimize_share=0.0)
     Campaign(cfg).run()
     cfg.max_models = 16  # resumed: the first 10 cases must regenerate exactly (else it raises)
-    s = Campaign(cfg).run()
+    s = Campaign(cfg).run().to_json()
     recs = _records(out)
     assert [r["frontend"] for r in recs] == ["tf", "onnx"] * 8 and s["models"] == 16 and s["sessions"] == 2
     per = s["frontends"]
@@ -143,5 +144,5 @@ def test_a_mixed_campaign_judges_both_front_ends_apart_and_resumes(tmp_path):
     assert "Conv2d" in state["tf"]["coverage"]["op_types"] and "Conv" in state["onnx"]["coverage"]["op_types"]
     assert json.loads((out / "campaign.json").read_text())["identity"]["frontend"] == "tf,onnx"
     from gbft_action.report.render import Renderer
-    md = Renderer().summary(s, "", [], [], [])
+    md = Renderer().summary(Summary.from_json(s), "", [], [], [])
     assert "| tf | 8 |" in md and "| onnx | 8 |" in md

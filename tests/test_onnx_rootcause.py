@@ -10,6 +10,8 @@ import time
 import numpy as np
 import pytest
 
+from .conftest import case_meta
+
 pytest.importorskip("onnxruntime")
 
 from gbft_action.bugs.diagnose import _key, blame  # noqa: E402
@@ -69,7 +71,7 @@ def test_a_chain_whose_upstream_operator_is_wrong_is_blamed_on_it(onnx_lane):
     res.node = "n3"  # as if localisation had named the output: isolation walks back to Neg
     b = blame(onnx_lane, res, "n3", None, until=time.monotonic() + 60)
     assert b.tried == ["n3", "n2", "n1"] and b.node == "n1" and b.symptom == "wrong-result"
-    meta = {"symptom": "wrong-result", "fingerprint": res.fingerprint.to_json(), "platforms": [res.platform]}
+    meta = case_meta(res.fingerprint, "wrong-result", platforms=(res.platform,))
     key, alone = _key(onnx_lane, meta, g, time.monotonic() + 60)
     assert key.isolated and key.ops == ("Neg",) and key.title == "[onnx] Neg: wrong results"
     # The repro shows the Neg alone, on inputs drawn as a repro draws them: it is wrong so too.
@@ -80,7 +82,7 @@ def test_one_operators_converter_crash_is_that_operators_crash(onnx_lane):
     g = chain("Relu", "Erf", "Sigmoid")
     res = onnx_lane.run(1, g, 60)
     assert res.status == Status.MCF and res.signal == 11
-    meta = {"symptom": "crash", "fingerprint": res.fingerprint.to_json(), "platforms": [res.platform]}
+    meta = case_meta(res.fingerprint, "crash", platforms=(res.platform,))
     key, alone = _key(onnx_lane, meta, g, time.monotonic() + 60)
     assert key.isolated and key.ops == ("Erf",) and key.title == "[onnx] memory error with Erf"
     assert alone is not None and [n.op for n in alone.nodes] == ["Erf"]
@@ -124,7 +126,7 @@ def test_a_key_names_only_the_parameters_its_defect_needs(tmp_path):
                                 "sw": 1}, (1, 2, 5, 5))):
             res = lane.run(len(keys), g, 60)
             assert res.status == Status.DCF, res.message
-            meta = {"symptom": res.symptom, "fingerprint": res.fingerprint.to_json(), "platforms": [res.platform]}
+            meta = case_meta(res.fingerprint, res.symptom, platforms=(res.platform,))
             key, alone = _key(lane, meta, g, time.monotonic() + 60)
             assert alone is None  # the model is that operator already
             keys.append(key)

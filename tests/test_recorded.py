@@ -20,6 +20,7 @@ ort = pytest.importorskip("onnxruntime")
 
 from gbft_action.reference import onnx_emit  # noqa: E402
 from gbft_action.reference.onnx_code import model_source  # noqa: E402
+from gbft_action.records import Summary  # noqa: E402
 
 REG = registry("onnx")
 RECORDED = {k: v for k, v in REG.specs.items() if isinstance(v, RecordedSpec)}
@@ -128,7 +129,7 @@ def test_a_campaign_probes_each_recorded_instance_alone_first_and_then_avoids_wh
     assert sup["CumSum"]["failing"] == [f"{REG.specs['CumSum'].instances[0].describe()}: MCF"]
     from gbft_action.report.render import support_matrix
 
-    shown = support_matrix({"coverage": src.summary()})
+    shown = support_matrix(Summary(0, coverage=src.summary()))
     assert shown["rows"][0]["agrees"] == 0 and "Hardmax" in [r["op"] for r in shown["rows"]]
     assert "CumSum" in [r["op"] for r in shown["rows"]] and shown["agree_all"] == shown["operators"] - 2
     placed = []

@@ -19,13 +19,14 @@ from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.report.github import GitHubTracker
 from gbft_action.report.render import RunContext
 from gbft_action.bugs.policy import DEFAULT_POLICY
+from gbft_action.records import BundleMeta, RecordError
 from gbft_action.bugs.rootcause import same_class
 from gbft_action.report.reporter import (PRECISION_TRACKING, ReportConfig, ReportInputError, load_run, report,
                                          tracking_key)
 from gbft_action.report.sanitize import BODY_LIMIT, ZWSP, code_block, neutralise, truncate_body
 from gbft_action.report.trackers import FilesTracker, make_tracker, marker_ids
 
-from .conftest import ROOT, gbft_cmd
+from .conftest import ROOT, case_meta, gbft_cmd
 from .github_fake import GitHubFake
 
 TOKEN = "ghp_" + "S3cr3tT0kenValue0123456789abcdefABCD"
@@ -286,13 +287,12 @@ def test_check_fixes_closes_fixed_and_keeps_failing(tmp_path, fake, monkeypatch)
     from gbft_action.bugs.replay import replay
     from gbft_action.cli import _replay_lane
 
-    meta = json.loads((corpus_out / "bugs" / failing.id / "meta.json").read_text())
+    meta = BundleMeta.read(corpus_out / "bugs" / failing.id)
     lane = _replay_lane(meta)
     real = replay(lane, relu_graph("Lrn"), failing).fingerprint
     lane.stop()
     assert real is not None and real.op == "Lrn"
-    meta["fingerprint"] = real.to_json()
-    (corpus_out / "bugs" / failing.id / "meta.json").write_text(json.dumps(meta))
+    meta.with_(fingerprint=real).write(corpus_out / "bugs" / failing.id)
     run(corpus_out, fake)
     assert len(bot_issues(fake)) == 2
     empty = make_out(tmp_path / "now", [])
@@ -352,14 +352,14 @@ def test_every_meta_field_of_a_hostile_bundle_is_neutralised_where_it_lands(tmp_
     out = make_out(tmp_path, [(fp("Lrn"), 1, "log line", relu_graph("Lrn"))])
     bundle = next((out / "bugs").iterdir())
     meta = json.loads((bundle / "meta.json").read_text())
-    for key in ("message", "op", "node", "stage", "status", "first_seen", "last_seen", "title", "tool_version",
-                "minimized_size", "original_size", "occurrences"):
+    # Every text field: the record takes any string, and each place that shows one sanitises it.
+    for key in ("message", "op", "node", "stage", "first_seen", "last_seen", "title", "tool_version"):
         meta[key] = HOSTILE
     meta["engine"] = {"engine": "mnn", "version": HOSTILE, "machine": HOSTILE}
     meta["platforms"] = [HOSTILE, HOSTILE]
     meta["fingerprint"] = {**meta["fingerprint"], "op": HOSTILE, "structure": HOSTILE, "stage": HOSTILE,
                            "code": HOSTILE, "title": HOSTILE, "id": meta["fingerprint"]["id"]}
-    title, body = Renderer().issue(bundle, meta, CTX)
+    title, body = Renderer().issue(bundle, BundleMeta.from_json(meta), CTX)
     outside = outside_code(body)
     assert len(body) <= BODY_LIMIT
     for bad in ("@octocat", "<script", "fixes #1"):
@@ -369,6 +369,11 @@ def test_every_meta_field_of_a_hostile_bundle_is_neutralised_where_it_lands(tmp_
     repro = body.split("```python\n", 1)[1].split("\n```", 1)[0] if "```python\n" in body else ""
     compile(repro, "repro.py", "exec")  # still a Python script: the fields reached it quoted, or not at all
     assert "alert(1)" not in repro.split('"""', 2)[2]  # outside its docstring, no field text at all
+    # Every other field is taken only with its exact type: the reader names the field it refuses.
+    for key, bad in (("status", HOSTILE), ("occurrences", HOSTILE), ("minimized_size", "3"), ("occurrences", -1),
+                     ("minimized", "yes"), ("id", "../../etc"), ("platforms", "x86_64")):
+        with pytest.raises(RecordError, match=f"'{key}' must be"):
+            BundleMeta.from_json({**json.loads((bundle / "meta.json").read_text()), key: bad})
 
 
 # --------------------------------------------------------------------------- a hostile or flaky GitHub
@@ -680,12 +685,12 @@ def test_an_output_without_root_causes_still_files_one_issue_per_fingerprint(tmp
 
 
 @pytest.mark.parametrize("damage, words", [
-    (lambda s: s.update(root_causes={"a": 1}), "'root_causes' is not a list"),
+    (lambda s: s.update(root_causes={"a": 1}), "'root_causes' must be a list"),
     (lambda s: s["root_causes"][0].update(key="rc-../../x"), "root_causes[0]: 'key' must be rc-"),
     (lambda s: s["root_causes"][0].update(fingerprints=["../../etc"]), "'fingerprints' must be a non-empty list"),
     (lambda s: s["root_causes"][0].update(canonical="abcdefabcdef"), "'canonical' must be one of its fingerprints"),
     (lambda s: s["root_causes"][0].update(policy="loud"), "'policy' must be one of report, summary, ignore"),
-    (lambda s: s["root_causes"][0].update(count=-1), "'count' must be a number of cases"),
+    (lambda s: s["root_causes"][0].update(count=-1), "'count' must be a whole number"),
     (lambda s: s["root_causes"][0].update(ops="Lrn"), "'ops' must be a list of strings"),
     (lambda s: s["root_causes"].append(dict(s["root_causes"][0])), f"root_causes[1]: {RC1} appears twice"),
 ])
@@ -736,23 +741,23 @@ def test_an_issue_keeps_its_counts_in_a_marker_not_in_its_prose():
     from gbft_action.report.reporter import _merged
     from gbft_action.report.trackers import Issue
 
-    meta = {"occurrences": 3, "first_seen": "2026-11-26T01:00:00Z", "platforms": ["arm64"]}
+    meta = case_meta(fp("Lrn")).with_(occurrences=3, first_seen="2026-11-26T01:00:00Z", platforms=("arm64",))
     state = {"occurrences": 5, "first_seen": "2026-11-01T00:00:00Z", "last_seen": "2026-11-02T00:00:00Z",
              "platforms": ["x86_64"]}
     # A maintainer rewrote the table: the prose says 99, the marker still says 5.
     body = f"<!-- gbft-issue-state: {encode_state(state)} -->\n| Occurrences | 99 (first seen 1999-01-01, ...) |\n"
     m = _merged(meta, Issue(1, "open", body))
-    assert (m["occurrences"], m["first_seen"], m["platforms"]) == (8, "2026-11-01T00:00:00Z", ["arm64", "x86_64"])
+    assert (m.occurrences, m.first_seen, m.platforms) == (8, "2026-11-01T00:00:00Z", ("arm64", "x86_64"))
     # An issue filed before the marker (version 0) is read from its rows once.
     old = "| Platforms | x86_64 |\n| Occurrences | 4 (first seen 2026-10-01T00:00:00Z, last seen ...) |\n"
-    assert _merged(meta, Issue(2, "open", old))["occurrences"] == 7
+    assert _merged(meta, Issue(2, "open", old)).occurrences == 7
     # A marker edited into something else is not trusted: nothing is added to it.
     bad = "<!-- gbft-issue-state: " + encode_state({**state, "occurrences": "5"}) + " -->"
-    assert decode_state(bad) is None and _merged(meta, Issue(3, "open", bad))["occurrences"] == 3
+    assert decode_state(bad) is None and _merged(meta, Issue(3, "open", bad)).occurrences == 3
     # Nor one nested to exhaust the JSON parser (a RecursionError once ended the report step).
     import base64
     deep = "<!-- gbft-issue-state: " + base64.b64encode(b"[" * 3000).decode() + " -->"
-    assert decode_state(deep) is None and _merged(meta, Issue(4, "open", deep))["occurrences"] == 3
+    assert decode_state(deep) is None and _merged(meta, Issue(4, "open", deep)).occurrences == 3
 
 
 def test_a_filed_issue_carries_its_state_marker(tmp_path, fake):

@@ -21,6 +21,7 @@ import pytest
 from gbft_action.bugs.repro import STATUS_TEXT
 from gbft_action.graph.ir import Graph
 from gbft_action.oracle import Tolerance
+from gbft_action.records import BundleMeta
 from gbft_action.report.render import Renderer, RunContext
 
 from .conftest import TESTS
@@ -54,7 +55,7 @@ def pasted_repro(body: str) -> str:
 @pytest.mark.parametrize("name", CASES)
 def test_the_repro_in_the_issue_runs_as_pasted(tmp_path, name):
     d, meta = bundle(tmp_path, name)
-    _, body = Renderer().issue(d, meta, RunContext())
+    _, body = Renderer().issue(d, BundleMeta.from_json(meta), RunContext())
     script = tmp_path / "repro.py"
     script.write_text(pasted_repro(body))
     lines = len(script.read_text().splitlines())
@@ -83,7 +84,7 @@ def test_the_engine_only_repro_needs_no_tensorflow(tmp_path, name):
     g = Graph.from_json((d / "minimized.json").read_text())
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
     tf_repro = tmp_path / "tf_repro.py"
-    tf_repro.write_text(render_repro(env, g, meta))
+    tf_repro.write_text(render_repro(env, g, BundleMeta.from_json(meta)))
     # TensorFlow's part of repro.py, run once here, gives the model and data to embed.
     make = ("import importlib.util, sys, numpy as np; s = importlib.util.spec_from_file_location('r', sys.argv[1]); "
             "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); i, e = m.reference(sys.argv[2]); "
@@ -92,7 +93,7 @@ def test_the_engine_only_repro_needs_no_tensorflow(tmp_path, name):
     data = ReproData.from_files(d / "model.pb", d / "inputs.npz", d / "expected.npz")
     assert data is not None and data.small()
     script = tmp_path / "repro_engine.py"
-    script.write_text(render_repro(env, g, meta, data))
+    script.write_text(render_repro(env, g, BundleMeta.from_json(meta), data))
     blocker = tmp_path / "no_tf"
     (blocker / "tensorflow").mkdir(parents=True)
     (blocker / "tensorflow" / "__init__.py").write_text("raise ImportError('no TensorFlow here')\n")
@@ -108,7 +109,7 @@ def test_an_onnx_bugs_repro_prints_the_model_and_runs_as_pasted(tmp_path):
     pad): the repro builds the model with onnx.helper, a line per node with its attributes,
     runs ONNX Runtime (optimisations off) as the reference and MNN's ONNX converter."""
     d, meta = bundle(tmp_path, "dcf-averagepool", "repro_onnx")
-    _, body = Renderer().issue(d, meta, RunContext())
+    _, body = Renderer().issue(d, BundleMeta.from_json(meta), RunContext())
     script = tmp_path / "repro.py"
     script.write_text(pasted_repro(body))
     text = script.read_text()
@@ -128,7 +129,7 @@ def test_an_onnxruntime_repro_runs_the_optimised_session_and_says_when_the_bug_d
     d, meta = bundle(tmp_path, "dcf-averagepool", "repro_onnx")
     meta["engine"] = {"engine": "onnxruntime", "version": "1.32.0", "settings": {"level": "extended"}}
     (d / "meta.json").write_text(json.dumps(meta))
-    _, body = Renderer().issue(d, meta, RunContext())
+    _, body = Renderer().issue(d, BundleMeta.from_json(meta), RunContext())
     script = tmp_path / "repro.py"
     script.write_text(pasted_repro(body))
     assert "ORT_ENABLE_EXTENDED" in script.read_text() and "pip install onnxruntime==1.32.0" in script.read_text()
@@ -139,7 +140,7 @@ def test_an_onnxruntime_repro_runs_the_optimised_session_and_says_when_the_bug_d
 
 def _run_pasted(tmp_path: Path, d: Path, meta: dict, mode: str) -> subprocess.CompletedProcess:
     """The issue's repro, as pasted, on the fake MNN in FAKE_MNN_MODE ``mode``."""
-    _, body = Renderer().issue(d, meta, RunContext())
+    _, body = Renderer().issue(d, BundleMeta.from_json(meta), RunContext())
     script = tmp_path / "repro.py"
     script.write_text(pasted_repro(body))
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
@@ -197,7 +198,7 @@ def test_an_operator_shown_wrong_alone_is_what_the_issue_and_its_repro_show(tmp_
     BugBook(tmp_path).add_alone(meta["id"], pool)
     meta = json.loads((d / "meta.json").read_text())
     assert (d / ALONE_FILE).exists() and meta["alone"] == "AveragePool"
-    _, body = Renderer().issue(d, meta, RunContext())
+    _, body = Renderer().issue(d, BundleMeta.from_json(meta), RunContext())
     assert "### The operator alone" in body and "the repro runs `AveragePool` alone" in body
     script = tmp_path / "repro.py"
     script.write_text(pasted_repro(body))

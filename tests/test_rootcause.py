@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+from gbft_action.records import Fingerprint
 from gbft_action.bugs.diagnose import Blame, _from_blame, blame, candidates, needed_params, single_node
 from gbft_action.bugs.policy import policy_for
 from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Symptom, assemble, classify, in_pattern, local_key,
@@ -19,6 +20,8 @@ from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status, Tolerance, judge_node, judge_outputs
 from gbft_action.pipeline import CaseResult, _first_difference
 from gbft_action.report.reporter import UNISOLATED, tracking_class
+
+from .conftest import case_meta
 
 T = TensorType((1, 8))
 
@@ -411,13 +414,14 @@ def test_a_bug_seen_on_several_platforms_is_diagnosed_on_the_fastest_only():
     from gbft_action.platforms import Platform
     plats = {"x86_64": Platform("x86_64"), "arm64-qemu": Platform("arm64-qemu", slowdown=8.0)}
     lane = SimpleNamespace(platforms=plats, primary="x86_64")
-    both = {"platforms": ["arm64-qemu", "x86_64"], "fingerprint": {"status": "DCF"}}
+    dcf = Fingerprint("compare", "DCF", "mismatch", "values", "Relu")
+    both = case_meta(dcf, platforms=("arm64-qemu", "x86_64"))
     assert bug_platforms(lane, both) == ["x86_64", "arm64-qemu"]
     assert bug_platforms(lane, both, cheapest=True) == ["x86_64"]
-    arm = {"platforms": ["arm64-qemu"], "fingerprint": {"status": "DCF"}}
+    arm = case_meta(dcf, platforms=("arm64-qemu",))
     assert bug_platforms(lane, arm, cheapest=True) == ["arm64-qemu"]
     # A cross-platform difference needs the platform it is compared with.
-    xpf = {"platforms": ["arm64-qemu"], "fingerprint": {"status": "XPF"}}
+    xpf = case_meta(replace(dcf, status="XPF"), platforms=("arm64-qemu",))
     assert bug_platforms(lane, xpf, cheapest=True) == ["x86_64", "arm64-qemu"]
 
 
@@ -595,11 +599,12 @@ def test_a_pattern_no_chain_of_which_fails_alone_is_tracked_a_proven_chain_is_fi
     chain = RootKey(Symptom.WRONG.value, ("Squeeze", "Less"), "", True)  # failing_window's key
     causes = assemble(rows, {"f1": Diagnosed(in_pattern(Symptom.WRONG.value, fp, g, "n2"), 3),
                              "f2": Diagnosed(chain, 2)}, lambda s: "report")
-    listed = {rc.key.ops: tracking_class(rc.to_json()) for rc in causes}
+    listed = {rc.key.ops: tracking_class(rc.to_row()) for rc in causes}
     assert listed == {("Relu",): UNISOLATED, ("Squeeze", "Less"): ""}
     # Garbage at the sink is the same class: the guess is tracked too.
     garbage = in_pattern(Symptom.NONDETERMINISTIC.value, fp, g, "n2")
-    assert tracking_class({"policy": "report", "symptom": garbage.symptom, "isolated": garbage.isolated}) == UNISOLATED
+    row = replace(causes[0].to_row(), symptom=garbage.symptom, isolated=garbage.isolated)
+    assert tracking_class(row) == UNISOLATED
 
 
 def _fp_row(key: str) -> dict[str, Any]:

@@ -258,11 +258,11 @@ def test_report_of_the_merged_output_files_one_issue_per_root_cause(shards, tmp_
 
     m = tmp_path / "m"
     merge([shards["a"], shards["b"]], m)
-    summary = json.loads((m / "summary.json").read_text())
+    from gbft_action.records import Summary
     from gbft_action.report.reporter import tracked
 
     # Reported one by one: policy report, less the wrong results no operator gives alone (tracked).
-    reported = [rc for rc in summary["root_causes"] if rc["policy"] == "report" and not tracked(rc)]
+    reported = [rc for rc in Summary.read(m).root_causes if rc.policy == "report" and not tracked(rc)]
     assert reported
     with GitHubFake(token=TOKEN) as fake:
         fake.add_repo(REPO)
@@ -272,7 +272,7 @@ def test_report_of_the_merged_output_files_one_issue_per_root_cause(shards, tmp_
     # One issue per reported root cause, and a tracking issue per class summarised (NaN/Inf...).
     bugs = [x for x in res.filed if not x["root_cause"].endswith("-tracking")]
     assert len(issues) == len(res.filed) and len(bugs) == res.bugs_filed == len(reported)
-    assert sorted(x["root_cause"] for x in bugs) == sorted(rc["key"] for rc in reported)
+    assert sorted(x["root_cause"] for x in bugs) == sorted(rc.key for rc in reported)
     assert "One campaign merged from 2 shards." in (m / "summary.md").read_text()
 
 

@@ -5,13 +5,16 @@ the same summary (nothing is patched in place)."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
+from gbft_action.records.campaign import Session
 from gbft_action.bugs.bundle import BugBook
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.bugs.triage import tally
 from gbft_action.campaign import FuzzConfig, SummaryInputs, StopReason, summarize
 from gbft_action.graph.ir import Graph, Node, TensorType
+from gbft_action.records import HarnessErrors, Summary
 
 ENGINE = {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}
 
@@ -39,21 +42,24 @@ def _records(book: BugBook) -> list[dict]:
 def test_summarize_is_one_build_over_records(tmp_path: Path):
     book = BugBook(tmp_path)
     records = _records(book)
-    inp = SummaryInputs(records=records, sessions=[{"elapsed_s": 2.0, "models": 4, "stop_reason": StopReason.BUDGET}],
+    inp = SummaryInputs(records=records, sessions=[Session(2.0, 4, StopReason.BUDGET)],
                         cfg=FuzzConfig(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}}, book=book,
                         new_ids=sorted(book.seen_this_run), run_id="r", minimized={}, bugs_dir=str(tmp_path / "bugs"))
     before = copy.deepcopy(records)
     s = summarize(inp)
     assert summarize(inp) == s and records == before  # the same inputs, the same summary; records untouched
-    assert s["models"] == 4 and s["unique_failures"] == 2 and s["stop_reason"] == "budget reached"
-    by_op = {f["op"]: f for f in s["failures"]}
-    assert by_op["Tanh"]["count"] == 2 and by_op["Tanh"]["symptom"] == "wrong-result"
-    assert all(f["root_cause"] in {rc["key"] for rc in s["root_causes"]} for f in s["failures"])
+    assert s.models == 4 and s.unique_failures == 2 and s.stop_reason == "budget reached"
+    by_op = {f.op: f for f in s.failures}
+    assert by_op["Tanh"].count == 2 and by_op["Tanh"].symptom == "wrong-result"
+    assert all(f.root_cause in {rc.key for rc in s.root_causes} for f in s.failures)
     # The reference disagreement (policy summary) is never a new failure: only Tanh fails the step.
-    assert s["new_failures"] == [by_op["Tanh"]["key"]]
+    assert s.new_failures == (by_op["Tanh"].key,)
     t = tally(s)
     assert (t.failures, t.fingerprints, t.new, t.new_fingerprints) == (2, 2, 1, 1)
-    assert "triage" not in s and s["symptom_policy"]["reference-disagreement"] == "summary"
+    assert s.triage is None and s.symptom_policy["reference-disagreement"] == "summary"
+    # What is written is what is read: summary.json's one writer and one reader agree.
+    s.write(tmp_path)
+    assert Summary.read(tmp_path) == s and "triage" not in json.loads((tmp_path / "summary.json").read_text())
 
 
 def test_the_reserve_grows_with_undiagnosed_keys_up_to_its_cap():
@@ -95,8 +101,8 @@ def test_a_diagnosis_the_harness_fails_on_is_counted_not_fatal(tmp_path: Path, m
     assert "broken" in stats["trace"]  # where it raised, for the harness's maintainers
     book = BugBook(tmp_path)
     records = _records(book)
-    s = summarize(SummaryInputs(records=records, sessions=[{"elapsed_s": 1.0, "models": 4, "stop_reason": "x"}],
+    s = summarize(SummaryInputs(records=records, sessions=[Session(1.0, 4, "x")],
                                 cfg=FuzzConfig(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}},
                                 book=book, new_ids=sorted(book.seen_this_run), run_id="r",
                                 minimized={"f1": stats}, bugs_dir=""))
-    assert s["harness_errors"] == {"count": 1, "first": stats["error"]}  # shown in the job summary
+    assert s.harness_errors == HarnessErrors(1, stats["error"])  # shown in the job summary

@@ -104,43 +104,46 @@ def test_verdicts_file_round_trips(tmp_path):
 
 
 def test_headline_says_the_answer_first():
+    from dataclasses import replace
+
+    from gbft_action.records import Policy, RootCauseRow, Summary, TriageSummary
+
+    def rc(key: str, title: str, fps: list[str], count: int, verdict: str, policy: Policy = Policy.REPORT):
+        return RootCauseRow(key, "wrong-result", tuple(fps), fps[0], policy, count, title, verdict=verdict)
+
     counts = {v.value: 0 for v in Verdict}
-    s = {"triage": {"counts": {**counts, "pre-existing": 140, "fixed": 1}, "blamed": []}}
+    s = Summary(0, triage=TriageSummary({}, {**counts, "pre-existing": 140, "fixed": 1}, ()))
     assert triage.headline(s).startswith("**No new failures**; 140 pre-existing (the base build fails the same way")
-    s = {"triage": {"counts": {**counts, "new": 2, "pre-existing": 3}, "blamed": ["a", "b"]}}
+    s = Summary(0, triage=TriageSummary({}, {**counts, "new": 2, "pre-existing": 3}, ("a", "b")))
     assert triage.headline(s).startswith("**2 new failures introduced by this pull request**")
-    assert triage.failing(s) == ["a", "b"]
+    assert s.blamed == ("a", "b")
     # A red check names what broke, from the root causes holding the new failures, as plain text.
-    s["new_failures"] = ["a", "b"]
-    s["root_causes"] = [{"key": "r1", "title": "Tanh: conversion error", "fingerprints": ["b"], "count": 9,
-                         "verdict": "new"},
-                        {"key": "r2", "title": "Add: wrong results <img src=x> @team `x`", "fingerprints": ["a"],
-                         "count": 2, "verdict": "new"},
-                        {"key": "r3", "title": "Sub: crash", "fingerprints": ["c", "d", "e"], "count": 50,
-                         "verdict": "pre-existing"}]
+    s = replace(s, new_failures=("a", "b"), root_causes=(
+        rc("rc-r1", "Tanh: conversion error", ["b"], 9, "new"),
+        rc("rc-r2", "Add: wrong results <img src=x> @team `x`", ["a"], 2, "new"),
+        rc("rc-r3", "Sub: crash", ["c", "d", "e"], 50, "pre-existing")))
     # Counted in root causes, as the tables and the outputs count them (the fingerprints'
     # verdict counts said 3 pre-existing: three fingerprints of one root cause).
     assert triage.headline(s) == ("**2 new failures introduced by this pull request**: Tanh: conversion error; "
                                   "Add: wrong results img src=x> team x; 1 pre-existing (the base build fails the "
                                   "same way, so they do not fail this check).")
     t = triage.tally(s)
-    assert (t.failures, t.new, t.new_fingerprints, t.new_keys) == (3, 2, 2, ("r1", "r2"))
+    assert (t.failures, t.new, t.new_fingerprints, t.new_keys) == (3, 2, 2, ("rc-r1", "rc-r2"))
     # Two new fingerprints of one root cause: one new failure.
-    s["root_causes"][0]["fingerprints"] = ["a", "b"]
-    del s["root_causes"][1]
+    s = replace(s, root_causes=(rc("rc-r1", "Tanh: conversion error", ["a", "b"], 9, "new"), s.root_causes[2]))
     assert triage.headline(s).startswith("**1 new failure introduced by this pull request**: Tanh")
     # A new fingerprint the campaign did not blame (a reference disagreement, policy summary) is
     # never a new failure.
-    s["root_causes"].append({"key": "r4", "title": "Rsqrt: TensorFlow and ONNX Runtime disagree",
-                             "fingerprints": ["f"], "count": 1, "verdict": "new", "policy": "summary"})
+    s = replace(s, root_causes=(*s.root_causes, rc("rc-r4", "Rsqrt: TensorFlow and ONNX Runtime disagree", ["f"], 1,
+                                                   "new", Policy.SUMMARY)))
     assert triage.tally(s).new == 1
     # An ignored root cause (a tie) is not a table row, so not a distinct failure either.
     before = triage.tally(s).failures
-    s["root_causes"].append({"key": "r5", "title": "ArgMax: ties", "fingerprints": ["g"], "count": 1,
-                             "verdict": "pre-existing", "policy": "ignore"})
+    s = replace(s, root_causes=(*s.root_causes, rc("rc-r5", "ArgMax: ties", ["g"], 1, "pre-existing",
+                                                   Policy.IGNORE)))
     assert triage.tally(s).failures == before
-    s = {"unique_failures": 4, "new_failures": ["a"]}
-    assert "No base build" in triage.headline(s) and triage.failing(s) == ["a"]
+    s = Summary(0, unique_failures=4, new_failures=("a",))
+    assert "No base build" in triage.headline(s) and s.blamed == ("a",)
     assert triage.headline(s).startswith("4 distinct failures, 1 not seen before")
 
 
@@ -193,7 +196,7 @@ def test_every_verdict_from_one_campaign_and_every_output_agrees(tmp_path, fake_
             continue
         assert got == ({want} if want else None), f"{msg}: {got}\n{why}"
     assert all(bv.verdict is not Verdict.UNCHECKED for bv in verdicts.values() if "fake" in bv.title), why
-    assert s["new_failures"] == sorted(k for k, bv in verdicts.items() if bv.verdict is Verdict.NEW)
+    assert list(s.new_failures) == sorted(k for k, bv in verdicts.items() if bv.verdict is Verdict.NEW)
 
     # Every output says the same: the exit code, $GITHUB_OUTPUT, summary.json and the job summary.
     report(ReportConfig(out), make_tracker("none", out=out), RunContext())
@@ -205,10 +208,10 @@ def test_every_verdict_from_one_campaign_and_every_output_agrees(tmp_path, fake_
     c = triage.tally(s).by_verdict
     assert (o["new-failures"], o["changed"], o["fixed"], o["pre-existing"]) == \
         (str(c["new"]), str(c["changed"]), str(c["fixed"]), str(c["pre-existing"]))
-    assert int(o["new-fingerprints"]) == len(s["new_failures"]) >= int(o["new-failures"]) >= 1
+    assert int(o["new-fingerprints"]) == len(s.new_failures) >= int(o["new-failures"]) >= 1
     assert int(o["changed"]) >= 1
-    assert int(o["failures"]) == sum(rc["policy"] != "ignore" for rc in s["root_causes"])  # the tables' rows
-    assert am.exit_code("new", s["unique_failures"], len(triage.failing(s))) == am.EXIT_FAILED
+    assert int(o["failures"]) == sum(rc.policy != "ignore" for rc in s.root_causes)  # the tables' rows
+    assert am.exit_code("new", s.unique_failures, len(s.blamed)) == am.EXIT_FAILED
     md = (tmp_path / "step.md").read_text()
     assert md.splitlines()[2].startswith(f"**{c['new']} new failure") and "introduced by this pull request" in md
     assert f"### New failures introduced by this pull request ({c['new']})" in md and "### Fixed by this pull request" in md
@@ -217,7 +220,7 @@ def test_every_verdict_from_one_campaign_and_every_output_agrees(tmp_path, fake_
     head, _, ids = md.partition("<details>")
     assert not any(k in head for k in verdicts), [k for k in verdicts if k in head]
     # A root cause the symptom policy ignores (a tie) is counted only, never listed.
-    ignored = {f for rc in s["root_causes"] if rc["policy"] == "ignore" for f in rc["fingerprints"]}
+    ignored = {f for rc in s.root_causes if rc.policy == "ignore" for f in rc.fingerprints}
     assert all(k in ids for k in verdicts if k not in ignored), [k for k in verdicts if k not in ids]
 
 
@@ -240,7 +243,7 @@ def test_a_confirmation_the_deadline_cuts_is_unchecked_never_blamed(tmp_path, fa
     verdicts = triage.read_verdicts(tmp_path / "o")
     fake = [bv for bv in verdicts.values() if "fake build" in bv.title]
     assert fake and all(bv.verdict is Verdict.UNCHECKED and "time ran out" in bv.confirmation for bv in fake[:1])
-    assert s["triage"]["blamed"] == [] and s["new_failures"] == []
+    assert s.triage.blamed == () and s.new_failures == ()
     assert all(bv.verdict in (Verdict.UNCHECKED, Verdict.PRE_EXISTING, Verdict.FLAKY_NEW, Verdict.FIXED,
                               Verdict.FLAKY_FIXED) for bv in verdicts.values())
 
@@ -276,7 +279,7 @@ def test_with_minimising_off_the_budget_still_keeps_time_to_confirm(tmp_path, fa
     tanh = [bv for bv in verdicts.values() if "rejects Tanh" in bv.title]
     why = json.dumps({k: [bv.verdict.value, bv.title, bv.confirmation] for k, bv in verdicts.items()}, indent=1)
     assert tanh and tanh[0].verdict is Verdict.NEW, why
-    assert tanh[0].key in s["new_failures"], why
+    assert tanh[0].key in s.new_failures, why
 
 
 def test_the_last_loop_keeps_what_its_candidates_need_to_confirm_not_the_whole_tail():

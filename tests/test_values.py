@@ -385,14 +385,15 @@ def test_the_repro_script_draws_the_same_inputs(tf, tmp_path, values):
 
     from gbft_action.bugs.bundle import TEMPLATES
     from gbft_action.bugs.repro import render_repro
+    from gbft_action.records import BundleMeta
 
     g = generate(random.Random(4), CORPUS, GenOptions(blocks=(3, 3), special_share=float(values == "special")), 21)
     assert g.values == values
-    meta = {"id": "x", "title": "t", "engine": {"engine": "mnn"}, "tool_version": "0", "status": "DCF",
+    meta = {"id": "0123456789ab", "title": "t", "engine": {"engine": "mnn"}, "tool_version": "0", "status": "DCF",
             "fingerprint": {}, "tolerance": {"rtol": 1e-3, "atol": 1e-5, "min_ratio": 0.999}}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
     script = tmp_path / "repro.py"
-    script.write_text(render_repro(env, g, meta))
+    script.write_text(render_repro(env, g, BundleMeta.from_json(meta)))
     spec = importlib.util.spec_from_file_location("repro_under_test", script)
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)

@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..bugs.triage import failing, tally
+from ..bugs.triage import tally
+from ..records.summary import Summary
 from ..engines.source import BuildFailed, BuildPlan, BuildRecord
 from ..report.sanitize import code_block, inline
 from ..exitcodes import ActionExit
@@ -109,7 +110,7 @@ def _run(cfg: ActionConfig, t0: float, builds: list[BuildRecord]) -> int:
     out = cfg.path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     cancel = _Cancel()
-    summary: dict[str, Any] = {"models": 0, "unique_failures": 0, "stop_reason": "cancelled (SIGTERM) during set-up"}
+    summary = Summary(0, stop_reason="cancelled (SIGTERM) during set-up")
     filed, report_failed = 0, False
     try:
         summary = cancel.during(_campaign(cfg, out, t0))
@@ -120,15 +121,15 @@ def _run(cfg: ActionConfig, t0: float, builds: list[BuildRecord]) -> int:
         cancel.disarm()  # whatever was judged and written stays; outputs and summary below
     try:
         if cancel.yes and not (out / "summary.json").exists():
-            (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+            summary.write(out)
         _write_outputs(cfg, out, summary, filed, builds)
     finally:
         cancel.restore()
     from ..campaign import disk_filled
 
     if disk_filled(summary):  # a verdict over fewer models than the budget allowed: the step errs
-        print(f"::error title=gbft-action: output disk full::{inline(str(summary['stop_reason']), 300)}; "
-              f"the summary covers the {summary['models']} models judged")
+        print(f"::error title=gbft-action: output disk full::{inline(summary.stop_reason, 300)}; "
+              f"the summary covers the {summary.models} models judged")
     t = tally(summary)
     return exit_code(cfg.fail_on, t.failures, t.new, report_failed or disk_filled(summary))
 
@@ -180,7 +181,7 @@ class _Cancel:
         elif first and self._armed:
             raise Cancelled()
 
-    def during(self, camp: Any) -> dict[str, Any]:
+    def during(self, camp: Any) -> Summary:
         self._camp = camp
         try:
             return camp.run()
@@ -218,10 +219,10 @@ def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
 # --------------------------------------------------------------------------- outputs
 
 
-def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed: int,
+def _write_outputs(cfg: ActionConfig, out: Path, summary: Summary, filed: int,
                    builds: Sequence[BuildRecord] = ()) -> None:
     t = tally(summary)  # the headline's and the tables' unit: root causes, fingerprints as detail
-    outputs = {"models": summary["models"], "failures": t.failures, "fingerprints": t.fingerprints,
+    outputs = {"models": summary.models, "failures": t.failures, "fingerprints": t.fingerprints,
                "new-failures": t.new, "new-fingerprints": t.new_fingerprints,
                "changed": t.by_verdict.get("changed", 0), "fixed": t.by_verdict.get("fixed", 0),
                "pre-existing": t.by_verdict.get("pre-existing", 0), "issues-filed": filed,
@@ -239,7 +240,7 @@ def _write_outputs(cfg: ActionConfig, out: Path, summary: dict[str, Any], filed:
     if step:
         with open(step, "a", encoding="utf-8") as f:
             f.write(md)
-    _annotate(summary, set(failing(summary)))
+    _annotate(summary, set(summary.blamed))
     print(json.dumps(outputs))
 
 
@@ -252,31 +253,34 @@ def _build_outputs(builds: Sequence[BuildRecord]) -> dict[str, str]:
             "base-build-cached": ("true" if base.cached else "false") if base else ""}
 
 
-def _olc(summary: dict[str, Any]) -> str:
+def _olc(summary: Summary) -> str:
     """OLC as a number; a mixed campaign's per front end ("tf=0.4100 onnx=0.3300"): one
     figure over two corpora would measure neither."""
-    per = summary.get("frontends")
-    if per:
-        return " ".join(f"{n}={(fe.get('coverage') or {}).get('OLC', 0.0):.4f}" for n, fe in per.items())
-    return f"{(summary.get('coverage') or {}).get('OLC', 0.0):.4f}"
+    if summary.frontends:
+        return " ".join(f"{n}={_olc_of(fe.get('coverage'))}" for n, fe in summary.frontends.items())
+    return _olc_of(summary.coverage)
 
 
-def _plain_summary(summary: dict[str, Any]) -> str:
+def _olc_of(coverage: Any) -> str:
+    olc = coverage.get("OLC", 0.0) if isinstance(coverage, dict) else 0.0
+    return f"{olc if isinstance(olc, (int, float)) else 0.0:.4f}"
+
+
+def _plain_summary(summary: Summary) -> str:
     from ..bugs.triage import headline
 
-    eng = summary.get("engine", {})
-    return (f"## gbft-action: {eng.get('name', '')} {eng.get('version', '')}\n\n{headline(summary)}\n\n"
-            f"{summary['models']} models, {summary['unique_failures']} distinct failures "
-            f"({summary.get('stop_reason', '')}).\n")
+    eng = summary.engine
+    return (f"## gbft-action: {eng.name} {eng.version}\n\n{headline(summary)}\n\n"
+            f"{summary.models} models, {summary.unique_failures} distinct failures ({summary.stop_reason}).\n")
 
 
-def _annotate(summary: dict[str, Any], new: set[str]) -> None:
+def _annotate(summary: Summary, new: set[str]) -> None:
     """At most 10 error annotations, for new bugs; engine text inside stop-commands."""
-    shown = [f for f in summary.get("failures", []) if f["key"] in new][:MAX_ANNOTATIONS]
+    shown = [f for f in summary.failures if f.key in new][:MAX_ANNOTATIONS]
     for f in shown:
-        print(f"::error title=gbft: new bug {f['key']}::{inline(f.get('title') or f['message'], 200)}")
+        print(f"::error title=gbft: new bug {f.key}::{inline(f.title or f.message, 200)}")
     token = secrets.token_hex(16)  # engines cannot guess it, so cannot end the block
     print(f"::stop-commands::{token}")
-    for f in summary.get("failures", []):
-        print(f"{f['count']:6d}  {f['key']}  {f.get('title') or ''}  {f['message'][:200]}")
+    for f in summary.failures:
+        print(f"{f.count:6d}  {f.key}  {f.title}  {f.message[:200]}")
     print(f"::{token}::")

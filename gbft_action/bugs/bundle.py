@@ -8,11 +8,8 @@ The known-bugs file (``known_bugs.json``) carries fingerprints across runs.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import time
-from dataclasses import asdict
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -21,8 +18,8 @@ import jinja2
 
 from .. import __version__
 from ..graph.ir import Graph
+from ..records import BundleMeta, EngineInfo, Fingerprint, MinimizeStats, RootKey, Status, Symptom, Tolerance, write_record
 from ..statefile import read_state
-from ..oracle import Tolerance
 from .repro import ReproData, render_repro
 
 KNOWN_FILE = "known_bugs.json"
@@ -39,20 +36,9 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
-
-
-def read_meta(bundle: Path) -> dict[str, Any]:
-    """A bundle's meta.json ({} when the bundle has none, e.g. a shard killed while writing it)."""
-    path = bundle / "meta.json"
-    return read_state(path, "bug bundle record") if path.exists() else {}
-
-
-def write_meta(bundle: Path, meta: dict[str, Any]) -> None:
-    _write_json(bundle / "meta.json", meta)
+def read_meta(bundle: Path) -> BundleMeta | None:
+    """A bundle's meta.json (None when the bundle has none, e.g. a shard killed while writing it)."""
+    return BundleMeta.read(bundle)
 
 
 def read_known(out: Path) -> dict[str, dict[str, Any]]:
@@ -115,34 +101,38 @@ class BugBook:
 
     def flaky(self, fid: str) -> bool:
         """Its own replays disagreed (minimize_bug's check): never blamed on a pull request."""
-        return self.meta(fid).get("flaky") is True
+        meta = self.meta(fid)
+        return meta is not None and meta.flaky is True
 
     def _minimized(self, fid: str) -> bool:
-        return bool(self.meta(fid).get("minimized"))
+        meta = self.meta(fid)
+        return meta is not None and meta.minimized
 
-    def meta(self, fid: str) -> dict[str, Any]:
-        """A bundle's meta.json ({} before the bundle exists)."""
+    def meta(self, fid: str) -> BundleMeta | None:
+        """A bundle's meta.json (None before the bundle exists)."""
         return read_meta(self.bundle_dir(fid))
 
-    def set_root_cause(self, fid: str, root_cause: dict[str, Any]) -> None:
-        """Record the root cause a bundle shows (bugs.rootcause.RootKey.to_json) in its meta.json."""
+    def set_root_cause(self, fid: str, root_cause: RootKey) -> None:
+        """Record the root cause a bundle shows in its meta.json."""
         meta = self.meta(fid)
-        if meta and meta.get("root_cause") != root_cause:
-            meta["root_cause"] = root_cause
-            write_meta(self.bundle_dir(fid), meta)
+        if meta is not None and meta.root_cause != root_cause:
+            meta.with_(root_cause=root_cause).write(self.bundle_dir(fid))
+
+    def set_flaky(self, fid: str, flaky: bool) -> None:
+        """Whether its own replays disagreed (bugs.replay.minimize_bug's check)."""
+        self._meta(fid).with_(flaky=flaky).write(self.bundle_dir(fid))  # atomic: a kill here loses no bundle
 
     def save(self) -> None:
         # Occurrences go into each bundle once, here, not on every failing case.
         for fid, n in self.seen_this_run.items():
-            path = self.bundle_dir(fid) / "meta.json"
-            if path.exists():
-                meta = json.loads(path.read_text())
+            meta = self.meta(fid)
+            if meta is not None:
                 # A resumed run may meet bundles the killed run never entered in known_bugs.json.
                 entry = self.known.get(fid, {})
-                meta.update(occurrences=n, last_seen=entry.get("last_seen", meta["last_seen"]),
-                            platforms=sorted(set(meta.get("platforms") or []) | set(entry.get("platforms") or [])))
-                _write_json(path, meta)
-        _write_json(self.out / KNOWN_FILE, self.known)
+                platforms = sorted(set(meta.platforms) | set(entry.get("platforms") or []))
+                meta.with_(occurrences=n, last_seen=entry.get("last_seen", meta.last_seen),
+                           platforms=tuple(platforms)).write(self.bundle_dir(fid))
+        write_record(self.out / KNOWN_FILE, self.known)
 
     # -- bundles ----------------------------------------------------------------------
     def bundle_dir(self, fid: str) -> Path:
@@ -160,19 +150,16 @@ class BugBook:
             src = own if own.exists() else case / name
             if src.exists():
                 shutil.copy2(src, d / name)
-        meta = {
-            "id": fp["id"], "fingerprint": fp, "title": fp["title"], "status": rec["status"], "stage": rec["stage"],
-            "op": rec["op"], "node": rec["node"], "message": rec["message"], "seed": ctx.get("seed"),
-            "symptom": rec.get("symptom", ""), "direction": rec.get("direction", ""), "after": rec.get("after", []),
-            "crosscheck": rec.get("crosscheck", ""),
-            "case_index": rec["index"], "case_seed": graph.seed, "graph_hash": rec["hash"],
-            "tool_version": __version__, "engine": engine_meta(engine),
-            "platforms": [platform_of(engine)], "occurrences": 1,
-            "first_seen": now(), "last_seen": now(),
-            "tolerance": ctx.get("tolerance", asdict(Tolerance())), "original_size": len(graph.block_nodes()),
-            "minimized_size": len(graph.block_nodes()), "minimized": False, "flaky": None,
-        }
-        _write_json(d / "meta.json", meta)
+        size = len(graph.block_nodes())
+        meta = BundleMeta(
+            id=fp["id"], fingerprint=Fingerprint.from_json(fp), title=fp["title"], status=Status(rec["status"]),
+            stage=rec["stage"], engine=EngineInfo.of_hello(engine), op=rec["op"], node=rec["node"],
+            message=rec["message"], seed=ctx.get("seed"), symptom=Symptom(rec["symptom"]) if rec.get("symptom") else None,
+            direction=rec.get("direction", ""), after=tuple(rec.get("after", ())), crosscheck=rec.get("crosscheck", ""),
+            case_index=rec["index"], case_seed=graph.seed, graph_hash=rec["hash"], tool_version=__version__,
+            platforms=(platform_of(engine),), occurrences=1, first_seen=now(), last_seen=now(),
+            tolerance=ctx.get("tolerance", Tolerance()), original_size=size, minimized_size=size)
+        meta.write(d)
         (d / "graph.json").write_text(graph.to_json())
         # Until the minimiser has run (it may not get budget), the smallest known
         # model is the original: meta.json says "minimized": false.
@@ -181,43 +168,36 @@ class BugBook:
         self.write_repro(d, graph, meta)
         return d
 
-    def add_minimized(self, fid: str, small: Graph, node: str, stats: dict[str, Any]) -> None:
+    def add_minimized(self, fid: str, small: Graph, node: str, stats: MinimizeStats) -> None:
         d = self.bundle_dir(fid)
-        meta = json.loads((d / "meta.json").read_text())
+        meta = self._meta(fid)
         (d / "minimized.json").write_text(small.to_json())
         (d / "minimized.mmd").write_text(mermaid(small, highlight=node))
         (d / ALONE_FILE).unlink(missing_ok=True)  # shown for the model before; a new key decides again
-        meta.pop("alone", None)
-        meta.update(minimized_size=len(small.block_nodes()), minimize=stats, minimized=True, node=node or meta["node"])
-        _write_json(d / "meta.json", meta)
+        meta = meta.with_(alone="", minimized_size=len(small.block_nodes()), minimize=stats, minimized=True,
+                          node=node or meta.node)
+        meta.write(d)
         self.write_repro(d, small, meta)
+
+    def _meta(self, fid: str) -> BundleMeta:
+        meta = self.meta(fid)
+        if meta is None:
+            raise FileNotFoundError(f"{self.bundle_dir(fid)}: no meta.json in the bug bundle")
+        return meta
 
     def add_alone(self, fid: str, alone: Graph) -> None:
         """The blamed operator alone, shown wrong (or failing) so by the diagnosis: the model
         the repro shows, and the issue's graph, in place of a minimised one."""
         d = self.bundle_dir(fid)
-        meta = read_meta(d)
+        meta = self._meta(fid).with_(alone=alone.nodes[-1].op)
         (d / ALONE_FILE).write_text(alone.to_json())
-        meta.update(alone=alone.nodes[-1].op)
-        write_meta(d, meta)
+        meta.write(d)
         self.write_repro(d, alone, meta)
 
-    def write_repro(self, d: Path, graph: Graph, meta: dict[str, Any]) -> None:
+    def write_repro(self, d: Path, graph: Graph, meta: BundleMeta) -> None:
         """repro.py (TensorFlow rebuilds the model) and, when the model and its data are small,
         repro_engine.py (they are embedded: only the engine is needed)."""
         write_repros(self.templates, d, graph, meta)
-
-
-def engine_meta(hello: dict[str, Any]) -> dict[str, Any]:
-    """What a bundle keeps of the engine worker's hello: name, version, machine, and how to
-    run the build again where the adapter says (the command engine's commands, an engine's
-    settings)."""
-    meta = {k: hello.get(k, "") for k in ("engine", "version", "machine")}
-    if hello.get("commands"):
-        meta["commands"] = dict(hello["commands"])
-    if hello.get("settings"):  # e.g. MNN's precision mode
-        meta["settings"] = {str(k): str(v) for k, v in dict(hello["settings"]).items()}
-    return meta
 
 
 def platform_of(engine: dict[str, Any]) -> str:
@@ -253,7 +233,7 @@ def repro_data(d: Path, minimized: bool) -> ReproData | None:
     return ReproData.from_files(d / "model.pb", d / "inputs.npz", d / "expected.npz")
 
 
-def write_repros(env: jinja2.Environment, d: Path, graph: Graph, meta: dict[str, Any]) -> None:
+def write_repros(env: jinja2.Environment, d: Path, graph: Graph, meta: BundleMeta) -> None:
     try:
         text = render_repro(env, graph, meta)
     except ValueError as e:  # a graph the renderer refuses (a size check): the campaign goes on
@@ -265,8 +245,8 @@ def write_repros(env: jinja2.Environment, d: Path, graph: Graph, meta: dict[str,
     # The engine-only script embeds the frozen TensorFlow model: for the tf front end only (an
     # ONNX repro holds its model already; a TFLite one is converted from TensorFlow's session).
     # Not for an operator shown alone: its data are not the minimised model's.
-    tf = meta["fingerprint"].get("frontend", "tf") == "tf" and not meta.get("alone")
-    data = repro_data(d, bool(meta.get("minimized"))) if tf else None
+    tf = meta.frontend == "tf" and not meta.alone
+    data = repro_data(d, meta.minimized) if tf else None
     engine_only = d / "repro_engine.py"
     if data is not None and data.small():
         engine_only.write_text(render_repro(env, graph, meta, data))

@@ -29,7 +29,7 @@ from ..graph.ir import Graph, Node
 from ..oracle import DISCONTINUOUS, Status
 from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
-from .fingerprint import Fingerprint
+from ..records.bundle import BundleMeta
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
 from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, in_pattern, local_key,
                         UNPROVEN, root_key, same_class, simpler_choices, suspect, suspect_node)
@@ -237,18 +237,22 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
     meta, _, small = load_bundle(book.bundle_dir(fid))
     assert small is not None
     key, alone = _key(lane, meta, small, max(until, time.monotonic() + KEY_MIN_S))
-    key = replace(key, frontend=str(meta["fingerprint"].get("frontend", "")))  # keys made without root_key too
-    book.set_root_cause(fid, key.to_json())
+    key = replace(key, frontend=meta.fingerprint.frontend)  # keys made without root_key too
+    book.set_root_cause(fid, key)
     if alone is not None:
         book.add_alone(fid, alone)
-    return {**stats, "root_cause": key.id, "symptom_was": meta0.get("symptom", ""),
+    return {**stats, "root_cause": key.id, "symptom_was": _symptom(meta0),
             "wall": round(time.monotonic() - until + time_limit, 2)}  # minimising and isolating
 
 
-def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> tuple[RootKey, Graph | None]:
+def _symptom(meta: BundleMeta) -> str:
+    return meta.symptom.value if meta.symptom else ""
+
+
+def _key(lane: Lane, meta: BundleMeta, small: Graph, until: float) -> tuple[RootKey, Graph | None]:
     """The root key of the minimised model ``small``, and the blamed operator alone when it
     shows the bug so (the model the repro then shows)."""
-    symptom, fp = meta.get("symptom", ""), meta["fingerprint"]
+    symptom, fp = _symptom(meta), meta.fingerprint.to_json()
     where = bug_platforms(lane, meta, cheapest=True)
     if symptom in ALONE:
         key, node = _key_alone(lane, symptom, fp, small, where, until)
@@ -260,15 +264,15 @@ def _key(lane: Lane, meta: dict[str, Any], small: Graph, until: float) -> tuple[
     return key, (shown_alone(lane, small, node, key.symptom, where, until) if node and key.isolated else None)
 
 
-def _key_wrong(lane: Lane, meta: dict[str, Any], small: Graph, where: list[str] | None,
+def _key_wrong(lane: Lane, meta: BundleMeta, small: Graph, where: list[str] | None,
                until: float) -> tuple[RootKey, Graph, str]:
     """The key of a wrong value, the model it was made from (its blamed node's parameters put
     back to their simplest where the defect does not need them) and the node shown wrong alone
     ("" for none)."""
-    symptom, fp, direction = meta.get("symptom", ""), meta["fingerprint"], meta.get("direction", "")
+    symptom, fp, direction = _symptom(meta), meta.fingerprint.to_json(), meta.direction
     # On fresh workers: heap damage left by the models before would move the first difference.
     res = run_graph(lane, small, max(REPLAY_S, until - time.monotonic()), fresh=True, platforms=where,
-                    base=needs_base(Fingerprint.from_json(fp)))
+                    base=needs_base(meta.fingerprint))
     try:
         if res.aborted or "expected" not in res.arrays:  # the replay said nothing: keep the case's key
             return root_key(symptom, fp, small, direction=direction, minimized=False), small, ""

@@ -23,13 +23,11 @@ May import: graph, engines.knowledge (import-free; never an engine adapter).
 
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import asdict, dataclass
-from typing import Any
 
 from ..engines.knowledge import GENERIC, EngineKnowledge, Failure
 from ..graph.ir import Graph
+from ..records.keys import Fingerprint
 
 _TIMESTAMP = re.compile(r"\[\d{1,2}:\d{2}:\d{2}\]\s*(:\d+:)?")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
@@ -51,60 +49,6 @@ def normalise(text: str) -> str:
     t = _LINE.sub(":L", t)
     t = _NUM.sub("N", t)
     return _SPACE.sub(" ", t).strip()[:200]
-
-
-@dataclass(frozen=True, order=True)
-class Fingerprint:
-    stage: str  # convert | infer | compare | reference
-    status: str  # MCF | IF | DCF | TIMEOUT
-    kind: str  # unsupported | check | signal | error | missing-output | mismatch | timeout
-    code: str  # normalised check / signal / message / mismatch shape
-    op: str  # the failing operator ("" when the engine does not say)
-    structure: str = ""  # DCF: in-degree and input ranks of the diverging node
-    # The model format converted (frontends): each converter is its own code path, so its bugs
-    # are its own.  "" for tf, the first one, whose fingerprint ids predate front ends.
-    frontend: str = ""
-
-    @property
-    def id(self) -> str:
-        parts = (self.stage, self.status, self.kind, self.code, self.op, self.structure)
-        key = "|".join((*parts, self.frontend) if self.frontend else parts)
-        return hashlib.sha256(key.encode()).hexdigest()[:12]
-
-    @property
-    def title(self) -> str:
-        return f"[{self.frontend}] {self._title()}" if self.frontend else self._title()
-
-    def _title(self) -> str:
-        op = self.op or "an unidentified operator"
-        if self.kind == "unsupported":
-            return f"MCF: converter does not support {op}"
-        if self.kind == "check":
-            return f"{self.status}: check failed in {self.stage} ({op}): {self.code[:80]}"
-        if self.kind == "signal":
-            return f"{self.status}: {self.code} during {self.stage} ({op})"
-        if self.kind == "missing-output":
-            return "IF: a model output is missing from the converted model"
-        if self.kind == "mismatch" and self.status == "XPF":
-            return f"XPF: results from {op} differ between platforms ({self.structure})"
-        if self.kind == "mismatch" and self.status == "XBF":
-            return f"XBF: results from {op} changed from the base build ({self.structure})"
-        if self.kind == "mismatch":
-            return f"DCF: wrong results from {op} ({self.structure})"
-        if self.kind == "timeout":
-            return f"TIMEOUT: {self.stage} hangs ({op})"
-        return f"{self.status}: {self.stage} error ({op}): {self.code[:80]}"
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        if not self.frontend:  # tf: stored as before front ends
-            del d["frontend"]
-        return {**d, "id": self.id, "title": self.title}
-
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> Fingerprint:
-        return Fingerprint(d["stage"], d["status"], d["kind"], d["code"], d["op"], d.get("structure", ""),
-                           d.get("frontend", ""))
 
 
 def fingerprint(status: str, stage: str, message: str, log: str, g: Graph, op: str = "", node: str = "",

@@ -21,6 +21,7 @@ from ..graph.ir import Graph, TensorType
 from ..graph.solver import Builder, GenError
 from ..ops.domains import Choice, FloatRange, IntRange
 from ..ops.registry import registry
+from ..records.bundle import MinimizeStats
 
 GRAPH_INPUT = -1
 
@@ -129,10 +130,10 @@ class Shrinker:
                 changed |= p.run(self)
         return self.current
 
-    def stats(self) -> dict[str, Any]:
-        return {"calls": self.calls, "seconds": round(time.monotonic() - self._t0, 2),
-                "from": list(self.initial.key()), "to": list(self.current.key()),
-                "complete": time.monotonic() - self._t0 <= self.time_limit}  # False: cut by the time limit
+    def stats(self, note: str = "") -> MinimizeStats:
+        return MinimizeStats(self.calls, round(time.monotonic() - self._t0, 2),
+                             time.monotonic() - self._t0 <= self.time_limit,  # False: cut by the time limit
+                             tuple(self.initial.key()), tuple(self.current.key()), note)
 
 
 class Pass(Protocol):
@@ -275,7 +276,7 @@ class Isolate:
 
 
 def minimize(g: Graph, predicate: Predicate, time_limit: float = 30.0,
-             stall_limit: int = 200, focus: str = "") -> tuple[Graph, Any, dict[str, Any]]:
+             stall_limit: int = 200, focus: str = "") -> tuple[Graph, Any, MinimizeStats]:
     """Minimise ``g`` under ``predicate``; returns (smallest graph, its predicate result, stats).
 
     ``g`` itself is known to fail; its program form is only the starting point
@@ -291,7 +292,7 @@ def minimize(g: Graph, predicate: Predicate, time_limit: float = 30.0,
         _reproducing_start(s, salts=4)
     s.run()
     if s.result is None:
-        return g, None, {**s.stats(), "note": "no smaller model reproduces; kept the original"}
+        return g, None, s.stats("no smaller model reproduces; kept the original")
     return s.current.realise(), s.result, s.stats()
 
 

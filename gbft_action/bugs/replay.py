@@ -14,7 +14,8 @@ import numpy as np
 from ..graph.ir import Graph
 from ..oracle import Status, judge_outputs
 from ..pipeline import CaseResult, Lane
-from .bundle import BugBook, read_meta, write_meta
+from ..records.bundle import BundleMeta
+from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .minimize import minimize
 from .rootcause import local_key
@@ -76,17 +77,17 @@ def showing(res: CaseResult, key: tuple[str, str, str]) -> CaseResult | None:
     return next((r for r in res.per_platform() if local_key_of(r) == key), None)
 
 
-def bug_platforms(lane: Lane, meta: dict[str, Any], cheapest: bool = False) -> list[str] | None:
+def bug_platforms(lane: Lane, meta: BundleMeta, cheapest: bool = False) -> list[str] | None:
     """The lane's platforms on which a bundle's bug was seen (None: run them all).
 
     An XPF needs the first platform too: it is the one the others are compared with.
     ``cheapest``: of a bug seen on several platforms, only the fastest one (native rather than
     emulated): minimising and blaming under qemu cost several times as much and say the same.
     """
-    seen = [p for p in lane.platforms if p in (meta.get("platforms") or [])]
+    seen = [p for p in lane.platforms if p in meta.platforms]
     if not seen:
         return None
-    if meta.get("fingerprint", {}).get("status") == "XPF":
+    if meta.fingerprint.status == "XPF":
         if lane.primary not in seen:
             seen.insert(0, lane.primary)
         return seen
@@ -95,10 +96,10 @@ def bug_platforms(lane: Lane, meta: dict[str, Any], cheapest: bool = False) -> l
     return seen
 
 
-def bundle_key(meta: dict[str, Any]) -> tuple[str, str, str] | None:
+def bundle_key(meta: BundleMeta) -> tuple[str, str, str] | None:
     """The local key (symptom, operator, direction) a bundle's minimiser keeps; None for older
     bundles without a symptom (their minimiser kept the fingerprint)."""
-    return local_key(meta["symptom"], meta["fingerprint"], meta.get("direction", "")) if meta.get("symptom") else None
+    return local_key(meta.symptom.value, meta.fingerprint.to_json(), meta.direction) if meta.symptom else None
 
 
 def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0, fresh: bool = True,
@@ -123,10 +124,12 @@ def needs_base(target: Fingerprint) -> bool:
     return target.status == "XBF"
 
 
-def load_bundle(bundle: Path) -> tuple[dict[str, Any], Graph, Graph | None]:
-    if not (bundle / "meta.json").exists():
+def load_bundle(bundle: Path) -> tuple[BundleMeta, Graph, Graph | None]:
+    """A bundle's record, its model and its minimised model (None without one); a ValueError
+    (a RecordError naming the file) for a folder that is not a readable bundle."""
+    meta = BundleMeta.read(bundle)
+    if meta is None:
         raise ValueError(f"{bundle}: not a bug bundle (no meta.json)")
-    meta = read_meta(bundle)
     g = Graph.from_json((bundle / "graph.json").read_text())
     small = Graph.from_json((bundle / "minimized.json").read_text()) if (bundle / "minimized.json").exists() else None
     return meta, g, small
@@ -140,7 +143,7 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
     meta, g, small = load_bundle(bundle)  # from the original: minimised is its own start ...
     if resume and small is not None:
         g = small  # ... unless going on
-    target = Fingerprint.from_json(meta["fingerprint"])
+    target = meta.fingerprint
     where = bug_platforms(lane, meta, cheapest=True)
     # No slippage: a candidate counts only with the same symptom, operator and direction (the
     # local key), not merely "some failure"; older bundles without a symptom keep the fingerprint.
@@ -156,16 +159,16 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
         hit = showing(res, key) if key is not None else matching(res, target)
         return None if hit is None else (hit.node or "-")
 
-    small, node, stats = minimize(g, same_bug, time_limit=time_limit, focus=meta.get("node", ""))
+    small, node, stats = minimize(g, same_bug, time_limit=time_limit, focus=meta.node)
     for name in ("minimized.pb", "minimized-inputs.npz", "minimized-expected.npz", "minimized.tflite"):
         (bundle / name).unlink(missing_ok=True)
     run_graph(lane, small, budget(), platforms=where, keep=bundle)  # its model and data, for the repro
     book.add_minimized(fid, small, node if node and node != "-" else "", stats)
     if not check_flaky:
-        return stats
+        return stats.to_json()
     flaky = is_flaky(lane, small, target, platforms=where)
-    write_meta(bundle, {**read_meta(bundle), "flaky": flaky})  # atomic: a kill here loses no bundle
-    return {**stats, "flaky": flaky}
+    book.set_flaky(fid, flaky)
+    return {**stats.to_json(), "flaky": flaky}
 
 
 def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict, until: float,

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..engines.registry import knowledge_of
 from ..graph.ir import Graph
-from ..oracle import Tolerance
+from ..records.bundle import BundleMeta, EngineInfo
 from ..reference.inputs import special_values_source
 from ..reference.tf_code import HELPERS, check_graph, model_lines
 from .rootcause import MEMORY_SIGNALS, Symptom
@@ -77,34 +77,32 @@ def doc(text: Any, limit: int = 200) -> str:
     return t.replace("\\", "/").replace('"', "'")
 
 
-def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], data: ReproData | None = None) -> str:
+def render_repro(env: jinja2.Environment, graph: Graph, meta: BundleMeta, data: ReproData | None = None) -> str:
     """repro.py for ``graph`` (TensorFlow rebuilds it), or with ``data`` the engine-only script."""
-    frontend = str(meta["fingerprint"].get("frontend") or "tf")
+    frontend = meta.frontend
     onnx = None
     if frontend == "onnx":  # imported here: onnx is only needed for an ONNX bug's repro
         from ..reference.onnx_code import model_source
         onnx = model_source(graph)  # (it checks the graph)
     else:
         check_graph(graph)
-    engine = str(meta["engine"].get("engine") or "mnn")
+    engine = meta.engine.engine or "mnn"
     if not re.fullmatch(r"[a-z0-9_]+", engine):
         raise ValueError(f"meta.json: engine {engine!r} is not an engine name")
-    status = str(meta.get("status", ""))
-    commands = {k: repr(str(v)) for k, v in (meta["engine"].get("commands") or {}).items()}
+    status = meta.status.value
+    commands = {k: repr(v) for k, v in meta.engine.commands.items()}
     known = knowledge_of(engine)
     engine_stage = env.get_template(known.repro_template).render(commands=commands, engine_name=engine,
-                                                                 settings=known.settings(meta["engine"]),
+                                                                 settings=known.settings(meta.engine.settings),
                                                                  frontend=frontend)
-    tol = Tolerance(**{k: float(v) for k, v in meta["tolerance"].items()})
     return env.get_template("repro.py.j2").render(
-        fp_id=doc(meta["id"], 64), title=doc(meta["title"]), engine_name=engine,
-        engine_version=doc(meta["engine"].get("version", ""), 40),
-        platforms=[doc(p, 40) for p in meta.get("platforms") or ["?"]], tool_version=doc(meta["tool_version"], 40),
-        seed=_int(meta.get("seed")), case_index=_int(meta.get("case_index")), seed_value=int(graph.seed),
-        outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=tol,
+        fp_id=doc(meta.id, 64), title=doc(meta.title), engine_name=engine, engine_version=doc(meta.engine.version, 40),
+        platforms=[doc(p, 40) for p in meta.platforms or ["?"]], tool_version=doc(meta.tool_version, 40),
+        seed="?" if meta.seed is None else meta.seed, case_index=meta.case_index, seed_value=int(graph.seed),
+        outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=meta.tolerance,
         status_text=STATUS_TEXT.get(status, ""),
         signals=_signals(meta),
-        engine_pip=doc(engine_needs(meta["engine"])), helpers=HELPERS, frontend=frontend, onnx=onnx,
+        engine_pip=doc(engine_needs(meta.engine)), helpers=HELPERS, frontend=frontend, onnx=onnx,
         model=(lines := model_lines(graph) if onnx is None else []),
         weights=any("rng(" in line for line in lines),
         special=graph.values == "special", special_source=special_values_source(),
@@ -112,28 +110,25 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: dict[str, Any], da
         model_b64=base64.b64encode(data.model_pb).decode() if data else "", data_b64=data.npz_b64() if data else "")
 
 
-def engine_needs(engine: dict[str, Any]) -> str:
-    """What a repro needs installed to run the engine a bundle's ``meta["engine"]`` names
-    (its package pinned to the version the bug showed on, where it has one)."""
-    return knowledge_of(str(engine.get("engine", ""))).package.needs(str(engine.get("version", "")))
+def engine_needs(engine: EngineInfo) -> str:
+    """What a repro needs installed to run the engine a bundle names (its package pinned to the
+    version the bug showed on, where it has one)."""
+    return knowledge_of(engine.engine).package.needs(engine.version)
 
 
-def _signals(meta: dict[str, Any]) -> tuple[int, ...]:
+def _signals(meta: BundleMeta) -> tuple[int, ...]:
     """The signals that show the bug (() for none): a memory error shows by any of its class
     (SIGSEGV, SIGBUS, SIGABRT from glibc's heap checks), as in root-cause keys, since one
     out-of-bounds write kills by another of them from run to run.  Output read from
     uninitialised memory (an out-of-bounds read) is garbage in a warm worker and often a
     SIGSEGV in the repro's fresh process: the same read, so the memory signals show it too."""
-    fp = meta["fingerprint"]
-    name = str(fp.get("code", "")).split(" ")[0]
-    if fp.get("kind") == "signal" and name in signal.Signals.__members__:
+    fp = meta.fingerprint
+    name = fp.code.split(" ")[0]
+    rc_symptom = meta.root_cause.symptom if meta.root_cause else ""
+    if fp.kind == "signal" and name in signal.Signals.__members__:
         names = MEMORY_SIGNALS if name in MEMORY_SIGNALS else (name,)
-    elif Symptom.NONDETERMINISTIC.value in (meta.get("symptom"), (meta.get("root_cause") or {}).get("symptom")):
+    elif Symptom.NONDETERMINISTIC in (meta.symptom, rc_symptom):
         names = MEMORY_SIGNALS
     else:
         return ()
     return tuple(int(signal.Signals[n]) for n in names)
-
-
-def _int(v: Any) -> int | str:
-    return int(v) if isinstance(v, int) else "?"

@@ -18,37 +18,17 @@ May import: bugs.fingerprint, graph, ops; nothing that runs an engine.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-from dataclasses import asdict, dataclass, field, replace
-from enum import Enum
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..graph.ir import Graph, Node
+from ..records.enums import Policy, Symptom
+from ..records.summary import RootCauseRow
+from ..records.keys import SPECIAL_INPUT, RootKey, same_class  # noqa: F401 - SPECIAL_INPUT, same_class re-exported
 from ..ops.domains import Choice
 from ..ops.registry import registry
 from ..ops.recorded import RecordedSpec
-
-
-class Symptom(str, Enum):
-    WRONG = "wrong-result"  # wrong on finite inputs with a finite reference
-    NAN_INF = "nan-inf"  # NaN or Inf on one side only
-    PRECISION = "precision"  # beyond the strict tolerance, within the loose one
-    CRASH = "crash"  # a signal that reproduces in a fresh worker
-    UNSUPPORTED = "unsupported"  # the converter says it does not support an operator
-    CONVERSION = "conversion-error"  # the converter failed or built a wrong model (outputs missing)
-    API = "api-error"  # the engine's binding raised
-    TIMEOUT = "timeout"  # a stage hung
-    NONDETERMINISTIC = "nondeterministic"  # outputs change between runs: uninitialised memory
-    HEAP_DAMAGE = "heap-damage"  # a crash that does not reproduce fresh: damage left by earlier models
-    TIE = "tie"  # differences explained by ties or undefined behaviour: not a bug
-    # TensorFlow and ONNX Runtime disagree on the outputs the engine fails: the reference is in
-    # question, not the engine (pipeline.Lane._cross_reference)
-    REFERENCE = "reference-disagreement"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 _MISSING_OUTPUT = re.compile(r"Can't find output|returned (?:\d+|N) of (?:\d+|N) outputs|output missing")
@@ -95,104 +75,6 @@ def with_second_reference(symptom: str, disagree: bool) -> str:
     """The symptom once a second reference has run on the failing outputs: where it disagrees
     with the first, the references are in question and the engine is not blamed."""
     return Symptom.REFERENCE.value if disagree else symptom
-
-
-def same_class(symptom: str) -> str:
-    """The symptom a root cause's id is made of.  Garbage read from uninitialised memory is how a
-    wrong geometry (an out-of-bounds read) shows on some inputs: one defect with the same
-    operator's deterministic wrong values (a Pad of the batch axis gives zeros in constant mode,
-    garbage in edge mode)."""
-    return Symptom.WRONG.value if symptom == Symptom.NONDETERMINISTIC.value else symptom
-
-
-SPECIAL_INPUT = "special-input"  # wrong only for NaN/Inf inputs: no special value in either output
-_DIRECTION = {
-    SPECIAL_INPUT: "differs from the reference on NaN/Inf inputs",
-    "NaN->finite": "maps NaN to a finite number", "Inf->finite": "gives a finite number where the result is infinite",
-    "finite->NaN": "gives NaN for a finite result", "finite->Inf": "overflows to infinity",
-    "NaN->Inf": "gives an infinity for NaN", "Inf->NaN": "gives NaN where the result is infinite",
-    "Inf->Inf": "gives an infinity of the wrong sign",
-}
-
-
-@dataclass(frozen=True)
-class RootKey:
-    symptom: str
-    ops: tuple[str, ...]  # the blamed operator, or the minimised model's operators (a pattern)
-    detail: str = ""  # nan-inf direction, crash signal/frames, error code, salient parameters
-    isolated: bool = False  # the blame was confirmed by re-running the operator alone
-    # Not part of the key: the minimised model's operators when the defect shows only in a
-    # pattern (every operator right alone); the key names the operator where it shows.
-    pattern: tuple[str, ...] = ()
-    # The front end (frontends) whose converter showed it: "" for tf, whose keys predate front
-    # ends; another front end's Concat is another converter's defect.
-    frontend: str = ""
-
-    @property
-    def id(self) -> str:
-        parts = [same_class(self.symptom), list(self.ops), self.detail] + ([self.frontend] if self.frontend else [])
-        raw = json.dumps(parts, separators=(",", ":"))
-        return "rc-" + hashlib.sha256(raw.encode()).hexdigest()[:12]
-
-    @property
-    def subject(self) -> str:
-        if not self.ops and self.pattern:
-            return "a pattern (no operator fails alone; e.g. " + " -> ".join(self.pattern) + ")"
-        if not self.ops:
-            return "an unidentified operator"
-        return self.ops[0] if len(self.ops) == 1 else "the pattern " + " -> ".join(self.ops)
-
-    @property
-    def title(self) -> str:
-        return f"[{self.frontend}] {self._title()}" if self.frontend else self._title()
-
-    def _title(self) -> str:
-        s, subj, d = self.symptom, self.subject, self.detail
-        if s == Symptom.WRONG.value and len(self.pattern) > 1 and self.pattern[-1] != subj:
-            # The model's one addressing operator, blamed for a plan only the whole model shows.
-            return f"{subj}: wrong results in " + " -> ".join(self.pattern) + " (each right alone)"
-        if s == Symptom.WRONG.value and len(self.pattern) > 1:
-            return f"{subj}: wrong results after " + " -> ".join(self.pattern[:-1]) + " (each right alone)"
-        if s == Symptom.WRONG.value:
-            # Named without proof (isolation was cut short or said nothing): the title says so.
-            unproven = "" if self.isolated or len(self.ops) != 1 else "not yet shown wrong alone"
-            return f"{subj}: wrong results" + (f" ({', '.join(x for x in (d, unproven) if x)})" if d or unproven else "")
-        if s == Symptom.NAN_INF.value:
-            return f"{subj} {_DIRECTION.get(d, d)}"
-        if s == Symptom.PRECISION.value:
-            return f"{subj}: precision beyond 0.1%"
-        if s == Symptom.NONDETERMINISTIC.value:
-            return f"{subj}: output depends on uninitialised memory"
-        if s == Symptom.CRASH.value and not self.ops:
-            return f"{d or 'crash'}: no operator crashes alone (damage done earlier in the model)"
-        if s == Symptom.CRASH.value:
-            return f"{d or 'crash'} with {subj}"
-        if s == Symptom.HEAP_DAMAGE.value and d == "wrong results":
-            return "wrong results that do not come back on fresh workers (heap state left by earlier models)"
-        if s == Symptom.HEAP_DAMAGE.value:
-            return f"{d or 'crash'}: heap damage left by an earlier model"
-        if s == Symptom.REFERENCE.value:
-            return f"{subj}: TensorFlow and ONNX Runtime disagree (a reference question, not an engine defect)"
-        if s == Symptom.UNSUPPORTED.value:
-            return f"converter does not support {subj}"
-        if s == Symptom.CONVERSION.value and not self.ops and self.pattern:
-            return f"conversion error: {d} in {subj}"
-        if s == Symptom.CONVERSION.value:
-            return f"conversion error with {subj}" + (f": {d}" if d else "")
-        if s == Symptom.TIMEOUT.value:
-            return f"{d or 'a stage'} hangs with {subj}"
-        return f"engine error with {subj}" + (f": {d}" if d else "")
-
-    def to_json(self) -> dict[str, Any]:
-        d = {**asdict(self), "ops": list(self.ops), "pattern": list(self.pattern), "key": self.id, "title": self.title}
-        if not self.frontend:  # tf: stored as before front ends
-            del d["frontend"]
-        return d
-
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> RootKey:
-        return RootKey(d["symptom"], tuple(d.get("ops", ())), d.get("detail", ""), bool(d.get("isolated")),
-                       tuple(d.get("pattern", ())), d.get("frontend", ""))
 
 
 MAX_PATTERN = 4  # a minimised model with more operators than this names no pattern
@@ -443,6 +325,13 @@ class RootCause:
                 "canonical": self.canonical, "count": self.count, "platforms": list(self.platforms),
                 "verdict": self.verdict, "minimized": self.minimized, "isolated": self.key.isolated,
                 "settled": self.settled}
+
+    def to_row(self) -> RootCauseRow:
+        """The summary's row of it (records.summary)."""
+        k = self.key
+        return RootCauseRow(k.id, k.symptom, tuple(self.fingerprints), self.canonical, Policy(self.policy), self.count,
+                            k.title, k.ops, k.detail, tuple(self.platforms), self.verdict, self.minimized, k.isolated,
+                            self.settled)
 
     @property
     def filed(self) -> bool:

@@ -31,11 +31,12 @@ import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .fingerprint import Fingerprint
+from ..records.enums import Policy, Verdict
+from ..records.summary import Summary, VerdictRow
 
 VERDICTS_FILE = "verdicts.json"
 # MNN's heap damage makes some bugs show only some of the time.  One that shows with
@@ -45,19 +46,6 @@ VERDICTS_FILE = "verdicts.json"
 # at least MIN_FRESH rounds are on fresh workers, where no earlier model left damage.
 ROUNDS = 6
 MIN_FRESH = 3
-
-
-class Verdict(str, Enum):
-    NEW = "new"
-    PRE_EXISTING = "pre-existing"
-    FIXED = "fixed"
-    CHANGED = "changed"
-    FLAKY_NEW = "flaky-new"
-    FLAKY_FIXED = "flaky-fixed"  # the base build's failure did not show on every replay
-    UNCHECKED = "unchecked"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # The verdict that fails the pull request (under fail-on: new), once confirmed.
@@ -95,6 +83,12 @@ class BugVerdict:
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "verdict": self.verdict.value}
+
+    def to_row(self) -> VerdictRow:
+        """The summary's row of it (records.summary)."""
+        return VerdictRow(self.key, self.verdict, self.title, self.op, self.count, dict(self.cases), self.case_dir,
+                          dict(self.case_dirs), self.confirmation,
+                          Fingerprint.from_json(self.fingerprint) if self.fingerprint else None)
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> BugVerdict:
@@ -250,13 +244,6 @@ def blamed(verdicts: dict[str, BugVerdict]) -> list[str]:
     return sorted(k for k, bv in verdicts.items() if bv.verdict in BLAMED)
 
 
-def failing(summary: dict[str, Any]) -> list[str]:
-    """What fails the step under fail-on: new.  With a base build: the confirmed new
-    fingerprints; without one: those not seen before (the known bugs of a previous state)."""
-    tri = summary.get("triage")
-    return list(tri["blamed"]) if tri else list(summary.get("new_failures", []))
-
-
 @dataclass(frozen=True)
 class Tally:
     """A campaign's answer in one unit, read by the headline, the job summary's tables and the
@@ -272,50 +259,50 @@ class Tally:
     by_verdict: dict[str, int] = field(default_factory=dict)  # with a base build
 
 
-def tally(summary: dict[str, Any]) -> Tally:
-    """The counts of a summary.json (untrusted data: numbers and ids only are read)."""
-    blamed = set(failing(summary))
-    fps = int(summary.get("unique_failures", 0))
-    tri = summary.get("triage")
-    counts = {k: int(v) for k, v in (tri or {}).get("counts", {}).items()}
-    rcs = summary.get("root_causes")
+def tally(summary: Summary) -> Tally:
+    """The counts of a summary."""
+    blamed = set(summary.blamed)
+    fps = summary.unique_failures
+    tri = summary.triage
+    counts = dict(tri.counts) if tri else {}
+    rcs = summary.root_causes
     if rcs is None:
         return Tally(fps, fps, len(blamed), len(blamed), tuple(sorted(blamed)), counts)
     # A root cause fails the check through its fingerprints: those the campaign kept in
     # new_failures only (policy report: a reference disagreement or a precision class never).
-    new = sorted((rc for rc in rcs if blamed & set(rc.get("fingerprints") or [])),
-                 key=lambda rc: (-int(rc.get("count") or 0), str(rc.get("key", ""))))
-    by_verdict = dict(Counter(str(rc.get("verdict") or "") for rc in rcs)) if tri else {}
+    new = sorted((rc for rc in rcs if blamed & set(rc.fingerprints)), key=lambda rc: (-rc.count, rc.key))
+    by_verdict: dict[str, int] = {}
     if tri:  # the blamed ones are "new" whatever else their fingerprints were; the rest by their verdict
-        by_verdict = {v.value: 0 for v in Verdict} | {k: n for k, n in by_verdict.items() if k}
+        by_verdict = {v.value: 0 for v in Verdict} | {k: n for k, n in Counter(rc.verdict for rc in rcs).items() if k}
         by_verdict["new"] = len(new)
         # The base build's own failures have no root causes (nothing of this build to minimise).
         by_verdict["fixed"], by_verdict["flaky-fixed"] = counts.get("fixed", 0), counts.get("flaky-fixed", 0)
     # The tables list every root cause but the ignored ones (ties: counted in a line of their own).
-    listed = sum(rc.get("policy") != "ignore" for rc in rcs)
-    return Tally(listed, fps, len(new), len(blamed), tuple(str(rc.get("key", "")) for rc in new), by_verdict)
+    listed = sum(rc.policy is not Policy.IGNORE for rc in rcs)
+    return Tally(listed, fps, len(new), len(blamed), tuple(rc.key for rc in new), by_verdict)
 
 
 _PLAIN = re.compile(r"[^A-Za-z0-9 _:.,()=+/>\[\]-]")  # a title from a run's summary.json is untrusted data
 MAX_TITLES = 3
 
 
-def _new_titles(summary: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+def _new_titles(summary: Summary, keys: tuple[str, ...]) -> list[str]:
     """The titles of the root causes ``keys`` (largest first) as plain text: what broke."""
-    by_key = {str(rc.get("key", "")): rc for rc in summary.get("root_causes") or []}
+    by_key = {rc.key: rc for rc in summary.root_causes or ()}
     # Brackets stay ("[onnx] Add: ..."), escaped so that no link can form.
-    titles = [_PLAIN.sub("", str(by_key[k].get("title") or ""))[:100].replace("[", "\\[").replace("]", "\\]")
+    titles = [_PLAIN.sub("", by_key[k].title)[:100].replace("[", "\\[").replace("]", "\\]")
               for k in keys if k in by_key]
     shown = [t for t in titles if t][:MAX_TITLES]
     return shown + [f"and {len(titles) - len(shown)} more"] if len(titles) > len(shown) and shown else shown
 
 
-def headline(summary: dict[str, Any]) -> str:
+def headline(summary: Summary) -> str:
     """The answer, in one line, for the top of the job summary."""
     t = tally(summary)
-    unit = "root cause" if "root_causes" in summary else "distinct failure"
-    detail = f" ({t.fingerprints} fingerprint{_s(t.fingerprints)})" if "root_causes" in summary else ""
-    if not summary.get("triage"):
+    by_root_cause = summary.root_causes is not None
+    unit = "root cause" if by_root_cause else "distinct failure"
+    detail = f" ({t.fingerprints} fingerprint{_s(t.fingerprints)})" if by_root_cause else ""
+    if summary.triage is None:
         return (f"{t.failures} {unit}{_s(t.failures)}{detail}, {t.new} not seen before. No base build to compare "
                 f"with: set `base-build` to tell what this pull request introduced.")
     c = t.by_verdict

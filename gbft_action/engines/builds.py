@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..records.bundle import EngineInfo
 from .registry import ENGINES
 
 
@@ -62,16 +63,16 @@ def _preparer(engine: str) -> Callable[[Path | None, Path, Commands], EngineBuil
     return _wheel(engine, package) if package else None
 
 
-def build_of_bundle(engine: dict[str, str | dict[str, str]]) -> EngineBuild:
-    """The build a bundle's ``meta["engine"]`` names, to replay it with (the installed engine
-    with the settings it ran with, or for the command engine the commands and build folder)."""
-    name = str(engine.get("engine") or "mnn")
-    cmds = engine.get("commands")
-    if name == "command" and isinstance(cmds, dict):
+def build_of_bundle(engine: EngineInfo) -> EngineBuild:
+    """The build a bundle's engine record names, to replay it with (the installed engine with
+    the settings it ran with, or for the command engine the commands and build folder)."""
+    name = engine.engine or "mnn"
+    cmds = engine.commands
+    if name == "command" and cmds:
         return _command(Path(cmds["build"]) if cmds.get("build") else None, Path(),
                         Commands(cmds.get("converter", ""), cmds.get("runner", "")))
     known = ENGINES.get(name)
-    return EngineBuild(name, env=known.env_for(known.settings(engine)) if known else {})
+    return EngineBuild(name, env=known.env_for(known.settings(engine.settings)) if known else {})
 
 
 def prepare_builds(engine: str, pr: Path | None, base: Path | None, out: Path,

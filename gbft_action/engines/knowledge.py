@@ -17,8 +17,8 @@ May import: the standard library only.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -91,13 +91,10 @@ class EngineKnowledge:
     #: variable the adapter reads it from, the values it takes)
     setting_vars: dict[str, tuple[str, tuple[str, ...]]] = {}
 
-    def settings(self, engine: dict[str, Any]) -> dict[str, str]:
-        """The settings a bundle's ``meta["engine"]`` says the engine ran with (its adapter's
-        hello, ``settings``) that a repro and a replay must use too; only values this
-        knowledge recognises (a bundle is untrusted data)."""
-        given = engine.get("settings")
-        if not isinstance(given, dict):
-            return {}
+    def settings(self, given: Mapping[str, str]) -> dict[str, str]:
+        """Of the settings a bundle says the engine ran with (its adapter's hello, ``settings``),
+        those a repro and a replay must use too; only values this knowledge recognises (a
+        bundle is untrusted data)."""
         return {name: str(given[name]) for name, (_, allowed) in self.setting_vars.items()
                 if str(given.get(name, "")) in allowed}
 

@@ -21,6 +21,8 @@ from markupsafe import Markup
 from ..bugs.bundle import ALONE_FILE, TEMPLATES, mermaid
 from ..bugs.repro import STATUS_TEXT, engine_needs, render_repro
 from ..graph.ir import Graph
+from ..records.bundle import BundleMeta
+from ..records.summary import RootCauseRow, Summary
 from .sanitize import cell, code_block, finalize, prose, title, truncate_body
 
 WHAT = {"MCF": "fails to convert a valid model", "IF": "fails while running a converted model",
@@ -38,11 +40,11 @@ SYMPTOM_TEXT = {"wrong-result": "wrong result", "nan-inf": "NaN/Inf", "conversio
                 "unsupported": "unsupported operator"}
 
 
-def support_matrix(summary: dict[str, Any]) -> dict[str, Any] | None:
+def support_matrix(summary: Summary) -> dict[str, Any] | None:
     """The support matrix of a campaign's probes (search.probe), from its coverage (one front
     end's, or the ONNX one of a mixed campaign): totals, and the operators whose instances do not
     all agree, worst first.  None when nothing was probed."""
-    cov = summary.get("coverage") or {}
+    cov = summary.coverage or {}
     sup = cov.get("support") or next((c.get("support") for c in cov.values() if isinstance(c, dict)
                                       and c.get("support")), None)
     if not isinstance(sup, dict) or not isinstance(sup.get("rows"), dict):
@@ -92,11 +94,11 @@ MAX_MARKER = 4096  # base64 characters: a state is a few hundred
 _DATE = re.compile(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\dZ)?")
 
 
-def issue_state(meta: dict[str, Any]) -> dict[str, Any]:
-    occ = meta.get("occurrences", 1)  # a bundle's meta is untrusted data: exact types only
-    return {"occurrences": occ if type(occ) is int and occ >= 0 else 1, "first_seen": _date(meta.get("first_seen")),
-            "last_seen": _date(meta.get("last_seen")),
-            "platforms": sorted(str(p)[:40] for p in (meta.get("platforms") or []))[:8]}
+def issue_state(meta: BundleMeta) -> dict[str, Any]:
+    """What the issue's marker keeps: occurrences, first and last seen, platforms (the dates
+    only in their exact form: a bundle is untrusted data)."""
+    return {"occurrences": meta.occurrences, "first_seen": _date(meta.first_seen), "last_seen": _date(meta.last_seen),
+            "platforms": sorted(p[:40] for p in meta.platforms)[:8]}
 
 
 def _date(v: Any) -> str:
@@ -133,15 +135,14 @@ def decode_state(body: str) -> dict[str, Any] | None:
     return d if ok else None
 
 
-def _rc_view(rc: dict[str, Any]) -> dict[str, Any]:
+def _rc_view(rc: RootCauseRow) -> dict[str, Any]:
     """What the issue template shows of a root cause (raw values: the template sanitises each)."""
-    return {"key": rc["key"], "symptom": symptom_text(rc["symptom"]), "title": rc.get("title", ""),
-            "ops": list(rc.get("ops", [])), "detail": rc.get("detail", ""), "fingerprints": len(rc["fingerprints"])}
+    return {"key": rc.key, "symptom": symptom_text(rc.symptom), "title": rc.title, "ops": list(rc.ops),
+            "detail": rc.detail, "fingerprints": len(rc.fingerprints)}
 
 
-def _node(meta: dict[str, Any]) -> str:
-    node = str(meta.get("node") or "")
-    return node if node.isidentifier() else ""
+def _node(meta: BundleMeta) -> str:
+    return meta.node if meta.node.isidentifier() else ""
 
 
 class Renderer:
@@ -154,38 +155,38 @@ class Renderer:
                                       undefined=jinja2.StrictUndefined, finalize=finalize)
         self.code_env = jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False)
 
-    def issue(self, bundle: Path, meta: dict[str, Any], ctx: RunContext, aliases: list[str] = (),
-              run_key: str = "", rc: dict[str, Any] | None = None,
+    def issue(self, bundle: Path, meta: BundleMeta, ctx: RunContext, aliases: list[str] = (),
+              run_key: str = "", rc: RootCauseRow | None = None,
               merged: list[dict[str, Any]] = ()) -> tuple[str, str]:
         """(title, body) of the issue for one bug bundle: a fingerprint's, or the one shown for a
         root cause ``rc`` (``merged``: its fingerprints as rows).  The bundle is data (a pull
         request's artifact): its repro and diagram are generated here from its graph, never pasted."""
-        fp = meta["fingerprint"]
+        fp = meta.fingerprint
         repro, graph = self._repro(bundle, meta)
         log = (bundle / "engine.log").read_text(errors="replace") if (bundle / "engine.log").exists() else ""
         body = self.env.get_template("issue.md.j2").render(
-            fp=fp, aliases=list(aliases), run_key=run_key, engine={"name": meta["engine"].get("engine", ""),
-                                                                "version": meta["engine"].get("version", "")},
-            what=WHAT.get(fp["status"], "fails"), status_text=STATUS_TEXT.get(fp["status"], fp["status"]),
-            onnx=fp.get("frontend") == "onnx",
-            tool_repo=TOOL_REPO, commit=ctx.commit, platforms=meta.get("platforms") or ["?"],
-            pr_link=Markup(ctx.pr_link), run_link=Markup(ctx.run_link), occurrences=meta.get("occurrences", 1),
-            first_seen=meta.get("first_seen", ""), last_seen=meta.get("last_seen", ""),
-            original_size=meta.get("original_size"), minimized_size=meta.get("minimized_size"),
-            minimized=meta.get("minimized", False), alone=cell(meta["alone"], 40) if meta.get("alone") else "",
-            message=Markup(prose(meta.get("message", ""), 1000)),
+            fp={**fp.to_json(), "id": meta.id}, aliases=list(aliases), run_key=run_key,
+            engine={"name": meta.engine.engine, "version": meta.engine.version},
+            what=WHAT.get(fp.status, "fails"), status_text=STATUS_TEXT.get(fp.status, fp.status),
+            onnx=fp.frontend == "onnx",
+            tool_repo=TOOL_REPO, commit=ctx.commit, platforms=list(meta.platforms) or ["?"],
+            pr_link=Markup(ctx.pr_link), run_link=Markup(ctx.run_link), occurrences=meta.occurrences,
+            first_seen=meta.first_seen, last_seen=meta.last_seen,
+            original_size=meta.original_size, minimized_size=meta.minimized_size,
+            minimized=meta.minimized, alone=cell(meta.alone, 40) if meta.alone else "",
+            message=Markup(prose(meta.message, 1000)),
             details=self._details(bundle),
             mermaid=code_block(mermaid(graph, _node(meta)) if graph else "flowchart TD", "mermaid"),
-            flaky=meta.get("flaky"), engine_pip=engine_needs(meta["engine"]),
+            flaky=meta.flaky, engine_pip=engine_needs(meta.engine),
             repro_lines=repro.count("\n"), repro_block=code_block(repro, "python"),
             engine_only=(bundle / "repro_engine.py").exists(),
             log_block=code_block("\n".join(log.splitlines()[-60:])) if log.strip() else "",
             rc=_rc_view(rc) if rc else None, merged=list(merged), state=Markup(encode_state(issue_state(meta))))
         if rc:
-            return title(f"[{symptom_text(rc['symptom'])}] {rc.get('title') or fp['title']}"), truncate_body(body)
-        return title(fp["title"]), truncate_body(body)
+            return title(f"[{symptom_text(rc.symptom)}] {rc.title or fp.title}"), truncate_body(body)
+        return title(fp.title), truncate_body(body)
 
-    def _repro(self, bundle: Path, meta: dict[str, Any]) -> tuple[str, Graph | None]:
+    def _repro(self, bundle: Path, meta: BundleMeta) -> tuple[str, Graph | None]:
         """repro.py generated from the bundle's blamed operator alone, else its (minimised)
         graph; a bundle that does not hold a valid graph gets a line saying so instead."""
         path = next((bundle / n for n in (ALONE_FILE, "minimized.json") if (bundle / n).exists()), bundle / "graph.json")
@@ -209,11 +210,10 @@ class Renderer:
             return Markup("")
         return Markup("| output | elements within tolerance | difference |\n|---|---:|---|\n" + "\n".join(rows[:10]))
 
-    def comment(self, meta: dict[str, Any], ctx: RunContext, run_occurrences: int, regressed: bool) -> str:
+    def comment(self, meta: BundleMeta, ctx: RunContext, run_occurrences: int, regressed: bool) -> str:
         return truncate_body(self.env.get_template("comment.md.j2").render(
             regressed=regressed, pr_link=Markup(ctx.pr_link), commit=ctx.commit, run_link=Markup(ctx.run_link),
-            platforms=meta.get("platforms") or ["?"], run_occurrences=run_occurrences,
-            occurrences=meta.get("occurrences", run_occurrences)))
+            platforms=list(meta.platforms) or ["?"], run_occurrences=run_occurrences, occurrences=meta.occurrences))
 
     def tracking(self, key: str, rows: list[dict[str, Any]], ctx: RunContext, run_key: str,
                  data: str, symptom: str = "precision") -> tuple[str, str]:
@@ -235,25 +235,24 @@ class Renderer:
             engine={"name": engine.get("engine", ""), "version": engine.get("version", "")}, commit=ctx.commit,
             platforms=platforms or ["?"], closing=closing, run_link=Markup(ctx.run_link))
 
-    def summary(self, summary: dict[str, Any], headline: str, sections: list[dict[str, Any]],
+    def summary(self, summary: Summary, headline: str, sections: list[dict[str, Any]],
                 ids: list[dict[str, Any]], not_filed: list[str], refused: list[dict[str, Any]] = (),
                 declined: list[dict[str, Any]] = (), by_root_cause: bool = False, ignored: str = "") -> str:
-        eng = summary.get("engine", {})
-        counts = summary.get("platforms") or {}  # in the order given on the command line
-        plats = {p: counts[p] for p in summary.get("platform_order", counts) if p in counts}
-        base = (summary.get("triage") or {}).get("base") or {}
+        eng = summary.engine
+        counts = summary.platforms  # in the order given on the command line
+        plats = {p: counts[p] for p in summary.platform_order or counts if p in counts}
+        base = summary.triage.base if summary.triage else {}
         return self.env.get_template("summary.md.j2").render(
-            engine={"name": eng.get("name", ""), "version": eng.get("version", "")}, models=summary["models"],
+            engine={"name": eng.name, "version": eng.version}, models=summary.models,
             base=" ".join(str(x) for x in (base.get("engine", ""), base.get("version", "")) if x)[:80],
             headline=Markup(headline), sections=sections, ids=ids,
-            elapsed_s=summary["elapsed_s"], models_per_s=summary["models_per_s"],
-            platforms=list(plats) or [eng.get("machine", "?")], per_platform=plats if len(plats) > 1 else {},
-            stop_reason=summary.get("stop_reason", ""),
-            by_status=summary["by_status"], coverage=summary.get("coverage"), not_filed=not_filed,
-            frontends=summary.get("frontends") or {},
-            harness=summary.get("harness_errors") or {},
+            elapsed_s=summary.elapsed_s, models_per_s=summary.models_per_s,
+            platforms=list(plats) or [eng.machine or "?"], per_platform=plats if len(plats) > 1 else {},
+            stop_reason=summary.stop_reason,
+            by_status=summary.by_status, coverage=summary.coverage, not_filed=not_filed,
+            frontends=summary.frontends or {}, harness=summary.harness_errors.to_json(),
             refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored,
-            shards=_shards(summary.get("shards")), support=support_matrix(summary))
+            shards=_shards(summary.shards), support=support_matrix(summary))
 
 
 def _shards(shards: Any) -> dict[str, Any] | None:

@@ -23,10 +23,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..bugs.policy import POLICIES, policy_for
 from ..bugs.rootcause import same_class
+from ..records import BundleMeta, FailureRow, Policy, RecordError, RootCauseRow, Summary
 from .render import TRACKING_TITLES, Renderer, RunContext, decode_marker, decode_state, encode_marker, symptom_text
-from .trackers import FINGERPRINT_ID, ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
+from .trackers import ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
 
 PRECISION_TRACKING = "gbft-precision-tracking"  # the tracker key of the one precision tracking issue
 
@@ -39,7 +39,7 @@ def tracking_key(symptom: str) -> str:
     return f"gbft-{symptom}-tracking"
 
 
-def tracking_class(rc: dict[str, Any]) -> str:
+def tracking_class(rc: RootCauseRow) -> str:
     """The tracking issue a root cause is listed in instead of an issue of its own ("": none).
 
     A class the symptom policy summarises (precision, NaN/Inf); or a wrong result whose settled
@@ -47,17 +47,16 @@ def tracking_class(rc: dict[str, Any]) -> str:
     where the difference surfaced, not what is wrong (on ONNX most of them named a control
     operator), and a maintainer closes it as "not a bug": it is listed, never filed one by one.
     It still fails a pull request that introduces it (the verdict reads the policy, not this)."""
-    if rc["policy"] == "summary" and rc["symptom"] in TRACKING_TITLES:
-        return rc["symptom"]
+    if rc.policy is Policy.SUMMARY and rc.symptom in TRACKING_TITLES:
+        return rc.symptom
     # Garbage read from uninitialised memory is the same class (rootcause.same_class): a guess
     # at the operator that read it is no more a finding than a guess at a wrong value's.
-    if (rc["policy"] == "report" and same_class(rc["symptom"]) == "wrong-result" and not rc.get("isolated", True)
-            and rc.get("settled", True)):
+    if rc.policy is Policy.REPORT and same_class(rc.symptom) == "wrong-result" and not rc.isolated and rc.settled:
         return UNISOLATED
     return ""
 
 
-def tracked(rc: dict[str, Any]) -> bool:
+def tracked(rc: RootCauseRow) -> bool:
     """A root cause listed in its class's tracking issue instead of an issue of its own."""
     return bool(tracking_class(rc))
 # Failures of the base build only: the build under test passes, so there is nothing to file.
@@ -114,102 +113,32 @@ class ReportInputError(ValueError):
     """A fuzz output that cannot be reported: one line naming the file."""
 
 
-def load_run(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def load_run(out: Path) -> tuple[Summary, dict[str, BundleMeta]]:
     """summary.json and the meta.json of each failure's bundle, checked: a file that is missing,
     truncated or not what it should be is named in a ReportInputError."""
-    summary = _json(out / "summary.json", dict)
-    failures = summary.get("failures")
-    if not isinstance(failures, list) or not all(isinstance(f, dict) and isinstance(f.get("key"), str)
-                                                 for f in failures):
-        raise ReportInputError(f"{out / 'summary.json'}: 'failures' is not a list of failures with keys")
+    try:
+        summary = Summary.read(out)
+    except RecordError as e:
+        raise ReportInputError(str(e) if "no such file" not in str(e) else f"{e} (run gbft fuzz first?)") from None
     metas = {}
-    for f in failures:
-        meta = _bundle_meta(out / "bugs" / f["key"])
+    for key in [f.key for f in summary.failures] + [rc.canonical for rc in summary.root_causes or ()]:
+        meta = _bundle_meta(out / "bugs" / key) if key not in metas else None
         if meta is not None:  # a failure without a bundle (fixed, or not bundled): nothing to file
-            metas[f["key"]] = meta
-    for rc in root_causes(summary, out / "summary.json") or []:
-        if rc["canonical"] not in metas:  # its bundle holds the root cause's model, failing here or not
-            meta = _bundle_meta(out / "bugs" / rc["canonical"])
-            if meta is not None:
-                metas[rc["canonical"]] = meta
+            metas[key] = meta  # a root cause's canonical bundle holds its model, failing here or not
     return summary, metas
 
 
-def _bundle_meta(bundle: Path) -> dict[str, Any] | None:
+def _bundle_meta(bundle: Path) -> BundleMeta | None:
     """A bundle's meta.json, checked (None: no bundle there)."""
     if not (bundle / "meta.json").exists():
         return None
     for name in ("graph.json", "minimized.json"):
         if not (bundle / name).exists():
             raise ReportInputError(f"{bundle / name}: missing from the bug bundle")
-    meta = _json(bundle / "meta.json", dict)
-    if not isinstance(meta.get("fingerprint"), dict) or not isinstance(meta.get("engine"), dict):
-        raise ReportInputError(f"{bundle / 'meta.json'}: no fingerprint or engine in it")
-    return meta
-
-
-def root_causes(summary: dict[str, Any], path: Path = Path("summary.json")) -> list[dict[str, Any]] | None:
-    """summary["root_causes"], checked, each with its policy; None for an output from before
-    root causes (reported one issue per fingerprint).  The keys and ids become issue markers and
-    bundle paths, so they must have their exact form; the text fields are sanitised where shown."""
-    rcs = summary.get("root_causes")
-    if rcs is None:
-        return None
-    overrides = summary.get("symptom_policy") or {}
-    if not isinstance(overrides, dict) or any(v not in POLICIES for v in overrides.values()):
-        raise ReportInputError(f"{path}: 'symptom_policy' must map symptom classes to {', '.join(POLICIES)}")
-    if not isinstance(rcs, list):
-        raise ReportInputError(f"{path}: 'root_causes' is not a list")
-    keys: set[str] = set()
-    for i, rc in enumerate(rcs):
-        problem = _root_cause_problem(rc, keys)
-        if problem:
-            raise ReportInputError(f"{path}: root_causes[{i}]: {problem}")
-    return [{**rc, "policy": rc.get("policy") or policy_for(rc["symptom"], overrides)} for rc in rcs]
-
-
-def _root_cause_problem(rc: Any, keys: set[str]) -> str:
-    """What is wrong with one root_causes entry ("" if nothing)."""
-    if not isinstance(rc, dict):
-        return "not an object"
-    key = rc.get("key")
-    if not isinstance(key, str) or not re.fullmatch(ROOT_CAUSE_KEY, key):
-        return f"'key' must be rc- and 4 to 61 lower-case letters, digits or '-', got {str(key)[:40]!r}"
-    if key in keys:
-        return f"{key} appears twice"
-    keys.add(key)
-    fps = rc.get("fingerprints")
-    if not isinstance(fps, list) or not fps or not all(isinstance(x, str) and re.fullmatch(FINGERPRINT_ID, x)
-                                                       for x in fps):
-        return f"{key}: 'fingerprints' must be a non-empty list of fingerprint ids"
-    if rc.get("canonical") not in fps:
-        return f"{key}: 'canonical' must be one of its fingerprints"
-    # "" is a failure the campaign could not classify (an old record): reported as such.
-    if not isinstance(rc.get("symptom"), str) or not re.fullmatch(r"[a-z-]{0,40}", rc["symptom"]):
-        return f"{key}: 'symptom' must be a symptom class such as wrong-result"
-    if rc.get("policy", "") not in ("", *POLICIES):
-        return f"{key}: 'policy' must be one of {', '.join(POLICIES)}"
-    if not isinstance(rc.get("count"), int) or isinstance(rc["count"], bool) or rc["count"] < 0:
-        return f"{key}: 'count' must be a number of cases"
-    for name in ("title", "detail", "verdict"):
-        if not isinstance(rc.get(name, ""), str):
-            return f"{key}: '{name}' must be a string"
-    for name in ("ops", "platforms"):
-        if not isinstance(rc.get(name, []), list) or not all(isinstance(x, str) for x in rc.get(name, [])):
-            return f"{key}: '{name}' must be a list of strings"
-    return ""
-
-
-def _json(path: Path, kind: type) -> Any:
-    if not path.exists():
-        raise ReportInputError(f"{path}: no such file (run gbft fuzz first?)")
     try:
-        data = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ReportInputError(f"{path}: not valid JSON (truncated?): {e}") from None
-    if not isinstance(data, kind):
-        raise ReportInputError(f"{path}: expected a JSON {kind.__name__}")
-    return data
+        return BundleMeta.read(bundle)
+    except RecordError as e:
+        raise ReportInputError(str(e)) from None
 
 
 def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_factory: Any = None) -> ReportResult:
@@ -217,13 +146,13 @@ def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_facto
     (a locked or deleted issue, a 5xx after retries) is recorded with its reason in
     report.json and the run goes on.  report.json and summary.md are always written."""
     summary, metas = load_run(cfg.out)
-    rcs = root_causes(summary, cfg.out / "summary.json")
+    rcs = summary.root_causes
     render = Renderer(cfg.template_dir)
     res = ReportResult()
     index: dict[str, Issue] = {}
     try:
         index = tracker.index()
-        run = _Run(cfg, tracker, ctx, render, index, res, {rc["key"] for rc in rcs or []})
+        run = _Run(cfg, tracker, ctx, render, index, res, {rc.key for rc in rcs or ()})
         bugs = _fingerprint_bugs(cfg.out, summary, metas) if rcs is None else _root_cause_bugs(cfg.out, summary,
                                                                                                metas, rcs)
         for bug in bugs:
@@ -232,8 +161,8 @@ def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_facto
             except TrackerError as e:
                 res.failed.append({**bug.entry, "issue": e.number, "reason": str(e)})
         if cfg.check_fixes:
-            failing_now = set(metas) | {i for rc in rcs or [] if rc.get("verdict", "") not in FIXED_VERDICTS
-                                        for i in (rc["key"], *rc["fingerprints"])}
+            failing_now = set(metas) | {i for rc in rcs or () if rc.verdict not in FIXED_VERDICTS
+                                        for i in (rc.key, *rc.fingerprints)}
             _check_fixes(cfg, tracker, ctx, render, index, failing_now, res, lane_factory)
     finally:
         (cfg.out / "report.json").write_text(json.dumps(res.to_json(), indent=2, sort_keys=True) + "\n")
@@ -249,43 +178,42 @@ class _Bug:
     key: str  # the tracker key
     lookup: list[str]  # ids an existing issue may answer to, the key first
     entry: dict[str, Any]  # for report.json
-    meta: dict[str, Any] = field(default_factory=dict)  # of the bundle shown, with the bug's occurrences
+    meta: BundleMeta | None = None  # of the bundle shown, with the bug's occurrences
     bundle: Path = Path()
     run_count: int = 1  # cases in this run
-    rc: dict[str, Any] | None = None
+    rc: RootCauseRow | None = None
     merged: list[dict[str, Any]] = field(default_factory=list)  # a root cause's fingerprints, for its issue
     tracked: list[dict[str, Any]] | None = None
     tracks: str = ""  # the symptom class of a tracking issue
 
 
-def _fingerprint_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[str, Any]]) -> list[_Bug]:
+def _fingerprint_bugs(out: Path, summary: Summary, metas: dict[str, BundleMeta]) -> list[_Bug]:
     """An output without root causes: one issue per fingerprint, as before them."""
-    counts = {f["key"]: f["count"] for f in summary.get("failures", [])}
-    return [_Bug(fid, [fid], {"fingerprint": fid, "title": meta["fingerprint"]["title"]}, meta, out / "bugs" / fid,
+    counts = {f.key: f.count for f in summary.failures}
+    return [_Bug(fid, [fid], {"fingerprint": fid, "title": meta.fingerprint.title}, meta, out / "bugs" / fid,
                  counts.get(fid, 1)) for fid, meta in metas.items()]
 
 
-def _root_cause_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[str, Any]],
-                     rcs: list[dict[str, Any]]) -> list[_Bug]:
+def _root_cause_bugs(out: Path, summary: Summary, metas: dict[str, BundleMeta],
+                     rcs: tuple[RootCauseRow, ...]) -> list[_Bug]:
     """One issue per root cause to report, then a tracking issue per class with root causes to
     list (precision, NaN/Inf, unisolated wrong results: render.TRACKING_TITLES)."""
-    failures = {f["key"]: f for f in summary.get("failures", [])}
+    failures = {f.key: f for f in summary.failures}
     bugs: list[_Bug] = []
     rows: dict[str, list[dict[str, Any]]] = {}
     for rc in rcs:
-        if rc.get("verdict", "") in FIXED_VERDICTS:
+        if rc.verdict in FIXED_VERDICTS:
             continue
         if tracked(rc):
             rows.setdefault(tracking_class(rc), []).append(_tracked_row(rc))
         fid = _shown(rc, metas)
-        if rc["policy"] != "report" or fid is None or tracked(rc):
+        if rc.policy is not Policy.REPORT or fid is None or tracked(rc):
             continue  # no bundle: nothing to show (a root cause seen only on the base build)
         # The issue counts the root cause's cases, on all its platforms, not the shown bundle's.
-        meta = {**metas[fid], "occurrences": rc["count"],
-                "platforms": rc.get("platforms") or metas[fid].get("platforms")}
-        entry = {"root_cause": rc["key"], "fingerprint": fid, "title": rc.get("title") or meta["fingerprint"]["title"]}
-        bugs.append(_Bug(rc["key"], [rc["key"], *_ids(rc)], entry, meta, out / "bugs" / fid, rc["count"], rc,
-                         [_merged_row(x, failures.get(x) or {}, metas.get(x) or {}) for x in _ids(rc)[:MERGED_ROWS]]))
+        meta = metas[fid].with_(occurrences=rc.count, platforms=rc.platforms or metas[fid].platforms)
+        entry = {"root_cause": rc.key, "fingerprint": fid, "title": rc.title or meta.fingerprint.title}
+        bugs.append(_Bug(rc.key, [rc.key, *rc.ids], entry, meta, out / "bugs" / fid, rc.count, rc,
+                         [_merged_row(x, failures.get(x), metas.get(x)) for x in rc.ids[:MERGED_ROWS]]))
     for symptom in TRACKING_TITLES:  # a fixed order: the same run files them in the same order
         if symptom in rows:
             key = tracking_key(symptom)
@@ -294,20 +222,16 @@ def _root_cause_bugs(out: Path, summary: dict[str, Any], metas: dict[str, dict[s
     return bugs
 
 
-def _merged_row(fid: str, failure: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+def _merged_row(fid: str, failure: FailureRow | None, meta: BundleMeta | None) -> dict[str, Any]:
     """One fingerprint of a root cause, for its issue's collapsed list (raw: the template sanitises)."""
-    return {"id": fid, "title": str(failure.get("title") or meta.get("title", "")), "count": failure.get("count", ""),
-            "platforms": list(failure.get("platforms") or meta.get("platforms") or [])}
+    return {"id": fid, "title": (failure.title if failure else "") or (meta.title if meta else ""),
+            "count": failure.count if failure else "",
+            "platforms": list((failure.platforms if failure else ()) or (meta.platforms if meta else ()))}
 
 
-def _ids(rc: dict[str, Any]) -> list[str]:
-    """A root cause's fingerprints, the canonical one first."""
-    return [rc["canonical"], *(x for x in dict.fromkeys(rc["fingerprints"]) if x != rc["canonical"])]
-
-
-def _shown(rc: dict[str, Any], metas: dict[str, dict[str, Any]]) -> str | None:
+def _shown(rc: RootCauseRow, metas: dict[str, BundleMeta]) -> str | None:
     """The fingerprint whose bundle shows the root cause: the canonical one, else any with a bundle."""
-    return next((x for x in _ids(rc) if x in metas), None)
+    return next((x for x in rc.ids if x in metas), None)
 
 
 class _Run:
@@ -352,7 +276,7 @@ class _Run:
     def _file(self, bug: _Bug) -> None:
         # Unsettled: its title names an operator nobody confirmed; listed until a run settles it
         # (an issue already filed for it is still updated: the bug was seen again).
-        if bug.rc is not None and not bug.rc.get("settled", True):
+        if bug.rc is not None and not bug.rc.settled:
             self.res.skipped.append({**bug.entry, "reason": UNSETTLED})
             return
         # The quota counts bugs (root causes); the one tracking issue is not one.
@@ -390,6 +314,7 @@ class _Run:
         if bug.tracked is not None:
             rows = _tracked_rows(existing.body if existing else "", bug.tracked)
             return self.render.tracking(bug.key, rows, self.ctx, self.run_key, _encode_rows(rows), bug.tracks)
+        assert bug.meta is not None  # an issue of its own shows a bundle
         meta = _merged(bug.meta, existing) if existing else bug.meta
         return self.render.issue(bug.bundle, meta, self.ctx, aliases=_aliases(existing, bug), run_key=self.run_key,
                                  rc=bug.rc, merged=bug.merged)
@@ -412,7 +337,7 @@ SECTIONS = (
 )
 
 
-def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict[str, Any]],
+def job_summary(render: Renderer, summary: Summary, metas: dict[str, BundleMeta],
                 index: dict[str, Issue], res: ReportResult) -> str:
     """The Markdown job summary: the answer first, a table per verdict, ids in a collapsed block."""
     from ..bugs.triage import headline, tally
@@ -420,18 +345,19 @@ def job_summary(render: Renderer, summary: dict[str, Any], metas: dict[str, dict
     blamed = set(tally(summary).new_keys)  # the "new" table holds what fails the check, nothing else
     rows: dict[str, list[dict[str, Any]]] = {}
     ids: list[dict[str, Any]] = []
-    rcs = root_causes(summary)
+    rcs = summary.root_causes
     ignored: Counter[str] = Counter()
     covered: set[str] = set()  # fingerprints shown through their root cause
-    for rc in rcs or []:
-        covered.update(rc["fingerprints"])
-        if rc["policy"] == "ignore":
-            ignored[rc["symptom"]] += 1
+    for rc in rcs or ():
+        covered.update(rc.fingerprints)
+        if rc.policy is Policy.IGNORE:
+            ignored[rc.symptom] += 1
         else:
             _root_cause_row(rc, summary, metas, index, rows, ids, blamed)
-    fixed = (summary.get("triage") or {}).get("fixed", [])
-    for f in [*summary.get("failures", []), *fixed]:
-        if f["key"] not in covered:  # every fingerprint of an older output; any a root cause misses
+    fixed = [FailureRow(v.key, v.count, v.title, op=v.op, case_dir=v.case_dir, verdict=v.verdict)
+             for v in (summary.triage.fixed if summary.triage else ())]
+    for f in [*summary.failures, *fixed]:
+        if f.key not in covered:  # every fingerprint of an older output; any a root cause misses
             _fingerprint_row(f, summary, metas, index, rows, ids)
     sections = [{"title": title, "why": why, "rows": rows[v]} for v, title, why in SECTIONS if rows.get(v)]
     not_filed = [x.get("root_cause") or x["fingerprint"] for x in res.skipped if x.get("reason") == "not filed: quota"]
@@ -446,42 +372,40 @@ def _link(issue: Issue | None) -> Markup:
     return Markup(f"[#{issue.number}]({issue.url})" if issue.url.startswith("http") else f"#{issue.number}")
 
 
-def _fingerprint_row(f: dict[str, Any], summary: dict[str, Any], metas: dict[str, dict[str, Any]],
+def _fingerprint_row(f: FailureRow, summary: Summary, metas: dict[str, BundleMeta],
                      index: dict[str, Issue], rows: dict[str, list[dict[str, Any]]], ids: list[dict[str, Any]]) -> None:
-    meta = metas.get(f["key"], {})
-    verdict = f.get("verdict", "")
+    meta = metas.get(f.key)
+    verdict = f.verdict.value if f.verdict is not None else ""
     # Raw values: the template makes each a sanitised cell (sanitize.finalize).
     rows.setdefault(verdict, []).append({
-        "title": str(f.get("title") or f.get("message", ""))[:120], "op": str(f.get("op") or "")[:40],
-        "symptom": str(f.get("symptom") or "")[:40], "fingerprints": 1,
-        "count": f["count"], "size": meta.get("minimized_size", ""), "issue": _link(index.get(f["key"]))})
-    bundle = f"bugs/{f['key']}/" if meta else f.get("case_dir", "")
-    ids.append({"key": str(f["key"])[:20], "fingerprints": str(f["key"])[:20],
-                "verdict": verdict or ("new" if f["key"] in summary.get("new_failures", []) else "known"),
-                "platforms": ", ".join(map(str, f.get("platforms") or meta.get("platforms") or []))[:80],
-                "bundle": str(bundle)[:120]})
+        "title": (f.title or f.message)[:120], "op": f.op[:40], "symptom": f.symptom[:40], "fingerprints": 1,
+        "count": f.count, "size": meta.minimized_size if meta else "", "issue": _link(index.get(f.key))})
+    bundle = f"bugs/{f.key}/" if meta else f.case_dir
+    ids.append({"key": f.key[:20], "fingerprints": f.key[:20],
+                "verdict": verdict or ("new" if f.key in summary.new_failures else "known"),
+                "platforms": ", ".join(f.platforms or (meta.platforms if meta else ()))[:80],
+                "bundle": bundle[:120]})
 
 
-def _root_cause_row(rc: dict[str, Any], summary: dict[str, Any], metas: dict[str, dict[str, Any]],
+def _root_cause_row(rc: RootCauseRow, summary: Summary, metas: dict[str, BundleMeta],
                     index: dict[str, Issue], rows: dict[str, list[dict[str, Any]]], ids: list[dict[str, Any]],
                     blamed: set[str]) -> None:
     fid = _shown(rc, metas)
-    meta = metas.get(fid, {}) if fid else {}
-    issue = _link(index.get(tracking_key(tracking_class(rc)) if tracked(rc) else rc["key"]))
-    if rc["policy"] == "summary" and not issue:
+    meta = metas.get(fid) if fid else None
+    issue = _link(index.get(tracking_key(tracking_class(rc)) if tracked(rc) else rc.key))
+    if rc.policy is Policy.SUMMARY and not issue:
         issue = Markup("summary only")  # by the symptom policy: never filed one by one
-    elif not rc.get("settled", True) and not issue:
+    elif not rc.settled and not issue:
         issue = Markup(UNSETTLED)
-    verdict = rc.get("verdict", "")
-    section = "new-listed" if verdict == "new" and rc["key"] not in blamed else verdict
+    section = "new-listed" if rc.verdict == "new" and rc.key not in blamed else rc.verdict
     rows.setdefault(section, []).append({
-        "title": str(rc.get("title") or meta.get("title") or rc["key"])[:120], "op": ", ".join(rc.get("ops", []))[:40],
-        "symptom": symptom_text(rc["symptom"]), "fingerprints": len(rc["fingerprints"]), "count": rc["count"],
-        "size": meta.get("minimized_size", ""), "issue": issue})
-    new = set(summary.get("new_failures", []))
-    ids.append({"key": rc["key"][:64], "fingerprints": _id_list(_ids(rc)),
-                "verdict": verdict or ("new" if new & set(rc["fingerprints"]) else "known"),
-                "platforms": ", ".join(rc.get("platforms") or meta.get("platforms") or [])[:80],
+        "title": (rc.title or (meta.title if meta else "") or rc.key)[:120], "op": ", ".join(rc.ops)[:40],
+        "symptom": symptom_text(rc.symptom), "fingerprints": len(rc.fingerprints), "count": rc.count,
+        "size": meta.minimized_size if meta else "", "issue": issue})
+    new = set(summary.new_failures)
+    ids.append({"key": rc.key[:64], "fingerprints": _id_list(rc.ids),
+                "verdict": rc.verdict or ("new" if new & set(rc.fingerprints) else "known"),
+                "platforms": ", ".join(rc.platforms or (meta.platforms if meta else ()))[:80],
                 "bundle": f"bugs/{fid}/" if fid else ""})
 
 
@@ -508,8 +432,8 @@ def run_key_of(out: Path) -> str:
     import hashlib
 
     raw = (out / "summary.json").read_bytes()
-    run_id = json.loads(raw).get("run_id", "")
-    return str(run_id)[:32] if run_id else hashlib.sha256(raw).hexdigest()[:16]
+    run_id = Summary.read(out).run_id
+    return run_id[:32] if run_id else hashlib.sha256(raw).hexdigest()[:16]
 
 
 def _aliases(issue: Issue | None, bug: _Bug) -> list[str]:
@@ -519,13 +443,11 @@ def _aliases(issue: Issue | None, bug: _Bug) -> list[str]:
     return [x for x in ids if x != bug.key and not re.fullmatch(TRACKING_KEY, x)]
 
 
-def _tracked_row(rc: dict[str, Any]) -> dict[str, Any]:
+def _tracked_row(rc: RootCauseRow) -> dict[str, Any]:
     """One root cause, as its class's tracking issue keeps it (short: its data lives in the body)."""
     today = time.strftime("%Y-%m-%d", time.gmtime())
-    return {"key": rc["key"], "title": str(rc.get("title") or "")[:100], "count": rc["count"],
-            "ops": [str(x)[:40] for x in rc.get("ops", [])[:5]],
-            "platforms": sorted(str(x)[:40] for x in rc.get("platforms", [])[:8]),
-            "first_seen": today, "last_seen": today}
+    return {"key": rc.key, "title": rc.title[:100], "count": rc.count, "ops": [x[:40] for x in rc.ops[:5]],
+            "platforms": sorted(x[:40] for x in rc.platforms[:8]), "first_seen": today, "last_seen": today}
 
 
 _ROWS = re.compile(r"<!-- gbft-tracking-rows: ([A-Za-z0-9+/=]*) -->")
@@ -564,19 +486,17 @@ def _valid_row(r: Any) -> bool:
                     for k in ("first_seen", "last_seen")))
 
 
-def _merged(meta: dict[str, Any], issue: Issue) -> dict[str, Any]:
+def _merged(meta: BundleMeta, issue: Issue) -> BundleMeta:
     """Occurrences and platforms of this run added to what the issue's state marker holds
     (render.decode_state).  An issue filed before the marker (version 0) is read from its
     table rows once; the body written now carries the marker."""
-    m = dict(meta)
     prev = decode_state(issue.body) or _legacy_state(issue.body)
     if prev is None:
-        return m
-    m["occurrences"] = prev["occurrences"] + int(meta.get("occurrences", 1))
-    m["first_seen"] = prev["first_seen"] or m.get("first_seen", "")
+        return meta
     old = [p for p in prev["platforms"] if p and p != "?"]
-    m["platforms"] = sorted(set(old) | set(meta.get("platforms") or []))
-    return m
+    return meta.with_(occurrences=prev["occurrences"] + meta.occurrences,
+                      first_seen=prev["first_seen"] or meta.first_seen,
+                      platforms=tuple(sorted(set(old) | set(meta.platforms))))
 
 
 def _legacy_state(body: str) -> dict[str, Any] | None:
@@ -593,7 +513,6 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
     """Replay the bundle of every open bot issue; comment and close the fixed ones.  A root
     cause's issue replays the first of its fingerprints with a bundle (the canonical one first);
     an issue any of whose ids failed in this run is not fixed; the tracking issue is no bug."""
-    from ..bugs.fingerprint import Fingerprint
     from ..bugs.replay import bundle_key, load_bundle, replay
 
     corpus = cfg.corpus or cfg.out / "bugs"
@@ -615,12 +534,10 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
                 res.skipped.append({**entry, "reason": "no bundle in the regression corpus"})
                 continue
             meta, g, small = load_bundle(bundle)
-            setup = json.dumps([meta["fingerprint"].get("frontend", ""), meta.get("engine", {}).get("engine", ""),
-                                meta.get("engine", {}).get("settings", {})], sort_keys=True, default=str)
+            setup = json.dumps([meta.fingerprint.frontend, meta.engine.engine, meta.engine.settings], sort_keys=True)
             lane = lanes[setup] = lanes.get(setup) or lane_factory(meta)
-            v = replay(lane, small or g, Fingerprint.from_json(meta["fingerprint"]),
-                       key=bundle_key(meta) if small is not None else None)
-            entry["title"] = meta["title"]
+            v = replay(lane, small or g, meta.fingerprint, key=bundle_key(meta) if small is not None else None)
+            entry["title"] = meta.title
             if v.outcome == "passes":
                 tracker.comment(issue.number, render.fixed(lane.eng.hello, ctx, [lane.eng.hello.get("machine", "")],
                                                            cfg.close_fixed))

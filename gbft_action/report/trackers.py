@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-FINGERPRINT_ID = r"[0-9a-f]{6,64}"
-ROOT_CAUSE_KEY = r"rc-[0-9a-z][0-9a-z-]{3,60}"
+from ..records.summary import FINGERPRINT_ID, ROOT_CAUSE_KEY  # noqa: F401 - the forms markers take
+
 TRACKING_KEY = r"gbft-[a-z-]{1,40}-tracking"
 MARKER = re.compile(r"<!--\s*gbft-(?:(?:fingerprint|root-cause)(?:-alias)?:\s*"
                     rf"({FINGERPRINT_ID}|{ROOT_CAUSE_KEY})|tracking:\s*({TRACKING_KEY}))\s*-->")

@@ -1,0 +1,111 @@
+"""A campaign's record (``campaign.json``): its identity (what must match for a resumed run or a
+shard to be the same campaign), the configuration it ran with, its sessions, and for a merged
+output what each shard did.  ``Campaign`` and ``merge`` write it; ``--resume`` and ``merge`` read
+it through ``CampaignRecord.read``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .io import Fields, RecordError, read_record, write_record
+
+CAMPAIGN_VERSION = 1  # 0: written before records (no "version" key), read the same way
+
+
+@dataclass(frozen=True)
+class Session:
+    """One run of the loop: how long, how many models, why it stopped."""
+
+    elapsed_s: float
+    models: int
+    stop_reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"elapsed_s": self.elapsed_s, "models": self.models, "stop_reason": self.stop_reason}
+
+    @staticmethod
+    def from_json(d: Any, where: str) -> Session:
+        f = Fields(d, where)
+        return Session(f.float("elapsed_s"), f.int("models", 0, 0), f.str("stop_reason"))
+
+
+@dataclass(frozen=True)
+class ShardPart:
+    """What a merged output says of one of its shards."""
+
+    sessions: tuple[Session, ...]
+    models: int
+    complete: bool
+    platforms: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sessions": [s.to_json() for s in self.sessions], "models": self.models, "complete": self.complete,
+                "platforms": list(self.platforms)}
+
+    @staticmethod
+    def from_json(d: Any, where: str) -> ShardPart:
+        f = Fields(d, where)
+        return ShardPart(_sessions(f), f.int("models", 0, 0), f.bool("complete"), f.strs("platforms"))
+
+
+@dataclass(frozen=True)
+class CampaignRecord:
+    # Compared whole (a resumed run, the shards of one merge): kept as the JSON objects the
+    # configuration wrote (campaign.FuzzConfig.identity and to_json).
+    identity: dict[str, Any]
+    config: dict[str, Any]
+    sessions: tuple[Session, ...] = ()
+    tool_version: str = ""
+    merged: dict[str, ShardPart] | None = None  # a merged output: its shards (I/N) -> what each did
+    version: int = CAMPAIGN_VERSION
+
+    @property
+    def shard(self) -> str:
+        """The shard this output is (I/N; 1/1 unsharded)."""
+        return str(self.config.get("shard") or "1/1")
+
+    @property
+    def frontend(self) -> str:
+        return str(self.config.get("frontend") or "tf")
+
+    @staticmethod
+    def read(out: Path) -> CampaignRecord:
+        path = out / "campaign.json"
+        return CampaignRecord.from_json(read_record(path, "campaign record"), str(path))
+
+    def write(self, out: Path) -> None:
+        write_record(out / "campaign.json", self.to_json())
+
+    def to_json(self) -> dict[str, Any]:
+        d = {"version": self.version, "identity": dict(self.identity), "config": dict(self.config),
+             "sessions": [s.to_json() for s in self.sessions], "tool_version": self.tool_version}
+        if self.merged is not None:
+            d["merged"] = {"shards": {k: v.to_json() for k, v in self.merged.items()}}
+        return d
+
+    @staticmethod
+    def from_json(d: Any, where: str = "campaign.json") -> CampaignRecord:
+        f = Fields(d, where)
+        version = f.int("version", 0, minimum=0)
+        if version > CAMPAIGN_VERSION:
+            raise RecordError(f"{where}: version {version} is newer than this gbft reads ({CAMPAIGN_VERSION})")
+        for key in ("identity", "config"):
+            if not isinstance(f.d.get(key, {}), dict):
+                raise RecordError(f"{where}: {key!r} must be an object")
+        merged = None
+        if f.d.get("merged") is not None:
+            shards = f.obj("merged").d.get("shards") or {}
+            if not isinstance(shards, dict):
+                raise RecordError(f"{where}: 'merged' must hold the shards as an object")
+            merged = {str(k): ShardPart.from_json(v, f"{where}: merged: {k}") for k, v in shards.items()}
+        return CampaignRecord(dict(f.d.get("identity") or {}), dict(f.d.get("config") or {}), _sessions(f),
+                              f.str("tool_version"), merged)
+
+
+def _sessions(f: Fields) -> tuple[Session, ...]:
+    v = f.d.get("sessions") or []
+    if not isinstance(v, list):
+        raise RecordError(f"{f.where}: 'sessions' must be a list")
+    return tuple(Session.from_json(x, f"{f.where}: sessions[{i}]") for i, x in enumerate(v))

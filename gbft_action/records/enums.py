@@ -1,0 +1,67 @@
+"""The enums records hold: a case's status, a failure's symptom class, a verdict against the
+base build, a symptom class's policy, why a campaign stopped.  Each is a ``str`` Enum whose
+value is what the files say, so a record reads and writes them as before."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class _Text(str, Enum):
+    def __str__(self) -> str:
+        return self.value
+
+
+class Status(_Text):
+    DCP = "DCP"  # data comparison pass
+    MCF = "MCF"  # model conversion failure (engine)
+    IF = "IF"  # inference failure (engine)
+    DCF = "DCF"  # data comparison failure (engine disagrees with the reference)
+    REF = "REF"  # the reference framework failed; never blamed on the engine
+    GEN = "GEN"  # the generator built a model the reference rejects
+    TIMEOUT = "TIMEOUT"  # a stage exceeded its time limit (stage says which)
+    XPF = "XPF"  # cross-platform failure: the engine's outputs differ between platforms
+    XBF = "XBF"  # cross-build failure: the build under test's outputs differ from the base build's
+
+
+class Symptom(_Text):
+    WRONG = "wrong-result"  # wrong on finite inputs with a finite reference
+    NAN_INF = "nan-inf"  # NaN or Inf on one side only
+    PRECISION = "precision"  # beyond the strict tolerance, within the loose one
+    CRASH = "crash"  # a signal that reproduces in a fresh worker
+    UNSUPPORTED = "unsupported"  # the converter says it does not support an operator
+    CONVERSION = "conversion-error"  # the converter failed or built a wrong model (outputs missing)
+    API = "api-error"  # the engine's binding raised
+    TIMEOUT = "timeout"  # a stage hung
+    NONDETERMINISTIC = "nondeterministic"  # outputs change between runs: uninitialised memory
+    HEAP_DAMAGE = "heap-damage"  # a crash that does not reproduce fresh: damage left by earlier models
+    TIE = "tie"  # differences explained by ties or undefined behaviour: not a bug
+    # TensorFlow and ONNX Runtime disagree on the outputs the engine fails: the reference is in
+    # question, not the engine (pipeline.Lane._cross_reference)
+    REFERENCE = "reference-disagreement"
+
+
+class Verdict(_Text):
+    NEW = "new"
+    PRE_EXISTING = "pre-existing"
+    FIXED = "fixed"
+    CHANGED = "changed"
+    FLAKY_NEW = "flaky-new"
+    FLAKY_FIXED = "flaky-fixed"  # the base build's failure did not show on every replay
+    UNCHECKED = "unchecked"
+
+
+class Policy(_Text):
+    """What happens to a symptom class's root causes (bugs.policy)."""
+
+    REPORT = "report"  # one issue each
+    SUMMARY = "summary"  # listed (and in a tracking issue), not filed one by one
+    IGNORE = "ignore"  # counted only
+
+
+class StopReason(_Text):
+    """Why the loop stopped on its own (summary.json keeps the text).  An outside stop (a signal,
+    a full disk) says its own words: request_stop's reason."""
+
+    BUDGET = "budget reached"
+    MAX_MODELS = "max-models reached"

@@ -1,0 +1,113 @@
+"""Reading and writing a record's JSON file: strict on reading, atomic on writing."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class RecordError(ValueError):
+    """A record that is not what it should be: one line naming the file (or record) and field."""
+
+
+def read_record(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object in ``path``; a RecordError naming it (``what`` it should hold) otherwise."""
+    if not path.exists():
+        raise RecordError(f"{path}: no such file (the {what})")
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RecordError(f"{path}: not valid JSON (truncated?): {e}") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: expected a JSON object (the {what})")
+    return data
+
+
+def write_record(path: Path, data: Mapping[str, Any]) -> None:
+    """``data`` as indented, key-sorted JSON, replacing ``path`` atomically (a kill leaves the
+    old file or the new one, never half of one)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+class Fields:
+    """Typed access to one JSON object being read: each getter checks the exact type (bool is
+    not an int, an int is a float) and names the record and field in its RecordError."""
+
+    def __init__(self, d: Any, where: str) -> None:
+        if not isinstance(d, Mapping):
+            raise RecordError(f"{where}: not a JSON object")
+        self.d, self.where = d, where
+
+    def _bad(self, key: str, what: str) -> RecordError:
+        return RecordError(f"{self.where}: {key!r} must be {what}, got {str(self.d.get(key))[:40]!r}")
+
+    def str(self, key: str, default: str = "") -> str:
+        v = self.d.get(key, default)
+        if v is None:
+            return default
+        if not isinstance(v, str):
+            raise self._bad(key, "a string")
+        return v
+
+    def int(self, key: str, default: int = 0, minimum: int | None = None) -> int:
+        v = self.d.get(key, default)
+        if type(v) is not int or (minimum is not None and v < minimum):
+            raise self._bad(key, "a whole number" + (f" of at least {minimum}" if minimum is not None else ""))
+        return v
+
+    def opt_int(self, key: str) -> int | None:
+        return None if self.d.get(key) is None else self.int(key)
+
+    def float(self, key: str, default: float = 0.0) -> float:
+        v = self.d.get(key, default)
+        if type(v) not in (int, float):
+            raise self._bad(key, "a number")
+        return float(v)
+
+    def bool(self, key: str, default: bool = False) -> bool:
+        v = self.d.get(key, default)
+        if type(v) is not bool:
+            raise self._bad(key, "true or false")
+        return v
+
+    def opt_bool(self, key: str) -> bool | None:
+        return None if self.d.get(key) is None else self.bool(key)
+
+    def strs(self, key: str) -> tuple[str, ...]:
+        v = self.d.get(key) or []
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise self._bad(key, "a list of strings")
+        return tuple(v)
+
+    def ints(self, key: str) -> tuple[int, ...]:
+        v = self.d.get(key) or []
+        if not isinstance(v, list) or not all(type(x) is int for x in v):
+            raise self._bad(key, "a list of whole numbers")
+        return tuple(v)
+
+    def str_map(self, key: str) -> dict[str, str]:
+        v = self.d.get(key) or {}
+        if not isinstance(v, Mapping):
+            raise self._bad(key, "an object")
+        return {str(k): str(x) for k, x in v.items()}
+
+    def obj(self, key: str) -> Fields:
+        return Fields(self.d.get(key) or {}, f"{self.where}: {key}")
+
+    def opt(self, key: str, read: Callable[[Fields], T]) -> T | None:
+        """The nested object ``key`` read by ``read``, None when absent or null."""
+        return None if self.d.get(key) is None else read(self.obj(key))
+
+    def enum(self, key: str, kind: Callable[[str], T], default: str = "") -> T:
+        v = self.str(key, default)
+        try:
+            return kind(v)
+        except ValueError:
+            raise self._bad(key, f"one of {', '.join(m.value for m in kind)}") from None  # type: ignore[attr-defined]

@@ -1,0 +1,341 @@
+"""A campaign's summary (``summary.json``): the counts, each fingerprint and root cause with its
+verdict, and what fails the step.  ``campaign.summarize`` is its one writer (a campaign's and a
+merge's alike); the reporter, the action, the CLI and the triage tally read it through
+``Summary.read``.  Nothing patches it after it is built.
+
+summary.json is also a pull request's artifact: ``from_json`` takes each field with its exact
+type, and the keys and ids that become markers and paths with their exact form."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..bugs.policy import policy_for
+from .enums import Policy, Verdict
+from .io import Fields, RecordError, read_record, write_record
+from .keys import Fingerprint
+
+SUMMARY_VERSION = 1  # 0: written before records (no "version" key), read the same way
+FINGERPRINT_ID = r"[0-9a-f]{6,64}"
+ROOT_CAUSE_KEY = r"rc-[0-9a-z][0-9a-z-]{3,60}"
+
+
+@dataclass(frozen=True)
+class EngineSummary:
+    name: str = ""
+    version: str = ""
+    machine: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "machine": self.machine}
+
+    @staticmethod
+    def from_json(f: Fields) -> EngineSummary:
+        return EngineSummary(f.str("name"), f.str("version"), f.str("machine"))
+
+
+@dataclass(frozen=True)
+class HarnessErrors:
+    """Results the harness failed itself on: how many, and the first one's words."""
+
+    count: int = 0
+    first: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.count, "first": self.first}
+
+    @staticmethod
+    def from_json(f: Fields) -> HarnessErrors:
+        return HarnessErrors(f.int("count", 0, 0), f.str("first"))
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    """One fingerprint: its first record's words, its case folder, where it was seen, and once
+    judged, its verdict, symptom class and root cause."""
+
+    key: str
+    count: int = 1
+    title: str = ""
+    status: str = ""
+    op: str = ""
+    first_index: int = 0
+    case_dir: str = ""
+    message: str = ""
+    platforms: tuple[str, ...] = ()
+    verdict: Verdict | None = None  # None: no base build (not written)
+    symptom: str = ""
+    root_cause: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"key": self.key, "fingerprint": self.key, "title": self.title, "count": self.count,
+                             "status": self.status, "op": self.op, "first_index": self.first_index,
+                             "case_dir": self.case_dir, "message": self.message, "platforms": list(self.platforms),
+                             "symptom": self.symptom, "root_cause": self.root_cause}
+        return {**d, "verdict": self.verdict.value} if self.verdict is not None else d
+
+    @staticmethod
+    def from_json(d: Any, where: str) -> FailureRow:
+        f = Fields(d, where)
+        key = f.str("key")
+        if not re.fullmatch(FINGERPRINT_ID, key):
+            raise RecordError(f"{where}: 'key' must be a fingerprint id, got {key[:40]!r}")
+        return FailureRow(key, f.int("count", 1, 0), f.str("title"), f.str("status"), f.str("op"), f.int("first_index"),
+                          f.str("case_dir"), f.str("message"), f.strs("platforms"),
+                          f.enum("verdict", Verdict) if f.d.get("verdict") else None, f.str("symptom"),
+                          f.str("root_cause"))
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One fingerprint's verdict against the base build, and what it rests on (verdicts.json,
+    and the base build's own failures in summary.json's triage)."""
+
+    key: str
+    verdict: Verdict
+    title: str = ""
+    op: str = ""
+    count: int = 0
+    cases: dict[str, int] = field(default_factory=dict)  # case verdict -> cases
+    case_dir: str = ""
+    case_dirs: dict[str, str] = field(default_factory=dict)
+    confirmation: str = ""
+    fingerprint: Fingerprint | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "verdict": self.verdict.value, "title": self.title, "op": self.op,
+                "count": self.count, "cases": dict(self.cases), "case_dir": self.case_dir,
+                "case_dirs": dict(self.case_dirs), "confirmation": self.confirmation,
+                "fingerprint": self.fingerprint.to_json() if self.fingerprint else {}}
+
+    @staticmethod
+    def from_json(d: Any, where: str) -> VerdictRow:
+        f = Fields(d, where)
+        cases = f.d.get("cases") or {}
+        if not isinstance(cases, dict) or not all(type(v) is int for v in cases.values()):
+            raise RecordError(f"{where}: 'cases' must map case verdicts to numbers")
+        fp = f.d.get("fingerprint") or None
+        return VerdictRow(f.str("key"), f.enum("verdict", Verdict), f.str("title"), f.str("op"), f.int("count", 0, 0),
+                          {str(k): v for k, v in cases.items()}, f.str("case_dir"), f.str_map("case_dirs"),
+                          f.str("confirmation"), Fingerprint.from_json(fp, f"{where}: fingerprint") if fp else None)
+
+
+@dataclass(frozen=True)
+class TriageSummary:
+    """The verdict against the base build: the base build, counts per verdict, the fingerprints
+    that fail the step, and the base build's failures this build passes."""
+
+    base: dict[str, Any]
+    counts: dict[str, int]
+    blamed: tuple[str, ...]
+    fixed: tuple[VerdictRow, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"base": dict(self.base), "counts": dict(self.counts), "blamed": list(self.blamed),
+                "fixed": [v.to_json() for v in self.fixed]}
+
+    @staticmethod
+    def from_json(f: Fields) -> TriageSummary:
+        counts = f.d.get("counts") or {}
+        if not isinstance(counts, dict) or not all(type(v) is int for v in counts.values()):
+            raise RecordError(f"{f.where}: 'counts' must map verdicts to numbers")
+        base = f.d.get("base") or {}
+        if not isinstance(base, dict):
+            raise RecordError(f"{f.where}: 'base' must be an object")
+        fixed = f.d.get("fixed") or []
+        if not isinstance(fixed, list):
+            raise RecordError(f"{f.where}: 'fixed' must be a list")
+        return TriageSummary(base, {str(k): v for k, v in counts.items()}, f.strs("blamed"),
+                             tuple(VerdictRow.from_json(x, f"{f.where}: fixed[{i}]") for i, x in enumerate(fixed)))
+
+
+@dataclass(frozen=True)
+class RootCauseRow:
+    """One root cause: its key and title, its fingerprints (the canonical one's bundle shows
+    it), how often, where, its policy and verdict, and whether its diagnosis settled."""
+
+    key: str
+    symptom: str
+    fingerprints: tuple[str, ...]
+    canonical: str
+    policy: Policy
+    count: int = 0
+    title: str = ""
+    ops: tuple[str, ...] = ()
+    detail: str = ""
+    platforms: tuple[str, ...] = ()
+    verdict: str = ""  # a Verdict's value, or "" without a base build
+    minimized: bool = False
+    isolated: bool = False
+    settled: bool = True
+
+    @property
+    def ids(self) -> list[str]:
+        """Its fingerprints, the canonical one first."""
+        return [self.canonical, *(x for x in dict.fromkeys(self.fingerprints) if x != self.canonical)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "symptom": self.symptom, "policy": self.policy.value, "title": self.title,
+                "ops": list(self.ops), "detail": self.detail, "fingerprints": list(self.fingerprints),
+                "canonical": self.canonical, "count": self.count, "platforms": list(self.platforms),
+                "verdict": self.verdict, "minimized": self.minimized, "isolated": self.isolated,
+                "settled": self.settled}
+
+    @staticmethod
+    def from_json(d: Any, where: str, default_policy: Policy) -> RootCauseRow:
+        """A stored row; its keys and ids become issue markers and bundle paths, so they must have
+        their exact form (the text fields are sanitised where shown)."""
+        f = Fields(d, where)
+        key = f.str("key")
+        if not re.fullmatch(ROOT_CAUSE_KEY, key):
+            raise RecordError(f"{where}: 'key' must be rc- and 4 to 61 lower-case letters, digits or '-', "
+                              f"got {key[:40]!r}")
+        fps = f.strs("fingerprints")
+        if not fps or not all(re.fullmatch(FINGERPRINT_ID, x) for x in fps):
+            raise RecordError(f"{where}: {key}: 'fingerprints' must be a non-empty list of fingerprint ids")
+        if f.str("canonical") not in fps:
+            raise RecordError(f"{where}: {key}: 'canonical' must be one of its fingerprints")
+        # "" is a failure the campaign could not classify (an old record): reported as such.
+        if not re.fullmatch(r"[a-z-]{0,40}", f.str("symptom")):
+            raise RecordError(f"{where}: {key}: 'symptom' must be a symptom class such as wrong-result")
+        policy = f.enum("policy", Policy) if f.d.get("policy") else default_policy
+        return RootCauseRow(key, f.str("symptom"), fps, f.str("canonical"), policy, f.int("count", 0, 0),
+                            f.str("title"), f.strs("ops"), f.str("detail"), f.strs("platforms"), f.str("verdict"),
+                            f.bool("minimized"), f.bool("isolated"), f.bool("settled", True))
+
+
+@dataclass(frozen=True)
+class Summary:
+    models: int
+    elapsed_s: float = 0.0
+    models_per_s: float = 0.0
+    by_status: dict[str, int] = field(default_factory=dict)
+    unique_failures: int = 0
+    seed: int | None = None
+    blocks: tuple[int, ...] = ()
+    engine: EngineSummary = EngineSummary()
+    platforms: dict[str, Any] = field(default_factory=dict)  # per platform: models, by_status, unique_failures, machine
+    platform_order: tuple[str, ...] = ()
+    stop_reason: str = ""
+    sessions: int = 0
+    harness_errors: HarnessErrors = HarnessErrors()
+    failures: tuple[FailureRow, ...] = ()
+    new_failures: tuple[str, ...] = ()  # fingerprints not seen before that the policy blames
+    root_causes: tuple[RootCauseRow, ...] | None = None  # None: an output from before root causes
+    symptom_policy: dict[str, Policy] = field(default_factory=dict)
+    run_id: str = ""
+    minimized: dict[str, Any] = field(default_factory=dict)  # per fingerprint: what its diagnosis did
+    bugs_dir: str = ""
+    tool_version: str = ""
+    triage: TriageSummary | None = None  # with a base build
+    # Shown as they are (the job summary's coverage, front ends and shards): JSON objects.
+    coverage: dict[str, Any] | None = None
+    frontends: dict[str, Any] | None = None
+    shards: dict[str, Any] | None = None
+    version: int = SUMMARY_VERSION
+
+    # -- the one reader and the one writer -------------------------------------------
+    @staticmethod
+    def read(out: Path) -> Summary:
+        path = out / "summary.json"
+        return Summary.from_json(read_record(path, "campaign summary"), str(path))
+
+    def write(self, out: Path) -> None:
+        write_record(out / "summary.json", self.to_json())
+
+    @property
+    def blamed(self) -> tuple[str, ...]:
+        """What fails the step under fail-on: new.  With a base build: the confirmed new
+        fingerprints; without one: those not seen before (the known bugs of a previous state)."""
+        return self.triage.blamed if self.triage is not None else self.new_failures
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "version": self.version, "tool_version": self.tool_version, "models": self.models,
+            "elapsed_s": self.elapsed_s, "models_per_s": self.models_per_s, "by_status": dict(self.by_status),
+            "unique_failures": self.unique_failures, "seed": self.seed, "blocks": list(self.blocks),
+            "engine": self.engine.to_json(), "platforms": dict(self.platforms),
+            "platform_order": list(self.platform_order), "stop_reason": self.stop_reason, "sessions": self.sessions,
+            "harness_errors": self.harness_errors.to_json(), "failures": [f.to_json() for f in self.failures],
+            "new_failures": list(self.new_failures),
+            "symptom_policy": {k: v.value for k, v in self.symptom_policy.items()}, "run_id": self.run_id,
+            "minimized": dict(self.minimized), "bugs_dir": self.bugs_dir}
+        if self.root_causes is not None:
+            d["root_causes"] = [rc.to_json() for rc in self.root_causes]
+        if self.triage is not None:
+            d["triage"] = self.triage.to_json()
+        optional = {"coverage": self.coverage, "frontends": self.frontends, "shards": self.shards}
+        return {**d, **{k: v for k, v in optional.items() if v is not None}}
+
+    @staticmethod
+    def from_json(d: Any, where: str = "summary.json") -> Summary:
+        f = Fields(d, where)
+        version = f.int("version", 0, minimum=0)
+        if version > SUMMARY_VERSION:
+            raise RecordError(f"{where}: version {version} is newer than this gbft reads ({SUMMARY_VERSION})")
+        policy = _policies(f)
+        return Summary(
+            models=f.int("models", 0, 0), elapsed_s=f.float("elapsed_s"), models_per_s=f.float("models_per_s"),
+            by_status=_counts(f, "by_status"), unique_failures=f.int("unique_failures", 0, 0),
+            seed=f.opt_int("seed"), blocks=f.ints("blocks"), engine=EngineSummary.from_json(f.obj("engine")),
+            platforms=_object(f, "platforms") or {}, platform_order=f.strs("platform_order"),
+            stop_reason=f.str("stop_reason"), sessions=f.int("sessions", 0, 0),
+            harness_errors=HarnessErrors.from_json(f.obj("harness_errors")),
+            failures=tuple(FailureRow.from_json(x, f"{where}: failures[{i}]") for i, x in enumerate(_list(f, "failures"))),
+            new_failures=f.strs("new_failures"), root_causes=_root_causes(f, policy), symptom_policy=policy,
+            run_id=f.str("run_id"), minimized=_object(f, "minimized") or {}, bugs_dir=f.str("bugs_dir"),
+            tool_version=f.str("tool_version"), triage=f.opt("triage", TriageSummary.from_json),
+            coverage=_object(f, "coverage"), frontends=_object(f, "frontends"), shards=_object(f, "shards"))
+
+
+def _list(f: Fields, key: str) -> list[Any]:
+    v = f.d.get(key) or []
+    if not isinstance(v, list):
+        raise RecordError(f"{f.where}: {key!r} must be a list")
+    return v
+
+
+def _object(f: Fields, key: str) -> dict[str, Any] | None:
+    v = f.d.get(key)
+    if v is not None and not isinstance(v, dict):
+        raise RecordError(f"{f.where}: {key!r} must be an object")
+    return v
+
+
+def _counts(f: Fields, key: str) -> dict[str, int]:
+    v = _object(f, key) or {}
+    if not all(type(x) is int for x in v.values()):
+        raise RecordError(f"{f.where}: {key!r} must map names to numbers")
+    return {str(k): x for k, x in v.items()}
+
+
+def _policies(f: Fields) -> dict[str, Policy]:
+    v = _object(f, "symptom_policy") or {}
+    if not all(x in {p.value for p in Policy} for x in v.values()):
+        raise RecordError(f"{f.where}: 'symptom_policy' must map symptom classes to "
+                          f"{', '.join(p.value for p in Policy)}")
+    return {str(k): Policy(x) for k, x in v.items()}
+
+
+def _root_causes(f: Fields, policy: dict[str, Policy]) -> tuple[RootCauseRow, ...] | None:
+    """The root causes, each with its policy (a row without one takes the summary's for its
+    class, else report); None for an output from before root causes."""
+    if f.d.get("root_causes") is None:
+        return None
+    rows, keys = [], set()
+    for i, x in enumerate(_list(f, "root_causes")):
+        where = f"{f.where}: root_causes[{i}]"
+        sym = x.get("symptom") if isinstance(x, dict) else ""
+        row = RootCauseRow.from_json(x, where, policy.get(str(sym), _default_policy(str(sym))))
+        if row.key in keys:
+            raise RecordError(f"{where}: {row.key} appears twice")
+        keys.add(row.key)
+        rows.append(row)
+    return tuple(rows)
+
+
+def _default_policy(symptom: str) -> Policy:
+    return Policy(policy_for(symptom))
