@@ -35,14 +35,15 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
 from .bugs import triage
-from .bugs.bundle import BugBook, read_known, read_meta
-from .records import BundleMeta, RecordError, Summary
+from .bugs.bundle import BugBook, known_of, read_meta
+from .records import BundleMeta, Fingerprint, RecordError, Summary
+from .records.known import KnownBug
 from .records.campaign import CampaignRecord, ShardPart
 from .campaign import STATE_FILE, FuzzConfig, SummaryInputs, TriageInputs, first_records, summarize
 from .search import parse_shard, shard_text
@@ -276,38 +277,35 @@ def _bundle_rank(meta: BundleMeta) -> tuple[Any, ...]:
 
 
 def _known(parts: list[Part], records: list[dict[str, Any]], occurrences: dict[str, int], book: BugBook,
-           out: Path) -> tuple[dict[str, Any], set[str]]:
+           out: Path) -> tuple[dict[str, KnownBug], set[str]]:
     """known_bugs.json of the campaign, and the fingerprints known before it (--state).
 
     Each input's count is what it knew before plus its own cases; the part known before is
     the same for every shard (one --state), so it is taken once, not summed.  A fingerprint
     only a killed shard met (it died before writing its known bugs) is entered from its
     cases and bundle: the next run must not report it as new again."""
-    every: dict[str, list[tuple[dict[str, Any], int]]] = {}
+    every: dict[str, list[tuple[KnownBug, int]]] = {}
     for p in parts:
         own = _occurrences(list(p.cases.values()))
-        for fid, entry in read_known(p.out).items():
-            every.setdefault(fid, []).append((entry, max(0, int(entry.get("count", 0)) - own.get(fid, 0))))
+        for fid, entry in known_of(p.out).items():
+            every.setdefault(fid, []).append((entry, max(0, entry.count - own.get(fid, 0))))
     known, before = {}, set()
     for fid, cands in sorted(every.items()):
         earlier = max(b for _, b in cands)
         entries = [e for e, _ in cands]
-        bundle = out / "bugs" / fid
-        known[fid] = {**_pick(entries), "count": earlier + occurrences.get(fid, 0),
-                      "platforms": sorted({x for e in entries for x in e.get("platforms") or []}),
-                      "first_seen": min(e.get("first_seen", "") for e in entries),
-                      "last_seen": max(e.get("last_seen", "") for e in entries)}
-        if occurrences.get(fid):  # a bundle of this campaign: where the merged output keeps it
-            known[fid]["bundle"] = str(bundle)
+        pick = min(entries, key=lambda e: json.dumps(e.to_json(), sort_keys=True))
+        known[fid] = replace(pick, count=earlier + occurrences.get(fid, 0),
+                             platforms=tuple(sorted({x for e in entries for x in e.platforms})),
+                             first_seen=min(e.first_seen for e in entries), last_seen=max(e.last_seen for e in entries),
+                             # a bundle of this campaign: where the merged output keeps it
+                             bundle=str(out / "bugs" / fid) if occurrences.get(fid) else pick.bundle)
         if earlier:
             before.add(fid)
     firsts = first_records(records)
     for fid in sorted(set(occurrences) - set(known)):
-        fp, meta = firsts[fid]["fingerprint"], book.meta(fid)
-        seen = {"platforms": list(meta.platforms), "first_seen": meta.first_seen, "last_seen": meta.last_seen,
-                "bundle": str(out / "bugs" / fid)} if meta else {"platforms": [], "first_seen": "", "last_seen": "",
-                                                                "bundle": ""}
-        known[fid] = {"fingerprint": fp, "title": fp.get("title", ""), "count": occurrences[fid], **seen}
+        fp, meta = Fingerprint.from_json(firsts[fid]["fingerprint"]), book.meta(fid)
+        known[fid] = KnownBug(fp, fp.title, meta.first_seen if meta else "", meta.last_seen if meta else "",
+                              occurrences[fid], meta.platforms if meta else (), str(out / "bugs" / fid) if meta else "")
     return known, before
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,10 @@ import jinja2
 
 from .. import __version__
 from ..graph.ir import Graph
-from ..records import BundleMeta, EngineInfo, Fingerprint, MinimizeStats, RootKey, Status, Symptom, Tolerance, write_record
-from ..statefile import read_state
+from ..records import BundleMeta, EngineInfo, Fingerprint, MinimizeStats, RootKey, Status, Symptom, Tolerance
+from ..records.known import KNOWN_FILE, KnownBug, read_known, write_known
 from .repro import ReproData, render_repro
 
-KNOWN_FILE = "known_bugs.json"
 # The blamed operator alone (bugs.diagnose.shown_alone): what the repro and the issue show.
 ALONE_FILE = "alone.json"
 # Package data: found the same way in a source checkout, an editable install and a wheel.
@@ -41,10 +41,10 @@ def read_meta(bundle: Path) -> BundleMeta | None:
     return BundleMeta.read(bundle)
 
 
-def read_known(out: Path) -> dict[str, dict[str, Any]]:
+def known_of(out: Path) -> dict[str, KnownBug]:
     """An output's known-bugs file ({} when it has none: a run killed before its end)."""
     path = out / KNOWN_FILE
-    return read_state(path, "known bugs") if path.exists() else {}
+    return read_known(path) if path.exists() else {}
 
 
 class BugBook:
@@ -53,9 +53,7 @@ class BugBook:
     def __init__(self, out: Path, state_dir: str = "", template_dir: Path = TEMPLATES) -> None:
         self.out = out
         self.dir = out / "bugs"
-        self.known: dict[str, dict[str, Any]] = {}
-        if state_dir and (Path(state_dir) / KNOWN_FILE).exists():
-            self.known = read_state(Path(state_dir) / KNOWN_FILE, "known bugs")
+        self.known: dict[str, KnownBug] = known_of(Path(state_dir)) if state_dir else {}
         self.before = set(self.known)
         self.seen_this_run: dict[str, int] = {}
         self.templates = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
@@ -69,24 +67,20 @@ class BugBook:
             return False
         fid = fp["id"]
         platform = platform_of(engine)
-        entry = self.known.setdefault(fid, {"fingerprint": fp, "title": fp["title"], "first_seen": now(),
-                                            "count": 0, "platforms": [], "bundle": ""})
-        entry["count"] += 1
-        entry["last_seen"] = now()
-        if platform and platform not in entry["platforms"]:
-            entry["platforms"].append(platform)
+        entry = self.known.get(fid) or KnownBug(Fingerprint.from_json(fp), fp["title"], now())
+        platforms = entry.platforms + ((platform,) if platform and platform not in entry.platforms else ())
+        entry = replace(entry, count=entry.count + 1, last_seen=now(), platforms=platforms)
         first = fid not in self.seen_this_run
         self.seen_this_run[fid] = self.seen_this_run.get(fid, 0) + 1
         if first:
-            entry["bundle"] = str(self.write_bundle(rec, graph, engine, ctx))
+            entry = replace(entry, bundle=str(self.write_bundle(rec, graph, engine, ctx)))
+        self.known[fid] = entry
         return first
 
     def resume(self, records: list[dict[str, Any]]) -> None:
         """A resumed campaign: its own earlier sightings are this run's, not new ones again."""
-        own = self.out / KNOWN_FILE
-        if own.exists():
-            for fid, entry in read_state(own, "known bugs").items():
-                self.known.setdefault(fid, entry)
+        for fid, entry in known_of(self.out).items():
+            self.known.setdefault(fid, entry)
         for rec in records:
             if rec.get("fingerprint"):
                 fid = rec["fingerprint"]["id"]
@@ -128,11 +122,11 @@ class BugBook:
             meta = self.meta(fid)
             if meta is not None:
                 # A resumed run may meet bundles the killed run never entered in known_bugs.json.
-                entry = self.known.get(fid, {})
-                platforms = sorted(set(meta.platforms) | set(entry.get("platforms") or []))
-                meta.with_(occurrences=n, last_seen=entry.get("last_seen", meta.last_seen),
+                entry = self.known.get(fid)
+                platforms = sorted(set(meta.platforms) | set(entry.platforms if entry else ()))
+                meta.with_(occurrences=n, last_seen=entry.last_seen if entry else meta.last_seen,
                            platforms=tuple(platforms)).write(self.bundle_dir(fid))
-        write_record(self.out / KNOWN_FILE, self.known)
+        write_known(self.out / KNOWN_FILE, self.known)
 
     # -- bundles ----------------------------------------------------------------------
     def bundle_dir(self, fid: str) -> Path:
