@@ -347,16 +347,15 @@ def _summary(parts: list[Part], records: list[dict[str, Any]], shards: dict[str,
              book: BugBook, state: dict[str, Any], stage: Path, out: Path) -> Summary:
     """summary.json of the campaign, written as the campaign writes its own."""
     head = _head(parts)
-    config = head.record.config
-    cfg = FuzzConfig(out=out, seed=int(config.get("seed", 0)), blocks=tuple(config.get("blocks", (1, 30))),
-                     symptom_policy=config.get("symptom_policy") or {})
+    rec = head.record
+    cfg = FuzzConfig(out=out, seed=rec.seed, blocks=rec.blocks, symptom_policy=rec.symptom_policy)
     sessions = [s for v in shards.values() for s in v.sessions]
     summaries = [p.summary for p in parts if p.summary is not None]
-    platform_info = {name: {"machine": s.platforms.get(name, {}).get("machine", "")}
+    platform_info = {name: {"machine": str((s.platforms.get(name) or {}).get("machine", ""))}
                      for s in summaries for name in s.platform_order}
-    eng = _pick([s.engine.to_json() for s in summaries]) if summaries else {}
-    engine = {"engine": eng.get("name") or config.get("engine", ""), "version": eng.get("version", ""),
-              "machine": eng.get("machine", "")}
+    eng = min((s.engine for s in summaries), key=lambda e: json.dumps(e.to_json(), sort_keys=True), default=None)
+    engine = {"engine": (eng.name if eng else "") or rec.engine, "version": eng.version if eng else "",
+              "machine": eng.machine if eng else ""}
     elapsed = sum(s.elapsed_s for s in sessions)
     base = _pick([s.triage.base for s in summaries if s.triage is not None] or [{}])
     summary = summarize(SummaryInputs(

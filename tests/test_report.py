@@ -737,7 +737,7 @@ def test_check_fixes_replays_a_root_causes_canonical_bundle(tmp_path, fake, monk
 
 
 def test_an_issue_keeps_its_counts_in_a_marker_not_in_its_prose():
-    from gbft_action.report.render import decode_state, encode_state
+    from gbft_action.report.markers import IssueState, encode_marker
     from gbft_action.report.reporter import _merged
     from gbft_action.report.trackers import Issue
 
@@ -745,27 +745,27 @@ def test_an_issue_keeps_its_counts_in_a_marker_not_in_its_prose():
     state = {"occurrences": 5, "first_seen": "2026-11-01T00:00:00Z", "last_seen": "2026-11-02T00:00:00Z",
              "platforms": ["x86_64"]}
     # A maintainer rewrote the table: the prose says 99, the marker still says 5.
-    body = f"<!-- gbft-issue-state: {encode_state(state)} -->\n| Occurrences | 99 (first seen 1999-01-01, ...) |\n"
+    body = f"<!-- gbft-issue-state: {encode_marker(state)} -->\n| Occurrences | 99 (first seen 1999-01-01, ...) |\n"
     m = _merged(meta, Issue(1, "open", body))
     assert (m.occurrences, m.first_seen, m.platforms) == (8, "2026-11-01T00:00:00Z", ("arm64", "x86_64"))
     # An issue filed before the marker (version 0) is read from its rows once.
     old = "| Platforms | x86_64 |\n| Occurrences | 4 (first seen 2026-10-01T00:00:00Z, last seen ...) |\n"
     assert _merged(meta, Issue(2, "open", old)).occurrences == 7
     # A marker edited into something else is not trusted: nothing is added to it.
-    bad = "<!-- gbft-issue-state: " + encode_state({**state, "occurrences": "5"}) + " -->"
-    assert decode_state(bad) is None and _merged(meta, Issue(3, "open", bad)).occurrences == 3
+    bad = "<!-- gbft-issue-state: " + encode_marker({**state, "occurrences": "5"}) + " -->"
+    assert IssueState.decode(bad) is None and _merged(meta, Issue(3, "open", bad)).occurrences == 3
     # Nor one nested to exhaust the JSON parser (a RecursionError once ended the report step).
     import base64
     deep = "<!-- gbft-issue-state: " + base64.b64encode(b"[" * 3000).decode() + " -->"
-    assert decode_state(deep) is None and _merged(meta, Issue(4, "open", deep)).occurrences == 3
+    assert IssueState.decode(deep) is None and _merged(meta, Issue(4, "open", deep)).occurrences == 3
 
 
 def test_a_filed_issue_carries_its_state_marker(tmp_path, fake):
-    from gbft_action.report.render import decode_state
+    from gbft_action.report.markers import IssueState
 
     out = make_out(tmp_path, [(fp("Lrn"), 3, "wrong values", relu_graph("Lrn"))])
     run(out, fake)
     out2 = make_out(tmp_path / "second", [(fp("Lrn"), 4, "wrong values again", relu_graph("Lrn"))])
     run(out2, fake)
     (issue,) = bot_issues(fake)
-    assert decode_state(issue["body"])["occurrences"] == 2  # 1 + 1, counted in the marker
+    assert IssueState.decode(issue["body"]).occurrences == 2  # 1 + 1, counted in the marker

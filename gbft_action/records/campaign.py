@@ -70,6 +70,24 @@ class CampaignRecord:
     def frontend(self) -> str:
         return str(self.config.get("frontend") or "tf")
 
+    @property
+    def seed(self) -> int:
+        return int(self.config.get("seed") or 0)
+
+    @property
+    def blocks(self) -> tuple[int, int]:
+        lo, hi = self.config.get("blocks") or (1, 30)
+        return int(lo), int(hi)
+
+    @property
+    def engine(self) -> str:
+        return str(self.config.get("engine") or "")
+
+    @property
+    def symptom_policy(self) -> dict[str, str]:
+        """The campaign's symptom-policy overrides (bugs.policy)."""
+        return {str(k): str(v) for k, v in dict(self.config.get("symptom_policy") or {}).items()}
+
     @staticmethod
     def read(out: Path) -> CampaignRecord:
         path = out / "campaign.json"

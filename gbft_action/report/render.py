@@ -7,7 +7,6 @@ Users may point ``template_dir`` at their own templates (same names).
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -23,6 +22,7 @@ from ..bugs.repro import STATUS_TEXT, engine_needs, render_repro
 from ..graph.ir import Graph
 from ..records.bundle import BundleMeta
 from ..records.summary import RootCauseRow, Summary
+from .markers import _DATE, IssueState, TrackedRow
 from .sanitize import cell, code_block, finalize, prose, title, truncate_body
 
 WHAT = {"MCF": "fails to convert a valid model", "IF": "fails while running a converted model",
@@ -87,52 +87,15 @@ class RunContext:
         )
 
 
-# What an issue keeps of itself across runs, in a marker (never read back from its prose):
-# occurrences, first and last seen, platforms.  Base64 of JSON: no "-->" can end the comment.
-STATE = re.compile(r"<!-- gbft-issue-state: ([A-Za-z0-9+/=]*) -->")
-MAX_MARKER = 4096  # base64 characters: a state is a few hundred
-_DATE = re.compile(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\dZ)?")
-
-
-def issue_state(meta: BundleMeta) -> dict[str, Any]:
+def issue_state(meta: BundleMeta) -> IssueState:
     """What the issue's marker keeps: occurrences, first and last seen, platforms (the dates
     only in their exact form: a bundle is untrusted data)."""
-    return {"occurrences": meta.occurrences, "first_seen": _date(meta.first_seen), "last_seen": _date(meta.last_seen),
-            "platforms": sorted(p[:40] for p in meta.platforms)[:8]}
+    return IssueState(meta.occurrences, _date(meta.first_seen), _date(meta.last_seen),
+                      tuple(sorted(p[:40] for p in meta.platforms)[:8]))
 
 
-def _date(v: Any) -> str:
-    return v if isinstance(v, str) and _DATE.fullmatch(v) else ""
-
-
-def encode_marker(data: Any) -> str:
-    """What a hidden marker holds: base64 of JSON, so that no "-->" can end the comment."""
-    return base64.b64encode(json.dumps(data, separators=(",", ":")).encode()).decode()
-
-
-def decode_marker(pattern: re.Pattern[str], body: str, limit: int = 0) -> Any:
-    """The JSON in a body's marker (``pattern``'s group 1, at most ``limit`` characters when
-    given); None when there is none or it is not base64 of JSON (an edited body)."""
-    m = pattern.search(body or "")
-    if m is None or (limit and len(m.group(1)) > limit):
-        return None
-    try:
-        return json.loads(base64.b64decode(m.group(1), validate=True))
-    except (ValueError, RecursionError):  # not base64, not UTF-8, not JSON, nested to exhaust the parser
-        return None
-
-
-def encode_state(state: dict[str, Any]) -> str:
-    return encode_marker(state)
-
-
-def decode_state(body: str) -> dict[str, Any] | None:
-    """The state marker of an issue body (data anyone may have edited: exact types or None)."""
-    d = decode_marker(STATE, body, MAX_MARKER)
-    ok = (isinstance(d, dict) and type(d.get("occurrences")) is int and d["occurrences"] >= 0
-          and all(isinstance(d.get(k), str) and (not d[k] or _DATE.fullmatch(d[k])) for k in ("first_seen", "last_seen"))
-          and isinstance(d.get("platforms"), list) and all(isinstance(p, str) for p in d["platforms"]))
-    return d if ok else None
+def _date(v: str) -> str:
+    return v if _DATE.fullmatch(v) else ""
 
 
 def _rc_view(rc: RootCauseRow) -> dict[str, Any]:
@@ -181,7 +144,7 @@ class Renderer:
             repro_lines=repro.count("\n"), repro_block=code_block(repro, "python"),
             engine_only=(bundle / "repro_engine.py").exists(),
             log_block=code_block("\n".join(log.splitlines()[-60:])) if log.strip() else "",
-            rc=_rc_view(rc) if rc else None, merged=list(merged), state=Markup(encode_state(issue_state(meta))))
+            rc=_rc_view(rc) if rc else None, merged=list(merged), state=Markup(issue_state(meta).encode()))
         if rc:
             return title(f"[{symptom_text(rc.symptom)}] {rc.title or fp.title}"), truncate_body(body)
         return title(fp.title), truncate_body(body)
@@ -215,7 +178,7 @@ class Renderer:
             regressed=regressed, pr_link=Markup(ctx.pr_link), commit=ctx.commit, run_link=Markup(ctx.run_link),
             platforms=list(meta.platforms) or ["?"], run_occurrences=run_occurrences, occurrences=meta.occurrences))
 
-    def tracking(self, key: str, rows: list[dict[str, Any]], ctx: RunContext, run_key: str,
+    def tracking(self, key: str, rows: list[TrackedRow], ctx: RunContext, run_key: str,
                  data: str, symptom: str = "precision") -> tuple[str, str]:
         """(title, body) of the tracking issue ``key`` of one symptom class; ``data`` is its rows,
         encoded, kept hidden in the body so that the next run adds to them."""
@@ -224,7 +187,7 @@ class Renderer:
             pr_link=Markup(ctx.pr_link), tool_repo=TOOL_REPO, symptom=symptom)
         return TRACKING_TITLES[symptom], truncate_body(body)
 
-    def tracking_comment(self, rows: list[dict[str, Any]], ctx: RunContext, regressed: bool,
+    def tracking_comment(self, rows: list[TrackedRow], ctx: RunContext, regressed: bool,
                          symptom: str = "precision") -> str:
         return truncate_body(self.env.get_template("tracking_comment.md.j2").render(
             rows=rows, regressed=regressed, pr_link=Markup(ctx.pr_link), commit=ctx.commit,

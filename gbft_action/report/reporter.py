@@ -17,7 +17,7 @@ import json
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ from markupsafe import Markup
 
 from ..bugs.rootcause import same_class
 from ..records import BundleMeta, FailureRow, Policy, RecordError, RootCauseRow, Summary
-from .render import TRACKING_TITLES, Renderer, RunContext, decode_marker, decode_state, encode_marker, symptom_text
+from .markers import IssueState, TrackedRow
+from .render import TRACKING_TITLES, Renderer, RunContext, symptom_text
 from .trackers import ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
 
 PRECISION_TRACKING = "gbft-precision-tracking"  # the tracker key of the one precision tracking issue
@@ -183,7 +184,7 @@ class _Bug:
     run_count: int = 1  # cases in this run
     rc: RootCauseRow | None = None
     merged: list[dict[str, Any]] = field(default_factory=list)  # a root cause's fingerprints, for its issue
-    tracked: list[dict[str, Any]] | None = None
+    tracked: list[TrackedRow] | None = None
     tracks: str = ""  # the symptom class of a tracking issue
 
 
@@ -200,7 +201,7 @@ def _root_cause_bugs(out: Path, summary: Summary, metas: dict[str, BundleMeta],
     list (precision, NaN/Inf, unisolated wrong results: render.TRACKING_TITLES)."""
     failures = {f.key: f for f in summary.failures}
     bugs: list[_Bug] = []
-    rows: dict[str, list[dict[str, Any]]] = {}
+    rows: dict[str, list[TrackedRow]] = {}
     for rc in rcs:
         if rc.verdict in FIXED_VERDICTS:
             continue
@@ -313,7 +314,7 @@ class _Run:
         """(title, body) of the bug's issue, merged with what the existing issue says."""
         if bug.tracked is not None:
             rows = _tracked_rows(existing.body if existing else "", bug.tracked)
-            return self.render.tracking(bug.key, rows, self.ctx, self.run_key, _encode_rows(rows), bug.tracks)
+            return self.render.tracking(bug.key, rows, self.ctx, self.run_key, TrackedRow.encode(rows), bug.tracks)
         assert bug.meta is not None  # an issue of its own shows a bundle
         meta = _merged(bug.meta, existing) if existing else bug.meta
         return self.render.issue(bug.bundle, meta, self.ctx, aliases=_aliases(existing, bug), run_key=self.run_key,
@@ -443,69 +444,47 @@ def _aliases(issue: Issue | None, bug: _Bug) -> list[str]:
     return [x for x in ids if x != bug.key and not re.fullmatch(TRACKING_KEY, x)]
 
 
-def _tracked_row(rc: RootCauseRow) -> dict[str, Any]:
+def _tracked_row(rc: RootCauseRow) -> TrackedRow:
     """One root cause, as its class's tracking issue keeps it (short: its data lives in the body)."""
     today = time.strftime("%Y-%m-%d", time.gmtime())
-    return {"key": rc.key, "title": rc.title[:100], "count": rc.count, "ops": [x[:40] for x in rc.ops[:5]],
-            "platforms": sorted(x[:40] for x in rc.platforms[:8]), "first_seen": today, "last_seen": today}
+    return TrackedRow(rc.key, rc.title[:100], rc.count, tuple(x[:40] for x in rc.ops[:5]),
+                      tuple(sorted(x[:40] for x in rc.platforms[:8])), today, today)
 
 
-_ROWS = re.compile(r"<!-- gbft-tracking-rows: ([A-Za-z0-9+/=]*) -->")
-
-
-def _encode_rows(rows: list[dict[str, Any]]) -> str:
-    return encode_marker(rows)
-
-
-def _tracked_rows(body: str, now: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _tracked_rows(body: str, now: list[TrackedRow]) -> list[TrackedRow]:
     """The tracking issue's rows: what its body held, with this run's added (counts summed,
     platforms joined), most recently seen first.  A body that does not hold valid rows (edited
     by hand) starts over from this run's."""
-    prev = {r["key"]: r for r in _decode_rows(body)}
+    prev = {r.key: r for r in TrackedRow.decode(body)}
     for r in now:
-        old = prev.get(r["key"])
+        old = prev.get(r.key)
         if old is not None:
-            r = {**r, "count": old["count"] + r["count"], "first_seen": old["first_seen"],
-                 "platforms": sorted(set(old["platforms"]) | set(r["platforms"]))[:8]}
-        prev[r["key"]] = r
-    rows = sorted(prev.values(), key=lambda r: (r["last_seen"], r["count"], r["key"]), reverse=True)
+            r = replace(r, count=old.count + r.count, first_seen=old.first_seen,
+                        platforms=tuple(sorted(set(old.platforms) | set(r.platforms))[:8]))
+        prev[r.key] = r
+    rows = sorted(prev.values(), key=lambda r: (r.last_seen, r.count, r.key), reverse=True)
     return rows[:TRACKED_ROWS]
-
-
-def _decode_rows(body: str) -> list[dict[str, Any]]:
-    rows = decode_marker(_ROWS, body)
-    return [r for r in rows if _valid_row(r)] if isinstance(rows, list) else []
-
-
-def _valid_row(r: Any) -> bool:
-    """A row read back from an issue body (data a maintainer may have edited): exact types only."""
-    return (isinstance(r, dict) and isinstance(r.get("key"), str) and bool(re.fullmatch(ROOT_CAUSE_KEY, r["key"]))
-            and isinstance(r.get("title"), str) and isinstance(r.get("count"), int) and not isinstance(r["count"], bool)
-            and all(isinstance(r.get(k), list) and all(isinstance(x, str) for x in r[k]) for k in ("ops", "platforms"))
-            and all(isinstance(r.get(k), str) and re.fullmatch(r"\d{4}-\d\d-\d\d", r[k])
-                    for k in ("first_seen", "last_seen")))
 
 
 def _merged(meta: BundleMeta, issue: Issue) -> BundleMeta:
     """Occurrences and platforms of this run added to what the issue's state marker holds
-    (render.decode_state).  An issue filed before the marker (version 0) is read from its
+    (markers.IssueState).  An issue filed before the marker (version 0) is read from its
     table rows once; the body written now carries the marker."""
-    prev = decode_state(issue.body) or _legacy_state(issue.body)
+    prev = IssueState.decode(issue.body) or _legacy_state(issue.body)
     if prev is None:
         return meta
-    old = [p for p in prev["platforms"] if p and p != "?"]
-    return meta.with_(occurrences=prev["occurrences"] + meta.occurrences,
-                      first_seen=prev["first_seen"] or meta.first_seen,
+    old = [p for p in prev.platforms if p and p != "?"]
+    return meta.with_(occurrences=prev.occurrences + meta.occurrences, first_seen=prev.first_seen or meta.first_seen,
                       platforms=tuple(sorted(set(old) | set(meta.platforms))))
 
 
-def _legacy_state(body: str) -> dict[str, Any] | None:
+def _legacy_state(body: str) -> IssueState | None:
     occ = re.search(r"\| Occurrences \| (\d+) \(first seen ([^,]*),", body)
     plat = re.search(r"\| Platforms \| ([^|]*) \|", body)
     if not occ:
         return None
-    return {"occurrences": int(occ.group(1)), "first_seen": occ.group(2)[:20],
-            "platforms": [p.strip() for p in plat.group(1).split(",")] if plat else []}
+    return IssueState(int(occ.group(1)), occ.group(2)[:20], "",
+                      tuple(p.strip() for p in plat.group(1).split(",")) if plat else ())
 
 
 def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, render: Renderer,
