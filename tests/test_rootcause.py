@@ -293,6 +293,13 @@ def test_a_wrong_shape_and_wrong_values_are_two_defects():
     assert local_key("wrong-result", _fp("Depthwise", "", "shape")) != local_key("wrong-result", _fp("Depthwise", ""))
 
 
+def test_garbage_read_names_the_parameters_it_needs_as_a_wrong_result_does():
+    # s3k: "Pad: output depends on uninitialised memory" was the edge mode's key; its title hid it.
+    k = RootKey(Symptom.NONDETERMINISTIC.value, ("Pad",), "mode=edge", True)
+    assert k.title == "Pad: output depends on uninitialised memory (mode=edge)"
+    assert RootKey(Symptom.NONDETERMINISTIC.value, ("Pad",), "", True).title.endswith("memory")
+
+
 def test_a_parameter_proven_needed_names_the_defect_whatever_its_shape():
     # A reverse GRU's wrong Y shape and its wrong Y_h values: the proven trigger is one.
     dw = Graph({"in0": TensorType((1, 4, 4, 2))}, [Node("n0", "Depthwise", ["in0"], {"multiplier": 1, "padding": "VALID"},

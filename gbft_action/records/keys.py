@@ -133,8 +133,8 @@ class RootKey:
             return f"{subj} {_DIRECTION.get(d, d)}"
         if s == Symptom.PRECISION.value:
             return f"{subj}: precision beyond 0.1%"
-        if s == Symptom.NONDETERMINISTIC.value:
-            return f"{subj}: output depends on uninitialised memory"
+        if s == Symptom.NONDETERMINISTIC.value:  # the parameters it needs, as for a wrong result
+            return f"{subj}: output depends on uninitialised memory" + (f" ({d})" if d else "")
         if s == Symptom.CRASH.value and not self.ops:
             return f"{d or 'crash'}: no operator crashes alone (damage done earlier in the model)"
         if s == Symptom.CRASH.value:
