@@ -300,6 +300,25 @@ def test_garbage_read_names_the_parameters_it_needs_as_a_wrong_result_does():
     assert RootKey(Symptom.NONDETERMINISTIC.value, ("Pad",), "", True).title.endswith("memory")
 
 
+def test_a_node_is_keyed_by_the_operator_it_lowers_to():
+    # tfa29: tf.image.resize(method=nearest) is a ResizeNearestNeighbor node in the GraphDef MNN
+    # converts: "Resize: wrong results (method=nearest)" and "Resizenearestneighbor: wrong
+    # results" were two keys of one MNN defect.
+    from gbft_action.ops.registry import registry
+
+    doms = registry("tf").specs["Resizenearestneighbor"].domains
+    simplest = {k: d.values[0] for k, d in doms.items() if hasattr(d, "values")}
+
+    def key(op: str, params: dict[str, Any]) -> RootKey:
+        g = Graph({"in0": TensorType((1, 4, 4, 2))}, [Node("n0", op, ["in0"], {"h": 7, "w": 9, **params},
+                                                           TensorType((1, 7, 9, 2)), op)], ["n0"], 1)
+        return root_key("wrong-result", _fp(op, ""), g, blamed="n0", isolated=True)
+
+    resize, native = key("Resize", {"method": "nearest"}), key("Resizenearestneighbor", simplest)
+    assert resize.id == native.id and resize.title == "Resizenearestneighbor: wrong results"
+    assert key("Resize", {"method": "bicubic"}).title == "Resize: wrong results (method=bicubic)"
+
+
 def test_a_parameter_proven_needed_names_the_defect_whatever_its_shape():
     # A reverse GRU's wrong Y shape and its wrong Y_h values: the proven trigger is one.
     dw = Graph({"in0": TensorType((1, 4, 4, 2))}, [Node("n0", "Depthwise", ["in0"], {"multiplier": 1, "padding": "VALID"},

@@ -138,13 +138,22 @@ def pattern_ops(g: Graph) -> tuple[str, ...]:
 
 def salient_params(g: Graph, node: str) -> str:
     """Choice parameters of the blamed node that the minimiser left at a value other than the
-    simplest: the ones it could not change without losing the bug (a mode, a padding...)."""
+    simplest: the ones it could not change without losing the bug (a mode, a padding...).  A
+    parameter that names the operator it lowers to (keyed_op) is in the key's operator already."""
     try:
         n = g.node(node)
     except KeyError:
         return ""
-    unproven = set(g.meta.get(UNPROVEN, ()))
-    return ", ".join(_param_text(g, n.op, k, n.params[k]) for k in simplest_choices(g, node) if k not in unproven)
+    skip = set(g.meta.get(UNPROVEN, ())) | {keyed_op(g, n)[1]}
+    return ", ".join(_param_text(g, n.op, k, n.params[k]) for k in simplest_choices(g, node) if k not in skip)
+
+
+def keyed_op(g: Graph, n: Node) -> tuple[str, str]:
+    """The operator a root cause names for node ``n``, and the parameter that chose it ("":
+    none): the operator the engine converts (ops.specs.Spec.lowers_to)."""
+    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(n.op)
+    lowered = spec.lowers_to(n.params) if spec is not None else None
+    return lowered if lowered else (n.op, "")
 
 
 def _param_text(g: Graph, op: str, k: str, v: Any) -> str:
@@ -201,7 +210,7 @@ def _root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str
     if symptom == Symptom.NONDETERMINISTIC.value and not isolated and suspect(small):
         ops = (suspect(small),)  # not where the garbage showed: where it was read from
     elif blamed and small is not None:
-        ops = (small.node(blamed).op,)
+        ops = (keyed_op(small, small.node(blamed))[0],)
     elif minimized and small is not None and len(pattern_ops(small)) <= MAX_PATTERN:
         ops = pattern_ops(small)
     else:  # not minimised far enough to name a pattern: the case's own operator stands in

@@ -63,6 +63,12 @@ class Spec:
         """A rank-4 shape of ``size`` elements in the operator's layout (TensorFlow's NHWC)."""
         return to_rank4(rng, size)
 
+    def lowers_to(self, p: Params) -> tuple[str, str] | None:
+        """(the spec whose operator this node lowers to, the parameter that chose it), or None:
+        a root cause names the operator the engine converts, so tf.image.resize(method=nearest)
+        and ResizeNearestNeighbor, one node in the GraphDef, are one operator's defects."""
+        return None
+
     # -- parameters -----------------------------------------------------------
     def sample(self, rng: random.Random, ins: list[TensorType], doms: dict[str, Domain] | None = None) -> Params:
         doms = {**self.domains, **(doms or {})}
@@ -301,6 +307,14 @@ class Reshape(Spec):
 
 
 class ResizeImage(Spec):
+    #: tf.image.resize (the "Resize" spec): the operator each method lowers to, named as its own
+    #: spec (ops.specs.Spec.lowers_to)
+    METHODS = {"bilinear": "Resizebilinear", "nearest": "Resizenearestneighbor"}
+
+    def lowers_to(self, p):
+        return (self.METHODS[p["method"]], "method") if self.name == "Resize" and p.get("method") in self.METHODS \
+            else None
+
     def repair(self, rng, ins, p):
         c = ins[0].shape[3]
         while p["h"] * p["w"] * c > MAX_ELEMS:
