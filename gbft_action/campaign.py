@@ -117,6 +117,33 @@ class FuzzConfig:
     frontend: str = "tf"
     shard: tuple[int, int] = (1, 1)  # (I, N): this run is part I of N of one campaign (search.case_seed)
 
+    def validate(self) -> FuzzConfig:
+        """The configuration, checked once whoever built it (the CLI's options, the action's
+        inputs): a ValueError naming the first bad setting and what it may be."""
+        lo, hi = self.blocks
+        checks = (
+            (self.budget > 0, "budget", "a number of seconds above 0", self.budget),
+            (self.max_models >= 0, "max-models", "0 (no limit) or more", self.max_models),
+            (1 <= lo <= hi, "blocks", "LO-HI with 1 <= LO <= HI", f"{lo}-{hi}"),
+            (self.jobs >= 1, "jobs", "1 or more", self.jobs),
+            (self.graph in ("ws", "rn", "both"), "graph", "ws, rn or both", self.graph),
+            (self.chooser in ("mcts", "random"), "chooser", "mcts or random", self.chooser),
+            (0.0 <= self.minimize_share < 1.0, "minimize-share", "in [0, 1)", self.minimize_share),
+            (0.0 <= self.special_share <= 1.0, "special-share", "in [0, 1]", self.special_share),
+            (self.engine_mem_mb > 0, "engine-mem-mb", "above 0", self.engine_mem_mb),
+            (min(self.tolerance.rtol, self.tolerance.atol) >= 0, "rtol/atol", "0 or more",
+             f"{self.tolerance.rtol}/{self.tolerance.atol}"),
+            (0.0 < self.tolerance.min_ratio <= 1.0, "min-ratio", "in (0, 1]", self.tolerance.min_ratio),
+            (min(self.timeouts.convert, self.timeouts.infer) > 0, "timeouts", "above 0 seconds",
+             f"{self.timeouts.convert}/{self.timeouts.infer}"),
+            (1 <= self.shard[0] <= self.shard[1], "shard", "I/N with 1 <= I <= N", shard_text(self.shard)),
+        )
+        for ok, name, want, got in checks:
+            if not ok:
+                raise ValueError(f"--{name} must be {want}, got {got}")
+        self.corpora()  # one corpus for several front ends is an error too
+        return self
+
     def corpora(self) -> dict[str, str]:
         """Each front end's corpus file.  ``corpus`` names one front end's blocks, so with
         several front ends it is a usage error: each takes its default corpus."""

@@ -273,8 +273,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
                      symptom_policy=args.symptom_policy, shard=shard)
-    if not 0.0 <= args.minimize_share < 1.0:
-        print(f"error: --minimize-share must be in [0, 1), got {args.minimize_share}", file=sys.stderr)
+    try:
+        cfg.validate()
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     if args.resume:
         try:

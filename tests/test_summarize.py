@@ -106,3 +106,26 @@ def test_a_diagnosis_the_harness_fails_on_is_counted_not_fatal(tmp_path: Path, m
                                 book=book, new_ids=sorted(book.seen_this_run), run_id="r",
                                 minimized={"f1": stats}, bugs_dir=""))
     assert s.harness_errors == HarnessErrors(1, stats["error"])  # shown in the job summary
+
+
+def test_one_fuzz_configuration_checked_once_names_the_bad_setting(tmp_path, capsys):
+    """FuzzConfig.validate: whoever built it (the CLI's options, the action's inputs), the first
+    bad setting is one line naming it and what it may be."""
+    import re
+    from dataclasses import replace
+
+    import pytest
+
+    from gbft_action.cli import main
+
+    ok = FuzzConfig(out=tmp_path).validate()
+    for change, words in ((dict(budget=0), "--budget must be a number of seconds above 0, got 0"),
+                          (dict(blocks=(5, 2)), "--blocks must be LO-HI with 1 <= LO <= HI, got 5-2"),
+                          (dict(minimize_share=1.0), "--minimize-share must be in [0, 1), got 1.0"),
+                          (dict(jobs=0), "--jobs must be 1 or more"), (dict(shard=(3, 2)), "--shard must be I/N"),
+                          (dict(frontend="tf,onnx", corpus="x.yaml"), "a corpus is one front end's blocks")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            replace(ok, **change).validate()
+    assert main(["fuzz", "--minimize-share", "1.5", "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --minimize-share must be in [0, 1), got 1.5"]

@@ -153,7 +153,7 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
                       engine_python=pr.python, engine_env=dict(pr.env), base=base,
                       symptom_policy=cfg.policy_overrides,
                       platform_label=cfg.platform_label, shard=cfg.shard_pair)
-    return Campaign(fuzz)
+    return Campaign(fuzz.validate())
 
 
 class Cancelled(Exception):
