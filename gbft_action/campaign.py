@@ -453,65 +453,12 @@ class Campaign:
             return share
         return reserve(share, self.cfg.budget, list(self.minimized.values()), len(self._groups - self._diagnosed))
 
-    @staticmethod
-    def _lane_for(lanes: list[Lane], fingerprint: dict[str, Any]) -> Lane:
-        """A lane of the front end a fingerprint was found through: its model replays there."""
-        name = str(fingerprint.get("frontend") or "tf")
-        return next((ln for ln in lanes if ln.cfg.frontend.name == name), lanes[0])
-
     def _diagnose(self, lanes: list[Lane], deadline: float) -> None:
-        """Minimise and key (bugs.diagnose) this run's fingerprints within the reserve: those a
-        report would file first, one per local key (symptom, operator, direction) first, the
-        smallest models first; then the other variants, which may split off a root cause.  The
-        reserve is planned per local key: a variant left undiagnosed joins its head's key.
-        Every lane diagnoses (one fingerprint each at a time): a lane is a core's worth of
-        workers, idle otherwise once the fuzz loop has stopped."""
+        """Minimise and key this run's fingerprints within the reserve (Diagnoser)."""
         if self.cfg.minimize_share <= 0:
             return
-        heads, rest = self._diagnosis_order()
-        # Each pass shares what is left fairly among its own fingerprints (heads first: they
-        # decide the keys); then the minimisations a share cut short go on once.
-        cut_short = lambda f: f in self.minimized and not self.minimized[f].get("complete", True)  # noqa: E731
-        for group, resume in ((heads, False), (rest, False), ([*heads, *rest], True)):
-            todo = [f for f in group if cut_short(f)] if resume else [f for f in group if f not in self.minimized]
-            self._diagnose_all(lanes, todo, resume, deadline)
-
-    def _diagnose_all(self, lanes: list[Lane], todo: list[str], resume: bool, deadline: float) -> None:
-        firsts = self._first_records()
-        lock = threading.Lock()
-        serves = {f: self._lane_for(lanes, firsts[f].get("fingerprint", {})).cfg.frontend.name for f in todo}
-
-        def work(lane: Lane) -> None:
-            name = lane.cfg.frontend.name
-            peers = sum(1 for ln in lanes if ln.cfg.frontend.name == name)
-            while True:
-                with lock:  # take the next fingerprint of this lane's front end and its share together
-                    left = deadline - time.monotonic() - GRACE_S
-                    mine = [f for f in todo if serves[f] == name]
-                    if not mine or left < 1 or self._interrupted:
-                        return
-                    # A fair share of what is left (per lane), at least 2 s, at most the limit.
-                    share = left if resume else max(2.0, left * peers / len(mine))
-                    fid = mine[0]
-                    todo.remove(fid)
-                self.minimized[fid] = _diagnosed_or_error(lane, self.bugs, fid, min(self.cfg.minimize_limit, share, left),
-                                                          resume)
-                with lock:
-                    self._diagnosed.add(_local(firsts[fid]))
-
-        if len(lanes) == 1:
-            work(lanes[0])
-            return
-        with ThreadPoolExecutor(len(lanes), thread_name_prefix="diagnose") as pool:
-            for f in [pool.submit(work, lane) for lane in lanes]:
-                f.result()
-
-    def _diagnosis_order(self) -> tuple[list[str], list[str]]:
-        """(heads, rest): the first fingerprint of each local key, then the others."""
-        return diagnosis_order(self._first_records(), self.bugs.seen_this_run, self.cfg.symptom_policy)
-
-    def _first_records(self) -> dict[str, dict[str, Any]]:
-        return first_records(self.records)
+        Diagnoser(self.records, self.bugs, self.cfg.minimize_limit, self.cfg.symptom_policy, self.minimized,
+                  self._diagnosed, lambda: self._interrupted).run(lanes, deadline)
 
     def _confirm(self, lanes: list[Lane], deadline: float) -> None:
         """Confirmation before blame: each new fingerprint, most frequent first, is replayed on
@@ -530,7 +477,7 @@ class Campaign:
                 if left < min(need, 1.0) or self._interrupted:
                     return
                 share = min(left, max(need, left / (len(todo) - k)))
-                lane = self._lane_for(lanes, verdicts[fid].fingerprint)
+                lane = lane_for(lanes, verdicts[fid].fingerprint)
                 self.confirmed[fid] = self._confirm_one(lane, verdicts[fid], time.monotonic() + share)
 
     def _confirm_tail(self, cap: float) -> float:
@@ -655,6 +602,71 @@ class Campaign:
         if self.cfg.base is None:
             return None
         return TriageInputs(self.cfg.out, self.confirmed, {"source": self.cfg.base.source, **self.base_info})
+
+def lane_for(lanes: list[Lane], fingerprint: dict[str, Any]) -> Lane:
+    """A lane of the front end a fingerprint was found through: its model replays there."""
+    name = str(fingerprint.get("frontend") or "tf")
+    return next((ln for ln in lanes if ln.cfg.frontend.name == name), lanes[0])
+
+
+@dataclass
+class Diagnoser:
+    """Who diagnoses what within the reserve, apart from the campaign's loop.
+
+    Minimise and key (bugs.diagnose) this run's fingerprints: those a report would file first,
+    one per local key (symptom, operator, direction) first, the smallest models first; then the
+    other variants, which may split off a root cause.  The reserve is planned per local key: a
+    variant left undiagnosed joins its head's key.  Every lane diagnoses (one fingerprint each at
+    a time): a lane is a core's worth of workers, idle otherwise once the fuzz loop has stopped.
+    ``minimized`` and ``diagnosed`` are the campaign's own, filled as diagnoses finish."""
+
+    records: list[dict[str, Any]]
+    book: BugBook
+    limit: float  # seconds at most per fingerprint
+    symptom_policy: dict[str, str]
+    minimized: dict[str, Any]
+    diagnosed: set[tuple[str, str, str]]
+    stopped: Callable[[], bool] = lambda: False
+
+    def run(self, lanes: list[Lane], deadline: float) -> None:
+        firsts = first_records(self.records)
+        heads, rest = diagnosis_order(firsts, self.book.seen_this_run, self.symptom_policy)
+        # Each pass shares what is left fairly among its own fingerprints (heads first: they
+        # decide the keys); then the minimisations a share cut short go on once.
+        cut_short = lambda f: f in self.minimized and not self.minimized[f].get("complete", True)  # noqa: E731
+        for group, resume in ((heads, False), (rest, False), ([*heads, *rest], True)):
+            todo = [f for f in group if cut_short(f)] if resume else [f for f in group if f not in self.minimized]
+            self._all(lanes, firsts, todo, resume, deadline)
+
+    def _all(self, lanes: list[Lane], firsts: dict[str, dict[str, Any]], todo: list[str], resume: bool,
+             deadline: float) -> None:
+        lock = threading.Lock()
+        serves = {f: lane_for(lanes, firsts[f].get("fingerprint", {})).cfg.frontend.name for f in todo}
+
+        def work(lane: Lane) -> None:
+            name = lane.cfg.frontend.name
+            peers = sum(1 for ln in lanes if ln.cfg.frontend.name == name)
+            while True:
+                with lock:  # take the next fingerprint of this lane's front end and its share together
+                    left = deadline - time.monotonic() - GRACE_S
+                    mine = [f for f in todo if serves[f] == name]
+                    if not mine or left < 1 or self.stopped():
+                        return
+                    # A fair share of what is left (per lane), at least 2 s, at most the limit.
+                    share = left if resume else max(2.0, left * peers / len(mine))
+                    fid = mine[0]
+                    todo.remove(fid)
+                self.minimized[fid] = _diagnosed_or_error(lane, self.book, fid, min(self.limit, share, left), resume)
+                with lock:
+                    self.diagnosed.add(_local(firsts[fid]))
+
+        if len(lanes) == 1:
+            work(lanes[0])
+            return
+        with ThreadPoolExecutor(len(lanes), thread_name_prefix="diagnose") as pool:
+            for f in [pool.submit(work, lane) for lane in lanes]:
+                f.result()
+
 
 def _diagnosed_or_error(lane: Lane, book: BugBook, fid: str, limit: float, resume: bool) -> dict[str, Any]:
     """diagnose(), or, when the harness itself raised on this fingerprint, its error as the

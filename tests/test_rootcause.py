@@ -465,23 +465,21 @@ def test_the_reserve_goes_to_one_fingerprint_per_local_key_first(monkeypatch):
         return {"complete": fid != "h1" or resume, "wall": limit}
 
     monkeypatch.setattr(C, "diagnose", fake_diagnose)
-    c = C.Campaign.__new__(C.Campaign)
     rec = lambda fid, op, n: {"key": fid, "symptom": "wrong-result", "fingerprint": {"op": op}, "n_nodes": n}
-    c.records = [{"index": i, **r} for i, r in enumerate(
+    records = [{"index": i, **r} for i, r in enumerate(
         [rec("h1", "Lrn", 5), rec("v1", "Lrn", 3), rec("h2", "Add", 9), rec("v2", "Add", 20), rec("v3", "Lrn", 40)])]
-    c.bugs = SimpleNamespace(seen_this_run={"h1": 1, "v1": 1, "h2": 1, "v2": 1, "v3": 1})
-    c.cfg = SimpleNamespace(minimize_share=0.2, minimize_limit=30.0, symptom_policy={})
-    c.minimized, c._diagnosed, c._interrupted = {}, set(), False
+    book = SimpleNamespace(seen_this_run={"h1": 1, "v1": 1, "h2": 1, "v2": 1, "v3": 1})
+    c = C.Diagnoser(records, book, 30.0, {}, {}, set())  # type: ignore[arg-type]
     lanes = [SimpleNamespace(cfg=SimpleNamespace(frontend=SimpleNamespace(name="tf")))]
-    c._diagnose(lanes, _time.monotonic() + 20.0 + C.GRACE_S)
+    c.run(lanes, _time.monotonic() + 20.0 + C.GRACE_S)
     assert [f for f, _, _ in calls[:2]] == ["v1", "h2"]  # the smallest of each local key, smallest first
     assert calls[0][1] >= 9.0  # half of what is left, not a fifth
     assert [f for f, _, r in calls[2:] if not r] == ["h1", "v2", "v3"]
     assert [f for f, _, r in calls if r] == ["h1"]  # the one cut short goes on once
     calls.clear()
-    c.minimized = {}
-    c.bugs.seen_this_run["v3"] = 30  # frequent: diagnosed first, and heads its local key
-    c._diagnose(lanes, _time.monotonic() + 20.0 + C.GRACE_S)
+    c.minimized.clear()
+    book.seen_this_run["v3"] = 30  # frequent: diagnosed first, and heads its local key
+    c.run(lanes, _time.monotonic() + 20.0 + C.GRACE_S)
     assert [f for f, _, _ in calls[:2]] == ["v3", "h2"]
 
 
@@ -788,22 +786,20 @@ def test_every_lane_diagnoses_fingerprints_of_its_own_front_end(monkeypatch):
         return {"complete": True}
 
     monkeypatch.setattr(C, "diagnose", fake_diagnose)
-    c = C.Campaign.__new__(C.Campaign)
     rec = lambda fid, op, fe: {"key": fid, "symptom": "wrong-result", "n_nodes": 3,  # noqa: E731
                                "fingerprint": {"op": op, **({"frontend": fe} if fe != "tf" else {})}}
-    c.records = [{"index": i, **r} for i, r in enumerate(
+    records = [{"index": i, **r} for i, r in enumerate(
         [rec("t1", "Lrn", "tf"), rec("o1", "Conv", "onnx"), rec("t2", "Add", "tf"), rec("o2", "Gemm", "onnx")])]
-    c.bugs = SimpleNamespace(seen_this_run={f: 1 for f in ("t1", "o1", "t2", "o2")})
-    c.cfg = SimpleNamespace(minimize_share=0.2, minimize_limit=30.0, symptom_policy={})
-    c.minimized, c._diagnosed, c._interrupted = {}, set(), False
+    book = SimpleNamespace(seen_this_run={f: 1 for f in ("t1", "o1", "t2", "o2")})
+    c = C.Diagnoser(records, book, 30.0, {}, {}, set())  # type: ignore[arg-type]
     lane = lambda name, fe: SimpleNamespace(name=name, cfg=SimpleNamespace(frontend=SimpleNamespace(name=fe)))  # noqa: E731
-    c._diagnose([lane("tf-lane", "tf"), lane("onnx-lane", "onnx")], _time.monotonic() + 20.0 + C.GRACE_S)
+    c.run([lane("tf-lane", "tf"), lane("onnx-lane", "onnx")], _time.monotonic() + 20.0 + C.GRACE_S)
     assert sorted((f, ln) for f, ln, _ in seen) == [("o1", "onnx-lane"), ("o2", "onnx-lane"),
                                                      ("t1", "tf-lane"), ("t2", "tf-lane")]
     assert len({t for _, _, t in seen}) == 2  # both lanes at once, each in its own thread
     seen.clear()
-    c.minimized = {}
-    c._diagnose([lane("tf-a", "tf"), lane("tf-b", "tf")], _time.monotonic() + 20.0 + C.GRACE_S)
+    c.minimized.clear()
+    c.run([lane("tf-a", "tf"), lane("tf-b", "tf")], _time.monotonic() + 20.0 + C.GRACE_S)
     # Two lanes of one front end share its fingerprints; each fingerprint is diagnosed once.
     assert sorted(f for f, _, _ in seen) == ["o1", "o2", "t1", "t2"] and {ln for _, ln, _ in seen} == {"tf-a", "tf-b"}
 
