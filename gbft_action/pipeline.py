@@ -466,32 +466,22 @@ class Lane:
         res.op = op_named_in(r.log, res.graph, self.knowledge)
 
     def _compare(self, res: CaseResult, left: float) -> None:
+        """Judge res's outputs against the reference's (judge), localising a difference first:
+        the worker I/O is here, the judgement is a pure function of what it returns."""
         res.stage = "compare"
-        g = res.graph
-        diffs = judge_outputs(res.arrays["expected"], res.arrays["actual"], list(g.outputs), self.cfg.tolerance)
+        diffs = judge_outputs(res.arrays["expected"], res.arrays["actual"], list(res.graph.outputs), self.cfg.tolerance)
         res.diffs = [x.to_json() for x in diffs]
         bad = [x for x in diffs if not x.ok]
-        if not bad:
-            res.status = Status.DCP
-            return
-        res.status = Status.DCF
         # The sign of a zero matters where an infinity is at stake (1/-0 = -Inf), and only there.
-        where, first = self._localise(res, left, signed_zero=any(mismatch_kind(x) in ("nan", "inf") for x in bad))
-        if where == EXCUSED:
-            # Every node agrees under the node rules: the differences are ties (Argmax) or
-            # undefined behaviour (casts of NaN/Inf, NaN in TopK), not bugs.
-            res.status = Status.DCP
-            res.notes.append("outputs differ only by ties or undefined behaviour: " + bad[0].reason)
-            return
-        res.localised = where == FOUND
-        if where == VANISHED:
-            # Exposing every node changes what the engine fuses: the bug is there, its node unknown.
-            res.notes.append("not localised: the difference vanishes when intermediates are exposed")
-        first = first or bad[0]
-        res.node = first.name
-        res.op = g.node(first.name).op
-        res.mismatch, res.direction = mismatch_kind(first), special_direction(first)
-        res.message = f"{first.name} ({res.op}) diverges first: {first.reason}"
+        where, first = self._localise(res, left, signed_zero=any(mismatch_kind(x) in ("nan", "inf") for x in bad)) \
+            if bad else (FAILED, None)
+        j = judge(res.graph, diffs, where, first)
+        res.status = j.status
+        if j.note:
+            res.notes.append(j.note)
+        if j.status is Status.DCF:
+            res.localised, res.node, res.op, res.mismatch, res.direction, res.message = \
+                j.localised, j.node, j.op, j.mismatch, j.direction, j.message
 
     def _probe(self, res: CaseResult, names: list[str], left: float) -> dict[str, np.ndarray] | None:
         """Intermediate tensors from the engine on res's platform (None if it cannot say)."""
@@ -648,6 +638,39 @@ def _downstream(g: Graph, node: str) -> set[str]:
 # How localisation went: a node found; every difference excused by the node rules; no node
 # differs at all with intermediates exposed (fusion changed); the probe failed.
 FOUND, EXCUSED, VANISHED, FAILED = "found", "excused", "vanished", "failed"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What a model's outputs say, against the reference's: its status and, for a difference,
+    where it shows first and what kind it is."""
+
+    status: Status
+    node: str = ""
+    op: str = ""
+    mismatch: str = ""  # mismatch_kind: values, shape, nan, inf, ...
+    direction: str = ""  # special_direction: NaN->finite, ...
+    message: str = ""
+    localised: bool = False  # the node is the first whose intermediate differs, not an output
+    note: str = ""
+
+
+def judge(g: Graph, diffs: list[OutputDiff], where: str = FAILED, first: OutputDiff | None = None) -> Judgement:
+    """The judgement of g's compared outputs (oracle.judge_outputs), given how localisation went
+    (``where``: _located's FOUND, EXCUSED, VANISHED or FAILED, and the first node's difference)."""
+    bad = [x for x in diffs if not x.ok]
+    if not bad:
+        return Judgement(Status.DCP)
+    if where == EXCUSED:
+        # Every node agrees under the node rules: the differences are ties (Argmax) or undefined
+        # behaviour (casts of NaN/Inf, NaN in TopK), not bugs.
+        return Judgement(Status.DCP, note="outputs differ only by ties or undefined behaviour: " + bad[0].reason)
+    # Exposing every node changes what the engine fuses: the bug is there, its node unknown.
+    note = "not localised: the difference vanishes when intermediates are exposed" if where == VANISHED else ""
+    first = first or bad[0]
+    op = g.node(first.name).op
+    return Judgement(Status.DCF, first.name, op, mismatch_kind(first), special_direction(first),
+                     f"{first.name} ({op}) diverges first: {first.reason}", where == FOUND, note)
 
 
 def _located(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarray], tol: Tolerance,

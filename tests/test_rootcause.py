@@ -930,3 +930,23 @@ def test_the_operator_that_crashes_alone_is_found_however_far_down_the_model():
     res.arrays["inputs"] = {"in0": np.zeros(t.shape, np.float32)}
     assert D._first_failing_alone(lane, res, Symptom.CRASH.value, None, until=1e12) == "n13"
     assert lane.ran[1:] == [["Relu"], ["LSTM"]]  # the first Relu alone once, its twelve twins not
+
+
+def test_judging_is_a_pure_function_of_the_outputs_and_where_they_first_differ():
+    """pipeline.judge: no lane, no worker; the lane's _compare only supplies its inputs."""
+    from gbft_action.pipeline import EXCUSED, FAILED, FOUND, VANISHED, judge
+
+    g = _graph(("n0", "Exp", ["in0"]), ("n1", "Neg", ["n0"]))
+    out = {"n1": np.array([[1.0, 2.0]], np.float32)}
+    same = judge_outputs(out, out, ["n1"], Tolerance())
+    assert judge(g, same) == judge(g, same, FOUND) and judge(g, same).status is Status.DCP
+    wrong = judge_outputs(out, {"n1": np.array([[1.0, np.nan]], np.float32)}, ["n1"], Tolerance())
+    j = judge(g, wrong)  # not localised: the output where it showed
+    assert (j.status, j.node, j.op, j.mismatch, j.localised) == (Status.DCF, "n1", "Neg", "nan", False)
+    assert j.direction == "finite->NaN" and j.message.startswith("n1 (Neg) diverges first: ")
+    at_n0 = judge_outputs({"n0": np.ones((1, 2), np.float32)}, {"n0": np.zeros((1, 2), np.float32)}, ["n0"],
+                          Tolerance())[0]
+    j = judge(g, wrong, FOUND, at_n0)
+    assert (j.node, j.op, j.mismatch, j.localised) == ("n0", "Exp", "values", True)
+    assert judge(g, wrong, EXCUSED).status is Status.DCP and "ties or undefined" in judge(g, wrong, EXCUSED).note
+    assert "vanishes" in judge(g, wrong, VANISHED).note and judge(g, wrong, FAILED).note == ""
