@@ -950,3 +950,28 @@ def test_judging_is_a_pure_function_of_the_outputs_and_where_they_first_differ()
     assert (j.node, j.op, j.mismatch, j.localised) == ("n0", "Exp", "values", True)
     assert judge(g, wrong, EXCUSED).status is Status.DCP and "ties or undefined" in judge(g, wrong, EXCUSED).note
     assert "vanishes" in judge(g, wrong, VANISHED).note and judge(g, wrong, FAILED).note == ""
+
+
+def test_a_crash_no_operator_gives_alone_is_the_proven_crashers_of_its_model():
+    """tfa29: "memory error: no operator crashes alone" (a model holding a Batchtospacend) beside
+    "memory error with Batchtospacend", shown crashing alone: one MNN heap defect, one key."""
+    crash = Symptom.CRASH.value
+    alone = RootKey(crash, ("Batchtospacend",), "memory error", True)
+    damage = RootKey(crash, (), "memory error", False, ("Mul", "Sigmoid", "Batchtospacend"))
+    other = RootKey(crash, (), "memory error", False, ("Mul", "Sigmoid"))
+    def row(fid: str) -> dict[str, Any]:
+        return {"key": fid, "count": 1, "platforms": [], "symptom": crash, "local": [crash, "X", "memory error"],
+                "fingerprint": {"op": "X", "kind": "signal", "code": "SIGSEGV"}, "verdict": ""}
+    causes = assemble([row("f1"), row("f2"), row("f3")], {"f1": Diagnosed(alone, 1), "f2": Diagnosed(damage, 3),
+                                                          "f3": Diagnosed(other, 2)}, lambda s: "report")
+    assert sorted((rc.key.title, sorted(rc.fingerprints)) for rc in causes) == [
+        ("memory error with Batchtospacend", ["f1", "f2"]),
+        ("memory error: no operator crashes alone (damage done earlier in the model)", ["f3"])]
+    # Another class of crash, or two proven crashers in the model: no proof, the key stays.
+    abort = RootKey(crash, ("Lrn",), "SIGFPE", True)
+    both = RootKey(crash, (), "memory error", False, ("Lrn", "Batchtospacend", "Stridedslice"))
+    strided = RootKey(crash, ("Stridedslice",), "memory error", True)
+    causes = assemble([row("f1"), row("f2"), row("f3"), row("f4")],
+                      {"f1": Diagnosed(alone, 1), "f2": Diagnosed(abort, 1), "f3": Diagnosed(strided, 1),
+                       "f4": Diagnosed(both, 3)}, lambda s: "report")
+    assert len(causes) == 4

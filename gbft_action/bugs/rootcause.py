@@ -364,6 +364,8 @@ def assemble(failures: list[dict[str, Any]], diagnosed: dict[str, Diagnosed], po
     """Merge the summary's failures (key, count, platforms, symptom, local, fingerprint, verdict)
     into root causes.  A fingerprint not diagnosed in time joins a diagnosed one with the
     same local key (symptom, operator, direction); failing that, its own operator keys it."""
+    owners = _crashers(diagnosed)
+    diagnosed = {fid: replace(d, key=_owned(d.key, owners)) for fid, d in diagnosed.items()}
     by_local: dict[tuple[str, ...], RootKey] = {}
     for f in sorted(failures, key=lambda f: diagnosed[f["key"]].size if f["key"] in diagnosed else 1 << 30):
         # Only a key of the same symptom is passed on: a variant diagnosed as a tie or as heap
@@ -387,6 +389,22 @@ def assemble(failures: list[dict[str, Any]], diagnosed: dict[str, Diagnosed], po
     for rc in causes.values():
         rc.settled = not rc.minimized or any(diagnosed[f].settled for f in rc.fingerprints if f in diagnosed)
     return sorted(causes.values(), key=lambda rc: (-rc.count, rc.key.id))
+
+
+def _crashers(diagnosed: dict[str, Diagnosed]) -> dict[tuple[str, str], RootKey]:
+    """(crash class, operator) -> the key of an operator this run showed crashing alone so."""
+    return {(d.key.detail, d.key.ops[0]): d.key for d in diagnosed.values()
+            if d.key.symptom == Symptom.CRASH.value and d.key.isolated and len(d.key.ops) == 1}
+
+
+def _owned(key: RootKey, owners: dict[tuple[str, str], RootKey]) -> RootKey:
+    """A crash no operator gives alone (damage done earlier in the model) is the crash of the one
+    operator of its model this run showed crashing alone the same way: one out-of-bounds write
+    kills at once in one model and later in another.  Two such operators: no proof which."""
+    if key.symptom != Symptom.CRASH.value or key.ops:
+        return key
+    hits = {owners[(key.detail, op)] for op in key.pattern if (key.detail, op) in owners}
+    return hits.pop() if len(hits) == 1 else key
 
 
 def _worse(a: str, b: str) -> str:
