@@ -153,9 +153,7 @@ class BundleMeta:
     @staticmethod
     def from_json(d: Any, where: str = "meta.json") -> BundleMeta:
         f = Fields(d, where)
-        version = f.int("version", 0, minimum=0)
-        if version > BUNDLE_VERSION:
-            raise RecordError(f"{where}: version {version} is newer than this gbft reads ({BUNDLE_VERSION})")
+        f.version(BUNDLE_VERSION)
         if not isinstance(f.d.get("fingerprint"), dict) or not isinstance(f.d.get("engine"), dict):
             raise RecordError(f"{where}: no fingerprint or engine in it")
         if not re.fullmatch(r"[0-9a-f]{6,64}", f.str("id")):  # it names the bundle's folder and issue markers

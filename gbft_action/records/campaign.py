@@ -106,9 +106,7 @@ class CampaignRecord:
     @staticmethod
     def from_json(d: Any, where: str = "campaign.json") -> CampaignRecord:
         f = Fields(d, where)
-        version = f.int("version", 0, minimum=0)
-        if version > CAMPAIGN_VERSION:
-            raise RecordError(f"{where}: version {version} is newer than this gbft reads ({CAMPAIGN_VERSION})")
+        f.version(CAMPAIGN_VERSION)
         for key in ("identity", "config"):
             if not isinstance(f.d.get(key, {}), dict):
                 raise RecordError(f"{where}: {key!r} must be an object")

@@ -98,6 +98,14 @@ class Fields:
             raise self._bad(key, "an object")
         return {str(k): str(x) for k, x in v.items()}
 
+    def version(self, latest: int) -> int:
+        """The record's schema version (0: written before records had one); a newer one than
+        this gbft reads is refused, not misread."""
+        v = self.int("version", 0, minimum=0)
+        if v > latest:
+            raise RecordError(f"{self.where}: version {v} is newer than this gbft reads ({latest})")
+        return v
+
     def obj(self, key: str) -> Fields:
         return Fields(self.d.get(key) or {}, f"{self.where}: {key}")
 

@@ -273,9 +273,7 @@ class Summary:
     @staticmethod
     def from_json(d: Any, where: str = "summary.json") -> Summary:
         f = Fields(d, where)
-        version = f.int("version", 0, minimum=0)
-        if version > SUMMARY_VERSION:
-            raise RecordError(f"{where}: version {version} is newer than this gbft reads ({SUMMARY_VERSION})")
+        f.version(SUMMARY_VERSION)
         policy = _policies(f)
         return Summary(
             models=f.int("models", 0, 0), elapsed_s=f.float("elapsed_s"), models_per_s=f.float("models_per_s"),
