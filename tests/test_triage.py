@@ -109,7 +109,7 @@ def test_headline_says_the_answer_first():
     from gbft_action.records import Policy, RootCauseRow, Summary, TriageSummary
 
     def rc(key: str, title: str, fps: list[str], count: int, verdict: str, policy: Policy = Policy.REPORT):
-        return RootCauseRow(key, "wrong-result", tuple(fps), fps[0], policy, count, title, verdict=verdict)
+        return RootCauseRow(key, "wrong-result", tuple(fps), fps[0], policy, count, title, verdict=Verdict(verdict))
 
     counts = {v.value: 0 for v in Verdict}
     s = Summary(0, triage=TriageSummary({}, {**counts, "pre-existing": 140, "fixed": 1}, ()))

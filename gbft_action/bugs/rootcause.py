@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..graph.ir import Graph, Node
-from ..records.enums import Policy, Symptom
+from ..records.enums import Policy, Symptom, Verdict
 from ..records.summary import RootCauseRow
 from ..records.keys import SPECIAL_INPUT, RootKey, same_class  # noqa: F401 - SPECIAL_INPUT, same_class re-exported
 from ..ops.domains import Choice
@@ -339,7 +339,8 @@ class RootCause:
         """The summary's row of it (records.summary)."""
         k = self.key
         return RootCauseRow(k.id, k.symptom, tuple(self.fingerprints), self.canonical, Policy(self.policy), self.count,
-                            k.title, k.ops, k.detail, tuple(self.platforms), self.verdict, self.minimized, k.isolated,
+                            k.title, k.ops, k.detail, tuple(self.platforms), Verdict(self.verdict) if self.verdict else None,
+                            self.minimized, k.isolated,
                             self.settled)
 
     @property

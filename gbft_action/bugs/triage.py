@@ -273,7 +273,7 @@ def tally(summary: Summary) -> Tally:
     new = sorted((rc for rc in rcs if blamed & set(rc.fingerprints)), key=lambda rc: (-rc.count, rc.key))
     by_verdict: dict[str, int] = {}
     if tri:  # the blamed ones are "new" whatever else their fingerprints were; the rest by their verdict
-        by_verdict = {v.value: 0 for v in Verdict} | {k: n for k, n in Counter(rc.verdict for rc in rcs).items() if k}
+        by_verdict = {v.value: 0 for v in Verdict} | dict(Counter(rc.verdict.value for rc in rcs if rc.verdict))
         by_verdict["new"] = len(new)
         # The base build's own failures have no root causes (nothing of this build to minimise).
         by_verdict["fixed"], by_verdict["flaky-fixed"] = counts.get("fixed", 0), counts.get("flaky-fixed", 0)

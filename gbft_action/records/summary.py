@@ -167,7 +167,7 @@ class RootCauseRow:
     ops: tuple[str, ...] = ()
     detail: str = ""
     platforms: tuple[str, ...] = ()
-    verdict: str = ""  # a Verdict's value, or "" without a base build
+    verdict: Verdict | None = None  # None: no base build
     minimized: bool = False
     isolated: bool = False
     settled: bool = True
@@ -181,7 +181,7 @@ class RootCauseRow:
         return {"key": self.key, "symptom": self.symptom, "policy": self.policy.value, "title": self.title,
                 "ops": list(self.ops), "detail": self.detail, "fingerprints": list(self.fingerprints),
                 "canonical": self.canonical, "count": self.count, "platforms": list(self.platforms),
-                "verdict": self.verdict, "minimized": self.minimized, "isolated": self.isolated,
+                "verdict": self.verdict.value if self.verdict else "", "minimized": self.minimized, "isolated": self.isolated,
                 "settled": self.settled}
 
     @staticmethod
@@ -203,7 +203,8 @@ class RootCauseRow:
             raise RecordError(f"{where}: {key}: 'symptom' must be a symptom class such as wrong-result")
         policy = f.enum("policy", Policy) if f.d.get("policy") else default_policy
         return RootCauseRow(key, f.str("symptom"), fps, f.str("canonical"), policy, f.int("count", 0, 0),
-                            f.str("title"), f.strs("ops"), f.str("detail"), f.strs("platforms"), f.str("verdict"),
+                            f.str("title"), f.strs("ops"), f.str("detail"), f.strs("platforms"),
+                            f.enum("verdict", Verdict) if f.str("verdict") else None,
                             f.bool("minimized"), f.bool("isolated"), f.bool("settled", True))
 
 

@@ -398,14 +398,15 @@ def _root_cause_row(rc: RootCauseRow, summary: Summary, metas: dict[str, BundleM
         issue = Markup("summary only")  # by the symptom policy: never filed one by one
     elif not rc.settled and not issue:
         issue = Markup(UNSETTLED)
-    section = "new-listed" if rc.verdict == "new" and rc.key not in blamed else rc.verdict
+    verdict = rc.verdict.value if rc.verdict else ""
+    section = "new-listed" if verdict == "new" and rc.key not in blamed else verdict
     rows.setdefault(section, []).append({
         "title": (rc.title or (meta.title if meta else "") or rc.key)[:120], "op": ", ".join(rc.ops)[:40],
         "symptom": symptom_text(rc.symptom), "fingerprints": len(rc.fingerprints), "count": rc.count,
         "size": meta.minimized_size if meta else "", "issue": issue})
     new = set(summary.new_failures)
     ids.append({"key": rc.key[:64], "fingerprints": _id_list(rc.ids),
-                "verdict": rc.verdict or ("new" if new & set(rc.fingerprints) else "known"),
+                "verdict": verdict or ("new" if new & set(rc.fingerprints) else "known"),
                 "platforms": ", ".join(rc.platforms or (meta.platforms if meta else ()))[:80],
                 "bundle": f"bugs/{fid}/" if fid else ""})
 
