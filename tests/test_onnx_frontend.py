@@ -409,3 +409,20 @@ def test_repairs_keep_every_choice_of_the_domains_reachable():
     missing = [(op, k, v) for b in CORPUS.blocks for op in b.ops for k, dom in CORPUS.specs[op].domains.items()
                if isinstance(dom, Choice) and (op, k) in seen for v in dom.values if str(v) not in seen[(op, k)]]
     assert missing == []
+
+
+def test_conv_transpose_never_builds_an_empty_output_from_a_one_pixel_input():
+    """s3l: kernel 4, pads 3 + 1 and output_padding 1 on a 1-pixel input: the stride cut for size
+    took output_padding down to 0 after the pads were fitted, and the width became 0."""
+    import random as _random
+
+    from gbft_action.graph.ir import TensorType
+
+    spec = ONNX_SPECS["ConvTranspose"]
+    for seed in range(400):
+        rng = _random.Random(seed)
+        ins = [TensorType((1, 6, rng.choice([1, 2, 1305, 2554]), rng.choice([1, 2, 3])))]
+        # Strides of 2 and many channels on a tall input: the size cut is what brought it on.
+        p = {**spec.sample(rng, ins), "sh": 2, "sw": 2, "out_ch": 15, "groups": "one"}
+        p = spec.repair(rng, ins, p)
+        assert min(spec.infer(ins, p).shape) >= 1, (seed, p, ins)

@@ -192,3 +192,25 @@ def test_cli_mcts_beats_random_on_olc(tmp_path):
         assert json.loads((out / "state.json").read_text())["coverage"]
     assert olc["mcts"] >= 0.85
     assert olc["random"] < olc["mcts"]
+
+
+def test_an_attempt_the_solver_fails_on_is_lost_not_the_campaign(monkeypatch):
+    """s3l: a GenError from one case's generation ended a 10-minute campaign with no summary.
+    Now the attempt is counted (coverage's solver_errors) and the next one stands in."""
+    from gbft_action.graph.solver import GenError
+
+    src = GuidedSource(CORPUS, GenOptions(blocks=(3, 3)), seed=2, mutations=False)
+    real, calls = src._attempt, []
+
+    def flaky(rng, index, steer=False):
+        calls.append(index)
+        if len(calls) == 1:
+            raise GenError("ConvTranspose would produce shape (1, 15, 2553, 0)")
+        return real(rng, index, steer)
+
+    monkeypatch.setattr(src, "_attempt", flaky)
+    g = src.next_graph(0)
+    assert g.block_nodes() and g.meta["attempt"] >= 1 and src.summary()["solver_errors"] == 1
+    monkeypatch.setattr(src, "_attempt", lambda *a: (_ for _ in ()).throw(GenError("always")))
+    with pytest.raises(GenError):  # every attempt failing is a bug to see, not a model to make up
+        src.next_graph(1)

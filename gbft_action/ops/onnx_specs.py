@@ -166,15 +166,23 @@ class ConvTranspose(Nchw):
         p["pads"] = [rng.randint(0, p["kh"] - 1), rng.randint(0, p["kw"] - 1),
                      rng.randint(0, p["kh"] - 1), rng.randint(0, p["kw"] - 1)]
         p["output_padding"] = [rng.randint(0, p["sh"] - 1), rng.randint(0, p["sw"] - 1)]
-        for i, (k, st) in enumerate((("kh", "sh"), ("kw", "sw"))):
-            while self._len(ins[0].shape[2 + i], p, i) < 1:  # pads may eat a 1-pixel input
-                p["pads"][i], p["pads"][i + 2] = max(0, p["pads"][i] - 1), max(0, p["pads"][i + 2] - 1)
+        self._unpad(ins, p)
         while prod(self._out(ins, p)) > MAX_ELEMS and (p["sh"] > 1 or p["sw"] > 1):
             p["sh"], p["sw"] = max(1, p["sh"] - 1), max(1, p["sw"] - 1)
             p["output_padding"] = [min(p["output_padding"][0], p["sh"] - 1), min(p["output_padding"][1], p["sw"] - 1)]
         while prod(self._out(ins, p)) > MAX_ELEMS and p["out_ch"] > g:
             p["out_ch"] = g * max(1, p["out_ch"] // g // 2)
+        # Again: a smaller stride takes output_padding down with it (s3l: a 1-pixel input, kernel
+        # 4, pads 3 + 1 and output_padding 1 became an output of width 0, a GenError that ended
+        # the campaign).
+        self._unpad(ins, p)
         return p
+
+    def _unpad(self, ins, p) -> None:
+        """Pads taken down until every output length is at least 1 (pads may eat a 1-pixel input)."""
+        for i in (0, 1):
+            while self._len(ins[0].shape[2 + i], p, i) < 1:
+                p["pads"][i], p["pads"][i + 2] = max(0, p["pads"][i] - 1), max(0, p["pads"][i + 2] - 1)
 
     @staticmethod
     def _len(i: int, p: Params, axis: int) -> int:

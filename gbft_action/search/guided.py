@@ -64,6 +64,8 @@ class GuidedSource:
         self.coverage = Coverage.from_corpus(corpus, n_maxspc)
         self.discarded = 0
         self.generated = 0
+        self.solver_errors = 0  # attempts the solver failed on (a bug of ours; the attempt is lost)
+        self.last_solver_error = ""
         self._paths: dict[int, list[TreeNode]] = {}
         self._rewarded: set[int] = set()
         self._graph_level: dict[str, float] = {}
@@ -89,7 +91,16 @@ class GuidedSource:
             # stay the same), so that a known defect's operators still run now and then (when
             # the draw in _steered_away keeps them): a change to them shows.
             steer = self.known.settled_any() and random.Random(f"{key}:explore").random() >= EXPLORE
-            g, path = self._attempt(rng, index, steer)
+            try:
+                g, path = self._attempt(rng, index, steer)
+            except GenError as e:
+                # A solver bug: that attempt is lost, never the campaign (s3l ended at case 1576,
+                # its summary unwritten).  Counted, so that it shows.
+                self.solver_errors += 1
+                self.last_solver_error = str(e)[:200]
+                if attempt < last or kept is not None:
+                    continue
+                raise
             self.generated += 1
             items = self.coverage.new_items(g)  # once: the arms' gain and the update read the same
             if self._steered_away(g, items, rng) and (attempt < last or kept is not None):
@@ -171,7 +182,7 @@ class GuidedSource:
 
     def summary(self) -> dict[str, Any]:
         return {**self.coverage.metrics(), "graph": dict(self._graph_level), "generated": self.generated,
-                "discarded": self.discarded, "steered": self.known.steered,
+                "discarded": self.discarded, "steered": self.known.steered, "solver_errors": self.solver_errors,
                 "settled_triggers": dict(list(self.known.settled().items())[:20]), "mcts_nodes": self.mcts.size() if self.mcts else 0,
                 **({"support": self.support.to_json()} if self.support.rows else {}),
                 "graph_arms": self.arms.to_json() if self.arms else None}
