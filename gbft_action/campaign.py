@@ -48,6 +48,7 @@ from .corpus import Corpus, load_corpus
 from .frontends import Frontend, parse_frontends
 from .graph.generate import GenOptions
 from .graph.ir import Graph
+from .graph.solver import GenError
 from .oracle import Status, Tolerance
 from .records.enums import Policy, StopReason, Verdict
 from .records.campaign import CampaignRecord, Session
@@ -72,6 +73,7 @@ from .workers.supervisor import WorkerClosed
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
 DISK_FULL = "disk full"  # the stop reason's prefix when the output disk filled (the CLI exits EXIT_ERROR)
+HARNESS_ERROR = "harness error"  # the stop reason's prefix when a bug of ours stopped the loop
 
 
 # Results of case i reach the generator just before case i + LAG is generated,
@@ -189,6 +191,13 @@ def _corpus_sha(path: str) -> str:
     own = _sha(path)
     base = load_corpus(path).raw.get("extends_file", "")
     return own if not base else hashlib.sha256((own + _sha(base)).encode()).hexdigest()
+
+
+def cut_short(summary: Summary) -> str:
+    """Why the run stopped before its budget on a failure of its own ("" when it did not): a full
+    output disk, a harness error.  Its summary covers what was judged; the entry points err."""
+    reason = summary.stop_reason
+    return reason if reason.startswith((DISK_FULL, HARNESS_ERROR)) else ""
 
 
 def disk_filled(summary: Summary) -> bool:
@@ -334,6 +343,11 @@ class Campaign:
             # Stop where the disk filled: what was judged is kept and summarised, nothing is
             # minimised (every bundle would need room), and the entry point says why.
             self.stop_reason = f"{DISK_FULL}: {e.filename or self.cfg.out}"
+            self._interrupted = True
+        except GenError as e:
+            # The generator could not build a case (a solver bug, every attempt of one index):
+            # what was judged is kept and summarised, and the entry point errs.
+            self.stop_reason = f"{HARNESS_ERROR}: the generator: {e}"[:300]
             self._interrupted = True
         finally:
             for lane in self._lanes:

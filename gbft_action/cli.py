@@ -245,7 +245,7 @@ def cmd_corpus_check(path: str) -> int:
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from .campaign import Campaign, FuzzConfig, disk_filled, install_signal_handlers
+    from .campaign import Campaign, FuzzConfig, cut_short, disk_filled, install_signal_handlers
     from .platforms.armroot import ArmRootError
     from .pipeline import FrontendError, Timeouts
 
@@ -304,6 +304,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if disk_filled(summary):
         print(f"error: {summary.stop_reason}: no space left on device; the run stopped, "
               f"summary.json covers the {summary.models} models judged", file=sys.stderr)
+        return EXIT_ERROR
+    if cut_short(summary):
+        print(f"error: {cut_short(summary)}; the run stopped, summary.json covers the {summary.models} "
+              f"models judged", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
 

@@ -120,3 +120,29 @@ def test_an_engine_writing_to_a_relative_path_writes_into_the_work_folder(tmp_pa
     assert res.status == Status.DCP, res.message  # the model's paths still reached the workers
     assert not (tmp_path / "stray.mnn").exists()
     assert (tmp_path / "work" / "stray.mnn").read_bytes() == b"stray"
+
+
+def test_a_generator_bug_stops_the_run_with_its_summary_written_and_an_error(tmp_path, fake_engines_path, monkeypatch):
+    """s3l: a GenError out of the generator ended a campaign with no summary.json.  Now what was
+    judged is kept and summarised, the stop reason says why, and the CLI exits with an error."""
+    from gbft_action.campaign import cut_short
+    from gbft_action.cli import main
+    from gbft_action.graph.solver import GenError
+    from gbft_action.search.guided import GuidedSource
+
+    real = GuidedSource.next_graph
+
+    def failing(self, index):
+        if index >= 14:  # generated ahead of judging (campaign.LAG): the first cases are judged
+            raise GenError("ConvTranspose would produce shape (1, 15, 2553, 0)")
+        return real(self, index)
+
+    monkeypatch.setattr(GuidedSource, "next_graph", failing)
+    out = tmp_path / "o"
+    code = main(["fuzz", "--engine", "fake_engines:SegfaultOnConvert", "--budget", "60", "--max-models", "20",
+                 "--jobs", "1", "--minimize-share", "0", "--seed", "21", "--out", str(out), "--quiet"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert code == 3 and summary["stop_reason"].startswith("harness error: the generator: ConvTranspose")
+    assert summary["models"] == len((out / "cases.jsonl").read_text().splitlines()) >= 1
+    from gbft_action.records import Summary
+    assert cut_short(Summary.from_json(summary))

@@ -125,13 +125,14 @@ def _run(cfg: ActionConfig, t0: float, builds: list[BuildRecord]) -> int:
         _write_outputs(cfg, out, summary, filed, builds)
     finally:
         cancel.restore()
-    from ..campaign import disk_filled
+    from ..campaign import cut_short, disk_filled
 
-    if disk_filled(summary):  # a verdict over fewer models than the budget allowed: the step errs
-        print(f"::error title=gbft-action: output disk full::{inline(summary.stop_reason, 300)}; "
+    if cut_short(summary):  # a verdict over fewer models than the budget allowed: the step errs
+        what = "output disk full" if disk_filled(summary) else "the run stopped on a harness error"
+        print(f"::error title=gbft-action: {what}::{inline(summary.stop_reason, 300)}; "
               f"the summary covers the {summary.models} models judged")
     t = tally(summary)
-    return exit_code(cfg.fail_on, t.failures, t.new, report_failed or disk_filled(summary))
+    return exit_code(cfg.fail_on, t.failures, t.new, report_failed or bool(cut_short(summary)))
 
 
 def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
