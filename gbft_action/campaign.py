@@ -771,14 +771,15 @@ def summarize(inp: SummaryInputs) -> Summary:
     cause, the root causes, and what fails the step (new_failures, triage.blamed: only root
     causes the policy reports, and none holding a variant seen before or on the base build).
     Writes verdicts.json (with a base build) and each canonical bundle's root cause."""
-    failures, new, tri, verdicts = fingerprint_rows(inp.records), list(inp.new_ids), None, None
+    new, tri, verdicts = list(inp.new_ids), None, None
     if inp.triage is not None:
         verdicts = _verdicts(inp.records, inp.triage)
         new = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
     firsts = first_records(inp.records)
-    causes = root_causes([{**f.to_json(), "symptom": _first_symptom(firsts, f.key),
-                           "verdict": _verdict_of(verdicts, f.key)} for f in failures],
-                         firsts, inp.book, inp.cfg.symptom_policy)
+    failures = [replace(f, symptom=str(firsts.get(f.key, {}).get("symptom", "")),
+                        verdict=_verdict_of(verdicts, f.key) if verdicts is not None else None)
+                for f in fingerprint_rows(inp.records)]
+    causes = root_causes([f.to_json() for f in failures], firsts, inp.book, inp.cfg.symptom_policy)
     of = {fid: rc.key.id for rc in causes for fid in rc.fingerprints}
     blamable = {fid for rc in causes if fails_pull_request(rc.key.symptom, rc.policy) and rc.verdict in ("", "new")
                 and not set(rc.fingerprints) & inp.book.before for fid in rc.fingerprints}
@@ -788,8 +789,7 @@ def summarize(inp: SummaryInputs) -> Summary:
                             tuple(f for f in triage.blamed(verdicts) if f in blamable),
                             # Seen on the base build only: fixed, flaky-fixed, or unchecked.
                             tuple(bv.to_row() for k, bv in sorted(verdicts.items()) if k not in seen))
-    rows = tuple(replace(f, verdict=Verdict(_verdict_of(verdicts, f.key)) if verdicts is not None else None,
-                         symptom=_first_symptom(firsts, f.key), root_cause=of[f.key]) for f in failures)
+    rows = tuple(replace(f, root_cause=of[f.key]) for f in failures)
     # Diagnoses the harness failed on count with the results it failed on (_diagnosed_or_error).
     failed = [m["error"] for m in inp.minimized.values() if isinstance(m, dict) and m.get("error")]
     counts = _counts(inp.records, inp.sessions, {"engine": inp.cfg.engine, **inp.engine}, inp.platform_info)
@@ -805,15 +805,9 @@ def summarize(inp: SummaryInputs) -> Summary:
         coverage=inp.coverage, frontends=inp.frontends, shards=inp.shards)
 
 
-def _first_symptom(firsts: dict[str, dict[str, Any]], key: str) -> str:
-    return str(firsts.get(key, {}).get("symptom", ""))
-
-
-def _verdict_of(verdicts: dict[str, triage.BugVerdict] | None, key: str) -> str:
-    """A fingerprint's verdict ("" without a base build)."""
-    if verdicts is None:
-        return ""
-    return verdicts[key].verdict.value if key in verdicts else triage.Verdict.UNCHECKED.value
+def _verdict_of(verdicts: dict[str, triage.BugVerdict], key: str) -> Verdict:
+    """A fingerprint's verdict against the base build (unchecked when it has none yet)."""
+    return verdicts[key].verdict if key in verdicts else Verdict.UNCHECKED
 
 
 def _verdicts(records: list[dict[str, Any]], inp: TriageInputs) -> dict[str, triage.BugVerdict]:

@@ -21,6 +21,7 @@ import numpy as np
 
 from .oracle import ENGINE_FAILURES, Status
 from .pipeline import CaseResult
+from .records.io import write_record
 
 KEEP = {*ENGINE_FAILURES, Status.TIMEOUT, Status.REF, Status.GEN}
 
@@ -179,9 +180,7 @@ class ResultStore:
         return dest
 
     def write_json(self, name: str, data: Any) -> None:
-        tmp = self.out / f".{name}.tmp"
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-        os.replace(tmp, self.out / name)
+        write_record(self.out / name, data)
 
     def close(self) -> None:
         if self._fh is not None:

@@ -39,7 +39,10 @@ def test_each_record_reads_back_what_it_wrote_and_today_s_files_as_version_0(tmp
     (Summary, {"version": 2, "models": 1}, "summary.json: version 2 is newer than this gbft reads (1)"),
     (Summary, {"models": "many"}, "'models' must be a whole number"),
     (Summary, {"models": 1, "failures": [{"key": "../x"}]}, "failures[0]: 'key' must be a fingerprint id"),
+    (Summary, {"models": 1, "by_status": {"DCP": "1"}}, "'by_status' must be an object of names to whole numbers"),
+    (Summary, {"models": 1, "coverage": [1]}, "'coverage' must be an object"),
     (CampaignRecord, {"sessions": [{"elapsed_s": "long"}]}, "sessions[0]: 'elapsed_s' must be a number"),
+    (CampaignRecord, {"sessions": {"a": 1}}, "'sessions' must be a list"),
     (BundleMeta, {"id": FP.id, "fingerprint": FP.to_json(), "engine": {}, "flaky": "no"}, "'flaky' must be true or false"),
 ])
 def test_a_record_that_is_not_what_it_should_be_is_one_line_naming_the_field(record, data, words):

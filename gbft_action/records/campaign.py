@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .io import Fields, RecordError, read_record, write_record
+from .io import Fields, read_record, write_record
 
 CAMPAIGN_VERSION = 1  # 0: written before records (no "version" key), read the same way
 
@@ -107,21 +107,11 @@ class CampaignRecord:
     def from_json(d: Any, where: str = "campaign.json") -> CampaignRecord:
         f = Fields(d, where)
         f.version(CAMPAIGN_VERSION)
-        for key in ("identity", "config"):
-            if not isinstance(f.d.get(key, {}), dict):
-                raise RecordError(f"{where}: {key!r} must be an object")
-        merged = None
-        if f.d.get("merged") is not None:
-            shards = f.obj("merged").d.get("shards") or {}
-            if not isinstance(shards, dict):
-                raise RecordError(f"{where}: 'merged' must hold the shards as an object")
-            merged = {str(k): ShardPart.from_json(v, f"{where}: merged: {k}") for k, v in shards.items()}
-        return CampaignRecord(dict(f.d.get("identity") or {}), dict(f.d.get("config") or {}), _sessions(f),
+        merged = f.opt("merged", lambda m: {str(k): ShardPart.from_json(v, f"{where}: merged: {k}")
+                                            for k, v in (m.mapping("shards") or {}).items()})
+        return CampaignRecord(f.mapping("identity") or {}, f.mapping("config") or {}, _sessions(f),
                               f.str("tool_version"), merged)
 
 
 def _sessions(f: Fields) -> tuple[Session, ...]:
-    v = f.d.get("sessions") or []
-    if not isinstance(v, list):
-        raise RecordError(f"{f.where}: 'sessions' must be a list")
-    return tuple(Session.from_json(x, f"{f.where}: sessions[{i}]") for i, x in enumerate(v))
+    return tuple(Session.from_json(x, f"{f.where}: sessions[{i}]") for i, x in enumerate(f.list("sessions")))

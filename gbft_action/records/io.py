@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
+
+from ..statefile import write_atomic
 
 T = TypeVar("T")
 
@@ -28,12 +29,10 @@ def read_record(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def write_record(path: Path, data: Mapping[str, Any]) -> None:
+def write_record(path: Path, data: Any) -> None:
     """``data`` as indented, key-sorted JSON, replacing ``path`` atomically (a kill leaves the
     old file or the new one, never half of one)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 class Fields:
@@ -91,6 +90,27 @@ class Fields:
         if not isinstance(v, list) or not all(type(x) is int for x in v):
             raise self._bad(key, "a list of whole numbers")
         return tuple(v)
+
+    def list(self, key: str) -> list[Any]:
+        """A list of anything (its items read by their own record)."""
+        v = self.d.get(key) or []
+        if not isinstance(v, list):
+            raise self._bad(key, "a list")
+        return v
+
+    def mapping(self, key: str) -> dict[str, Any] | None:
+        """A JSON object kept as it is (None when absent or null)."""
+        v = self.d.get(key)
+        if v is not None and not isinstance(v, Mapping):
+            raise self._bad(key, "an object")
+        return None if v is None else dict(v)
+
+    def int_map(self, key: str) -> dict[str, int]:
+        """An object of counts: names to whole numbers."""
+        v = self.mapping(key) or {}
+        if not all(type(x) is int for x in v.values()):
+            raise self._bad(key, "an object of names to whole numbers")
+        return {str(k): x for k, x in v.items()}
 
     def str_map(self, key: str) -> dict[str, str]:
         v = self.d.get(key) or {}

@@ -114,12 +114,9 @@ class VerdictRow:
     @staticmethod
     def from_json(d: Any, where: str) -> VerdictRow:
         f = Fields(d, where)
-        cases = f.d.get("cases") or {}
-        if not isinstance(cases, dict) or not all(type(v) is int for v in cases.values()):
-            raise RecordError(f"{where}: 'cases' must map case verdicts to numbers")
         fp = f.d.get("fingerprint") or None
         return VerdictRow(f.str("key"), f.enum("verdict", Verdict), f.str("title"), f.str("op"), f.int("count", 0, 0),
-                          {str(k): v for k, v in cases.items()}, f.str("case_dir"), f.str_map("case_dirs"),
+                          f.int_map("cases"), f.str("case_dir"), f.str_map("case_dirs"),
                           f.str("confirmation"), Fingerprint.from_json(fp, f"{where}: fingerprint") if fp else None)
 
 
@@ -139,17 +136,8 @@ class TriageSummary:
 
     @staticmethod
     def from_json(f: Fields) -> TriageSummary:
-        counts = f.d.get("counts") or {}
-        if not isinstance(counts, dict) or not all(type(v) is int for v in counts.values()):
-            raise RecordError(f"{f.where}: 'counts' must map verdicts to numbers")
-        base = f.d.get("base") or {}
-        if not isinstance(base, dict):
-            raise RecordError(f"{f.where}: 'base' must be an object")
-        fixed = f.d.get("fixed") or []
-        if not isinstance(fixed, list):
-            raise RecordError(f"{f.where}: 'fixed' must be a list")
-        return TriageSummary(base, {str(k): v for k, v in counts.items()}, f.strs("blamed"),
-                             tuple(VerdictRow.from_json(x, f"{f.where}: fixed[{i}]") for i, x in enumerate(fixed)))
+        return TriageSummary(f.mapping("base") or {}, f.int_map("counts"), f.strs("blamed"),
+                             tuple(VerdictRow.from_json(x, f"{f.where}: fixed[{i}]") for i, x in enumerate(f.list("fixed"))))
 
 
 @dataclass(frozen=True)
@@ -278,41 +266,20 @@ class Summary:
         policy = _policies(f)
         return Summary(
             models=f.int("models", 0, 0), elapsed_s=f.float("elapsed_s"), models_per_s=f.float("models_per_s"),
-            by_status=_counts(f, "by_status"), unique_failures=f.int("unique_failures", 0, 0),
+            by_status=f.int_map("by_status"), unique_failures=f.int("unique_failures", 0, 0),
             seed=f.opt_int("seed"), blocks=f.ints("blocks"), engine=EngineSummary.from_json(f.obj("engine")),
-            platforms=_object(f, "platforms") or {}, platform_order=f.strs("platform_order"),
+            platforms=f.mapping("platforms") or {}, platform_order=f.strs("platform_order"),
             stop_reason=f.str("stop_reason"), sessions=f.int("sessions", 0, 0),
             harness_errors=HarnessErrors.from_json(f.obj("harness_errors")),
-            failures=tuple(FailureRow.from_json(x, f"{where}: failures[{i}]") for i, x in enumerate(_list(f, "failures"))),
+            failures=tuple(FailureRow.from_json(x, f"{where}: failures[{i}]") for i, x in enumerate(f.list("failures"))),
             new_failures=f.strs("new_failures"), root_causes=_root_causes(f, policy), symptom_policy=policy,
-            run_id=f.str("run_id"), minimized=_object(f, "minimized") or {}, bugs_dir=f.str("bugs_dir"),
+            run_id=f.str("run_id"), minimized=f.mapping("minimized") or {}, bugs_dir=f.str("bugs_dir"),
             tool_version=f.str("tool_version"), triage=f.opt("triage", TriageSummary.from_json),
-            coverage=_object(f, "coverage"), frontends=_object(f, "frontends"), shards=_object(f, "shards"))
-
-
-def _list(f: Fields, key: str) -> list[Any]:
-    v = f.d.get(key) or []
-    if not isinstance(v, list):
-        raise RecordError(f"{f.where}: {key!r} must be a list")
-    return v
-
-
-def _object(f: Fields, key: str) -> dict[str, Any] | None:
-    v = f.d.get(key)
-    if v is not None and not isinstance(v, dict):
-        raise RecordError(f"{f.where}: {key!r} must be an object")
-    return v
-
-
-def _counts(f: Fields, key: str) -> dict[str, int]:
-    v = _object(f, key) or {}
-    if not all(type(x) is int for x in v.values()):
-        raise RecordError(f"{f.where}: {key!r} must map names to numbers")
-    return {str(k): x for k, x in v.items()}
+            coverage=f.mapping("coverage"), frontends=f.mapping("frontends"), shards=f.mapping("shards"))
 
 
 def _policies(f: Fields) -> dict[str, Policy]:
-    v = _object(f, "symptom_policy") or {}
+    v = f.mapping("symptom_policy") or {}
     if not all(x in {p.value for p in Policy} for x in v.values()):
         raise RecordError(f"{f.where}: 'symptom_policy' must map symptom classes to "
                           f"{', '.join(p.value for p in Policy)}")
@@ -325,7 +292,7 @@ def _root_causes(f: Fields, policy: dict[str, Policy]) -> tuple[RootCauseRow, ..
     if f.d.get("root_causes") is None:
         return None
     rows, keys = [], set()
-    for i, x in enumerate(_list(f, "root_causes")):
+    for i, x in enumerate(f.list("root_causes")):
         where = f"{f.where}: root_causes[{i}]"
         sym = x.get("symptom") if isinstance(x, dict) else ""
         row = RootCauseRow.from_json(x, where, policy.get(str(sym), _default_policy(str(sym))))

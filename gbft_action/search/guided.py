@@ -65,7 +65,6 @@ class GuidedSource:
         self.discarded = 0
         self.generated = 0
         self.solver_errors = 0  # attempts the solver failed on (a bug of ours; the attempt is lost)
-        self.last_solver_error = ""
         self._paths: dict[int, list[TreeNode]] = {}
         self._rewarded: set[int] = set()
         self._graph_level: dict[str, float] = {}
@@ -93,11 +92,10 @@ class GuidedSource:
             steer = self.known.settled_any() and random.Random(f"{key}:explore").random() >= EXPLORE
             try:
                 g, path = self._attempt(rng, index, steer)
-            except GenError as e:
+            except GenError:
                 # A solver bug: that attempt is lost, never the campaign (s3l ended at case 1576,
                 # its summary unwritten).  Counted, so that it shows.
                 self.solver_errors += 1
-                self.last_solver_error = str(e)[:200]
                 if attempt < last or kept is not None:
                     continue
                 raise
