@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..records.bundle import BundleMeta
 from ..records.summary import ROOT_CAUSE_KEY
 
 STATE = re.compile(r"<!-- gbft-issue-state: ([A-Za-z0-9+/=]*) -->")
@@ -39,6 +40,10 @@ def decode_marker(pattern: re.Pattern[str], body: str, limit: int = 0) -> Any:
         return json.loads(base64.b64decode(m.group(1), validate=True))
     except (ValueError, RecursionError):  # not base64, not UTF-8, not JSON, nested to exhaust the parser
         return None
+
+
+def _date(v: str) -> str:
+    return v if _DATE.fullmatch(v) else ""
 
 
 def _strs(v: Any) -> bool:
@@ -67,6 +72,13 @@ class IssueState:
                         for k in ("first_seen", "last_seen"))):
             return None
         return IssueState(d["occurrences"], d["first_seen"], d["last_seen"], tuple(d["platforms"]))
+
+    @staticmethod
+    def of(meta: BundleMeta) -> IssueState:
+        """What the issue of a bundle keeps: its occurrences, first and last seen, platforms (the
+        dates only in their exact form: a bundle is untrusted data)."""
+        return IssueState(meta.occurrences, _date(meta.first_seen), _date(meta.last_seen),
+                          tuple(sorted(p[:40] for p in meta.platforms)[:8]))
 
     @staticmethod
     def decode(body: str) -> IssueState | None:

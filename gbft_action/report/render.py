@@ -22,7 +22,7 @@ from ..bugs.repro import STATUS_TEXT, engine_needs, render_repro
 from ..graph.ir import Graph
 from ..records.bundle import BundleMeta
 from ..records.summary import RootCauseRow, Summary
-from .markers import _DATE, IssueState, TrackedRow
+from .markers import IssueState, TrackedRow
 from .sanitize import cell, code_block, finalize, prose, title, truncate_body
 
 WHAT = {"MCF": "fails to convert a valid model", "IF": "fails while running a converted model",
@@ -87,17 +87,6 @@ class RunContext:
         )
 
 
-def issue_state(meta: BundleMeta) -> IssueState:
-    """What the issue's marker keeps: occurrences, first and last seen, platforms (the dates
-    only in their exact form: a bundle is untrusted data)."""
-    return IssueState(meta.occurrences, _date(meta.first_seen), _date(meta.last_seen),
-                      tuple(sorted(p[:40] for p in meta.platforms)[:8]))
-
-
-def _date(v: str) -> str:
-    return v if _DATE.fullmatch(v) else ""
-
-
 def _rc_view(rc: RootCauseRow) -> dict[str, Any]:
     """What the issue template shows of a root cause (raw values: the template sanitises each)."""
     return {"key": rc.key, "symptom": symptom_text(rc.symptom), "title": rc.title, "ops": list(rc.ops),
@@ -144,7 +133,7 @@ class Renderer:
             repro_lines=repro.count("\n"), repro_block=code_block(repro, "python"),
             engine_only=(bundle / "repro_engine.py").exists(),
             log_block=code_block("\n".join(log.splitlines()[-60:])) if log.strip() else "",
-            rc=_rc_view(rc) if rc else None, merged=list(merged), state=Markup(issue_state(meta).encode()))
+            rc=_rc_view(rc) if rc else None, merged=list(merged), state=Markup(IssueState.of(meta).encode()))
         if rc:
             return title(f"[{symptom_text(rc.symptom)}] {rc.title or fp.title}"), truncate_body(body)
         return title(fp.title), truncate_body(body)
