@@ -647,9 +647,9 @@ class Diagnoser:
         heads, rest = diagnosis_order(firsts, self.book.seen_this_run, self.symptom_policy)
         # Each pass shares what is left fairly among its own fingerprints (heads first: they
         # decide the keys); then the minimisations a share cut short go on once.
-        cut_short = lambda f: f in self.minimized and not self.minimized[f].get("complete", True)  # noqa: E731
+        unfinished = lambda f: f in self.minimized and not self.minimized[f].get("complete", True)  # noqa: E731
         for group, resume in ((heads, False), (rest, False), ([*heads, *rest], True)):
-            todo = [f for f in group if cut_short(f)] if resume else [f for f in group if f not in self.minimized]
+            todo = [f for f in group if unfinished(f)] if resume else [f for f in group if f not in self.minimized]
             self._all(lanes, firsts, todo, resume, deadline)
 
     def _all(self, lanes: list[Lane], firsts: dict[str, dict[str, Any]], todo: list[str], resume: bool,

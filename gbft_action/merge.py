@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 from . import __version__
 from .bugs import triage
-from .bugs.bundle import BugBook, known_of, read_meta
+from .bugs.bundle import BugBook, known_of
 from .records import BundleMeta, Fingerprint, RecordError, Summary
 from .records.known import KnownBug
 from .records.campaign import CampaignRecord, ShardPart
@@ -249,7 +249,7 @@ def _bundles(parts: list[Part], stage: Path, occurrences: dict[str, int]) -> Bug
     every: dict[str, list[tuple[BundleMeta, Path]]] = {}
     for p in parts:
         for d in sorted((p.out / "bugs").glob("*/")) if (p.out / "bugs").is_dir() else []:
-            meta = read_meta(d)
+            meta = BundleMeta.read(d)  # None: a shard killed while writing it
             if meta is not None and meta.id == d.name and (d / "graph.json").exists():  # not killed half-written
                 every.setdefault(d.name, []).append((meta if p.merged else _merged_meta(meta, p), d))
     book = BugBook(stage)

@@ -36,11 +36,6 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def read_meta(bundle: Path) -> BundleMeta | None:
-    """A bundle's meta.json (None when the bundle has none, e.g. a shard killed while writing it)."""
-    return BundleMeta.read(bundle)
-
-
 def known_of(out: Path) -> dict[str, KnownBug]:
     """An output's known-bugs file ({} when it has none: a run killed before its end)."""
     path = out / KNOWN_FILE
@@ -104,7 +99,7 @@ class BugBook:
 
     def meta(self, fid: str) -> BundleMeta | None:
         """A bundle's meta.json (None before the bundle exists)."""
-        return read_meta(self.bundle_dir(fid))
+        return BundleMeta.read(self.bundle_dir(fid))
 
     def set_root_cause(self, fid: str, root_cause: RootKey) -> None:
         """Record the root cause a bundle shows in its meta.json."""
