@@ -176,7 +176,9 @@ def judge_node(op: str, params: dict[str, Any], inputs: list[np.ndarray], expect
       Cast    a float-to-int cast of NaN, Inf or a value out of the target's range is undefined;
       TopKV2  the order of a row holding NaN is undefined;
       Softmax a row without a finite maximum is undefined (0/0);
-      Lrn     a depth column holding NaN/Inf: TensorFlow's band-matrix form spreads it."""
+      Lrn     a depth column holding NaN/Inf: TensorFlow's band-matrix form spreads it;
+      Resize  (ONNX, nearest, floor or ceil) a pixel whose source coordinate is an integer: float
+              error on either side picks the neighbour."""
     return compare(expected, actual, name, tol, signed_zero=signed_zero,
                    excused=excused_elements(op, params, inputs, expected, actual, tol))
 
@@ -212,6 +214,8 @@ def _excused(op: str, params: dict[str, Any], inputs: list[np.ndarray], expected
         info = np.iinfo(e.dtype)
         with np.errstate(invalid="ignore"):
             return ~np.isfinite(x) | (x <= info.min - 1.0) | (x >= info.max + 1.0)
+    if op == "Resize" and params.get("mode") == "nearest" and x.ndim == 4 == e.ndim:
+        return _on_integer_coordinates(params, x, a)
     if x.dtype.kind != "f" or x.ndim == 0:
         return None
     with np.errstate(invalid="ignore"):
@@ -228,6 +232,50 @@ def _excused(op: str, params: dict[str, Any], inputs: list[np.ndarray], expected
             # the column makes every element of it NaN (Inf * 0), not only those in its window.
             return np.broadcast_to(~np.isfinite(x).all(axis=-1, keepdims=True), e.shape)
     return None
+
+
+def _on_integer_coordinates(params: dict[str, Any], x: np.ndarray, a: np.ndarray) -> np.ndarray | None:
+    """The output pixels of an ONNX nearest Resize (NCHW) whose exact source row or column is a
+    whole number, where floor and ceil decide nothing, and that hold the neighbouring pixel: the
+    engine's and ONNX Runtime's float32 coordinates land a hair either side (seen on random
+    graphs: (15 + 0.5) / 6.2 - 0.5 is 2 exactly, and 1.9999999 in MNN).  The round modes' ties at
+    .5 are not excused: choosing there is what nearest_mode is for (MNN ignores round_prefer_ceil)."""
+    mode = params.get("nearest_mode")
+    if mode not in ("floor", "ceil"):
+        return None
+    ctm = params.get("coordinate_transformation_mode", "half_pixel")
+    picks = []  # per axis: the index ONNX picks, and the neighbour float error may pick instead
+    for axis, scale in ((2, params.get("sh", 1.0)), (3, params.get("sw", 1.0))):
+        size, n = x.shape[axis], a.shape[axis]
+        coord = _source_coordinates(ctm, size, n, float(scale) if params.get("by") == "scales" else n / size)
+        if coord is None:
+            return None
+        whole = np.abs(coord - np.round(coord)) < 1e-5 * np.maximum(1.0, np.abs(coord))
+        exact = np.clip(np.where(whole, np.round(coord), np.floor(coord) if mode == "floor" else np.ceil(coord)),
+                        0, size - 1).astype(np.int64)
+        other = np.clip(np.where(whole, exact + (-1 if mode == "floor" else 1), exact), 0, size - 1)
+        picks.append((exact, other))
+    (rows, rows2), (cols, cols2) = picks
+    excused = np.zeros(a.shape, bool)
+    with np.errstate(invalid="ignore"):
+        for r, c in ((rows2, cols), (rows, cols2), (rows2, cols2)):
+            neighbour = x[:, :, r][:, :, :, c]
+            excused |= (neighbour == a) | (np.isnan(neighbour) & np.isnan(a))
+    return excused
+
+
+def _source_coordinates(ctm: str, size: int, n: int, scale: float) -> np.ndarray | None:
+    """ONNX Resize's source coordinate of each output index along one axis, in float64."""
+    i = np.arange(n, dtype=np.float64)
+    if ctm == "half_pixel":
+        return (i + 0.5) / scale - 0.5
+    if ctm == "pytorch_half_pixel":
+        return (i + 0.5) / scale - 0.5 if n > 1 else np.zeros(n)
+    if ctm == "asymmetric":
+        return i / scale
+    if ctm == "align_corners":
+        return i * (size - 1) / (n - 1) if n > 1 else np.zeros(n)
+    return None  # tf_crop_and_resize: the roi moves every coordinate
 
 
 def _argmax_ties(x: np.ndarray, axis: int, e: np.ndarray, a: np.ndarray, tol: Tolerance) -> np.ndarray:

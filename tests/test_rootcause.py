@@ -343,6 +343,28 @@ def test_undefined_rows_are_excused_and_defined_ones_are_not():
     assert not judge_node("Lrn", {}, [lrn], le, np.array([[0.9, np.nan, 0.8], [0.5, 0.6, 0.5]], np.float32)).ok
 
 
+def test_a_nearest_resize_may_pick_either_pixel_only_where_its_source_coordinate_is_whole():
+    # 5 columns resized to 31, half-pixel: output column 15's source is (15.5) / 6.2 - 0.5 = 2
+    # exactly; MNN's float32 gives 1.9999999 and floors to column 1 (seen on random graphs).
+    x = np.random.default_rng(0).standard_normal((1, 2, 3, 5)).astype(np.float32)
+    p = {"by": "sizes", "coordinate_transformation_mode": "half_pixel", "mode": "nearest", "nearest_mode": "floor",
+         "out_h": 3, "out_w": 31, "sh": 1.0, "sw": 1.0}
+    cols = np.clip(np.floor((np.arange(31) + 0.5) * 5 / 31 - 0.5 + 1e-9), 0, 4).astype(int)
+    e = x[:, :, :, cols]
+    assert cols[15] == 2
+    neighbour = e.copy()
+    neighbour[..., 15] = x[..., 1]
+    assert judge_node("Resize", p, [x], e, neighbour).ok
+    other = e.copy()
+    other[..., 15] = x[..., 4]  # not the neighbour: wrong
+    assert not judge_node("Resize", p, [x], e, other).ok
+    off = e.copy()
+    off[..., 14] = x[..., 2]  # a column whose source is not whole: wrong
+    assert not judge_node("Resize", p, [x], e, off).ok
+    # Rounding ties at .5 are what the round modes decide: never excused.
+    assert not judge_node("Resize", {**p, "nearest_mode": "round_prefer_ceil"}, [x], e, neighbour).ok
+
+
 def test_without_a_localised_node_every_node_is_tried_in_order():
     # The defect is in Relu, but suppose the probe crashed: only the failing output (Exp) was named.
     g = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]))
