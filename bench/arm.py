@@ -11,14 +11,13 @@ platform.  Needs root (chroot) and a root from `gbft arm-root DIR`.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
 from gbft_action.campaign import Campaign, FuzzConfig
 from gbft_action.cli import parse_range
-from gbft_action.store import per_platform
+from gbft_action.records.case import read_cases
 
 
 def run(platforms: tuple[str, ...], a: argparse.Namespace) -> None:
@@ -28,15 +27,15 @@ def run(platforms: tuple[str, ...], a: argparse.Namespace) -> None:
         t0 = time.monotonic()
         s = Campaign(cfg).run()
         wall = time.monotonic() - t0
-        recs = [json.loads(x) for x in (Path(d) / "o" / "cases.jsonl").read_text().splitlines()]
+        recs = read_cases(Path(d) / "o" / "cases.jsonl")[0]
     engine_ms = {}
     for p in platforms:
-        mine = [r for rec in recs for r in per_platform(rec) if r.get("platform") == p]
-        spent = sum(r["timings"].get("convert", 0) + r["timings"].get("infer", 0) for r in mine)
+        mine = [r for rec in recs for r in rec.per_platform() if r.platform == p]
+        spent = sum(r.timings.get("convert", 0) + r.timings.get("infer", 0) for r in mine)
         engine_ms[p] = f"{1000 * spent / max(1, len(mine)):.0f} ms/model on {len(mine)} models"
-    print(f"{','.join(platforms):22s} models {s['models']:5d}  models/s {s['models'] / wall:5.1f}  "
+    print(f"{','.join(platforms):22s} models {s.models:5d}  models/s {s.models / wall:5.1f}  "
           f"engine: {'; '.join(f'{k} {v}' for k, v in engine_ms.items())}  "
-          f"failures: {s['unique_failures']} ({s['platforms'].get('arm64-qemu', {}).get('by_status', {}).get('XPF', 0)} XPF cases)")
+          f"failures: {s.unique_failures} ({s.platforms.get('arm64-qemu', {}).get('by_status', {}).get('XPF', 0)} XPF cases)")
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from gbft_action.corpus import load_corpus
 from gbft_action.graph.generate import GenOptions
 from gbft_action.graph.ir import Graph
 from gbft_action.search.guided import GuidedSource
+from gbft_action.records.case import CaseRecord
 
 LAG = 4  # results reach the generator this many models late
 
@@ -44,7 +45,7 @@ def main() -> None:
         if len(pending) > LAG:
             j, gj = pending.pop(0)
             failed = int(gj.structure_hash(), 16) % 3 == 0
-            src.feedback(j, gj, {"status": "DCF" if failed else "DCP"})
+            src.feedback(j, gj, CaseRecord.from_json({"status": "DCF" if failed else "DCP"}))
     digest.update(repr(sorted(src.summary().items())).encode())
     print(f"{a.models} models of {a.blocks[0]}-{a.blocks[1]} blocks, seed {a.seed}: "
           f"{1000 * spent / a.models:.2f} ms a model, digest {digest.hexdigest()[:16]}")

@@ -50,15 +50,16 @@ from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .graph.solver import GenError
 from .oracle import Status, Tolerance
-from .records.enums import Policy, StopReason, Verdict
+from .records.enums import Policy, StopReason, Symptom, Verdict
 from .records.campaign import CampaignRecord, Session
+from .records.case import CaseRecord, PlatformRecord
 from .records.summary import EngineSummary, FailureRow, HarnessErrors, Summary, TriageSummary
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource, shard_text
 from .search.guided import GuidedSource
 from .search.mixed import MixedSource, state_for
 from .bugs import triage
-from .bugs.bundle import BugBook
+from .bugs.bundle import BugBook, Found
 from .bugs.fingerprint import Fingerprint
 from .bugs.diagnose import diagnose
 from .bugs.policy import SYMPTOMS, fails_pull_request, policy_for
@@ -68,7 +69,7 @@ from .engines.builds import EngineBuild
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
 from .statefile import corrupt, read_state
-from .store import ResultStore, disk_full, no_space, per_platform
+from .store import ResultStore, disk_full, no_space
 from .workers.supervisor import WorkerClosed
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
@@ -220,9 +221,9 @@ class Campaign:
         self.store = ResultStore(cfg.out)
         self.bugs = BugBook(cfg.out, cfg.state)
         self.progress = progress
-        self.records: list[dict[str, Any]] = []
+        self.records: list[CaseRecord] = []
         self.engine_info: dict[str, Any] = {}
-        self._pending: deque[tuple[int, Graph, dict[str, Any]]] = deque()  # results owed to the generator
+        self._pending: deque[tuple[int, Graph, CaseRecord]] = deque()  # results owed to the generator
         self._stop = threading.Event()
         self._hard_stop = False
         self._lanes: list[Lane] = []
@@ -330,7 +331,7 @@ class Campaign:
         self._check_resume()
         self.records = self.store.load()
         self.bugs.resume(self.records)
-        self._groups.update(_local(r) for rec in self.records for r in per_platform(rec) if "key" in r)
+        self._groups.update(_local(r) for rec in self.records for r in rec.failures())
         self._replay_feedback()
         try:
             self._fuzz_and_minimize(self._start_lanes(deadline), deadline)
@@ -420,12 +421,12 @@ class Campaign:
         the result of case i is fed back before case i + LAG is generated.
         """
         for rec in self.records:
-            i = rec["index"]
+            i = rec.index
             self._feed_until(i - LAG)
             g = self.source.next_graph(i)
-            if g.structure_hash() != rec["hash"]:
+            if g.structure_hash() != rec.hash:
                 raise RuntimeError(f"resume: case {i} regenerates as {g.structure_hash()}, "
-                                   f"recorded {rec['hash']}: the generator is not deterministic")
+                                   f"recorded {rec.hash}: the generator is not deterministic")
             self._pending.append((i, g, rec))
             self._candidates.note(rec)
 
@@ -491,7 +492,7 @@ class Campaign:
                 if left < min(need, 1.0) or self._interrupted:
                     return
                 share = min(left, max(need, left / (len(todo) - k)))
-                lane = lane_for(lanes, verdicts[fid].fingerprint)
+                lane = lane_for(lanes, str(verdicts[fid].fingerprint.get("frontend", "")))
                 self.confirmed[fid] = self._confirm_one(lane, verdicts[fid], time.monotonic() + share)
 
     def _confirm_tail(self, cap: float) -> float:
@@ -571,14 +572,13 @@ class Campaign:
             raise full
         rec = self.store.append(res)
         self.records.append(rec)
-        ctx = {"seed": self.cfg.seed, "tolerance": self.cfg.tolerance}
-        for r in per_platform(rec):
-            sub = r if r is rec else {**r, "case_dir": rec.get("case_dir", "")}
-            self.bugs.observe(sub, res.graph, self.platform_info.get(r.get("platform", ""), self.engine_info), ctx)
+        ctx = Found(self.cfg.seed, self.cfg.tolerance)
+        for r in rec.per_platform():
+            self.bugs.observe(r, rec.case_dir, res.graph, self.platform_info.get(r.platform, self.engine_info), ctx)
         self._pending.append((res.index, res.graph, rec))
         self._candidates.note(rec)
-        self._groups.update(_local(r) for r in per_platform(rec) if "key" in r
-                            and policy_for(r.get("symptom", ""), self.cfg.symptom_policy) == "report")
+        self._groups.update(_local(r) for r in rec.failures()
+                            if policy_for(r.symptom_text, self.cfg.symptom_policy) == "report")
         if self.progress:
             self.progress(self.counts())
         spent = sum(res.timings.values())
@@ -586,7 +586,7 @@ class Campaign:
 
     # -- results --------------------------------------------------------------------
     def counts(self) -> dict[str, Any]:
-        by = Counter(r["status"] for r in self.records)
+        by = Counter(r.status.value for r in self.records)
         return {"models": len(self.records), "by_status": {s.value: by.get(s.value, 0) for s in Status}}
 
     def _finish(self, elapsed: float) -> Summary:
@@ -617,9 +617,9 @@ class Campaign:
             return None
         return TriageInputs(self.cfg.out, self.confirmed, {"source": self.cfg.base.source, **self.base_info})
 
-def lane_for(lanes: list[Lane], fingerprint: dict[str, Any]) -> Lane:
-    """A lane of the front end a fingerprint was found through: its model replays there."""
-    name = str(fingerprint.get("frontend") or "tf")
+def lane_for(lanes: list[Lane], frontend: str) -> Lane:
+    """A lane of the front end a fingerprint was found through ("": tf): its model replays there."""
+    name = frontend or "tf"
     return next((ln for ln in lanes if ln.cfg.frontend.name == name), lanes[0])
 
 
@@ -634,7 +634,7 @@ class Diagnoser:
     a time): a lane is a core's worth of workers, idle otherwise once the fuzz loop has stopped.
     ``minimized`` and ``diagnosed`` are the campaign's own, filled as diagnoses finish."""
 
-    records: list[dict[str, Any]]
+    records: list[CaseRecord]
     book: BugBook
     limit: float  # seconds at most per fingerprint
     symptom_policy: dict[str, str]
@@ -652,10 +652,10 @@ class Diagnoser:
             todo = [f for f in group if unfinished(f)] if resume else [f for f in group if f not in self.minimized]
             self._all(lanes, firsts, todo, resume, deadline)
 
-    def _all(self, lanes: list[Lane], firsts: dict[str, dict[str, Any]], todo: list[str], resume: bool,
+    def _all(self, lanes: list[Lane], firsts: dict[str, PlatformRecord], todo: list[str], resume: bool,
              deadline: float) -> None:
         lock = threading.Lock()
-        serves = {f: lane_for(lanes, firsts[f].get("fingerprint", {})).cfg.frontend.name for f in todo}
+        serves = {f: lane_for(lanes, _frontend(firsts[f])).cfg.frontend.name for f in todo}
 
         def work(lane: Lane) -> None:
             name = lane.cfg.frontend.name
@@ -715,15 +715,15 @@ def confirm_tail(todo: int, cap: float, rounds: int, round_s: float) -> float:
     return min(cap, GRACE_S + todo * rounds * round_s * 1.5) if todo else 0.0
 
 
-def diagnosis_order(firsts: dict[str, dict[str, Any]], seen: dict[str, int],
+def diagnosis_order(firsts: dict[str, PlatformRecord], seen: dict[str, int],
                     overrides: dict[str, str]) -> tuple[list[str], list[str]]:
     """(heads, rest) of the fingerprints ``seen`` (with their case counts): the first of each
     local key, then the others.  Reportable first; of those, the frequent ones first (an
     undiagnosed key seen in dozens of cases heads the report under the wrong operator), then
     the smallest models.  Not hangs: each replay would take the stage limit and overrun."""
-    order = sorted((f for f in seen if f in firsts and firsts[f].get("symptom") != "timeout"),
-                   key=lambda f: (policy_for(firsts[f].get("symptom", ""), overrides) != "report",
-                                  seen[f] < FREQUENT, firsts[f].get("n_nodes", 0), f))
+    order = sorted((f for f in seen if f in firsts and firsts[f].symptom is not Symptom.TIMEOUT),
+                   key=lambda f: (policy_for(firsts[f].symptom_text, overrides) != "report",
+                                  seen[f] < FREQUENT, firsts[f].n_nodes, f))
     met: set[tuple[str, str, str]] = set()
     heads, rest = [], []
     for f in order:
@@ -749,7 +749,7 @@ class SummaryInputs:
     """Everything summary.json is made of, from a campaign (Campaign._finish) or from the shards
     gbft merge joins."""
 
-    records: list[dict[str, Any]]
+    records: list[CaseRecord]
     sessions: list[Session]
     cfg: FuzzConfig
     engine: dict[str, Any]
@@ -776,7 +776,7 @@ def summarize(inp: SummaryInputs) -> Summary:
         verdicts = _verdicts(inp.records, inp.triage)
         new = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
     firsts = first_records(inp.records)
-    failures = [replace(f, symptom=str(firsts.get(f.key, {}).get("symptom", "")),
+    failures = [replace(f, symptom=firsts[f.key].symptom_text if f.key in firsts else "",
                         verdict=_verdict_of(verdicts, f.key) if verdicts is not None else None)
                 for f in fingerprint_rows(inp.records)]
     causes = root_causes([f.to_json() for f in failures], firsts, inp.book, inp.cfg.symptom_policy)
@@ -810,7 +810,7 @@ def _verdict_of(verdicts: dict[str, triage.BugVerdict], key: str) -> Verdict:
     return verdicts[key].verdict if key in verdicts else Verdict.UNCHECKED
 
 
-def _verdicts(records: list[dict[str, Any]], inp: TriageInputs) -> dict[str, triage.BugVerdict]:
+def _verdicts(records: list[CaseRecord], inp: TriageInputs) -> dict[str, triage.BugVerdict]:
     """Each fingerprint's verdict against the base build, the confirmed ones as their replays
     said (the rest unchecked); written to verdicts.json."""
     verdicts = triage.aggregate(records)
@@ -822,14 +822,14 @@ def _verdicts(records: list[dict[str, Any]], inp: TriageInputs) -> dict[str, tri
     return verdicts
 
 
-def root_causes(failures: list[dict[str, Any]], firsts: dict[str, dict[str, Any]], book: BugBook,
+def root_causes(failures: list[dict[str, Any]], firsts: dict[str, PlatformRecord], book: BugBook,
                 overrides: dict[str, str]) -> list[RootCause]:
     """The failures merged into root causes (bugs.rootcause.assemble), each canonical bundle
     told its root cause.  ``firsts``: each fingerprint's first record."""
     rows, diagnosed = [], {}
     for f in failures:
-        r = firsts.get(f["key"], {})
-        rows.append({**f, "local": list(_local(r)), "fingerprint": r.get("fingerprint", {})})
+        r = firsts.get(f["key"])
+        rows.append({**f, "local": list(_local(r) if r else local_key("", {})), "fingerprint": _fp(r)})
         meta = book.meta(f["key"])
         if meta is not None and meta.root_cause is not None:
             diagnosed[f["key"]] = Diagnosed(meta.root_cause, meta.minimized_size, meta.settled)
@@ -840,31 +840,38 @@ def root_causes(failures: list[dict[str, Any]], firsts: dict[str, dict[str, Any]
     return causes
 
 
-def first_records(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def first_records(records: list[CaseRecord]) -> dict[str, PlatformRecord]:
     """Each fingerprint's first (platform) record."""
-    firsts: dict[str, dict[str, Any]] = {}
+    firsts: dict[str, PlatformRecord] = {}
     for rec in records:
-        for r in per_platform(rec):
-            if "key" in r:
-                firsts.setdefault(r["key"], r)
+        for r in rec.failures():
+            firsts.setdefault(r.key, r)
     return firsts
 
 
-def _local(r: dict[str, Any]) -> tuple[str, str, str]:
-    return local_key(r.get("symptom", ""), r.get("fingerprint", {}), r.get("direction", ""))
+def _fp(r: PlatformRecord | None) -> dict[str, Any]:
+    return r.fingerprint.to_json() if r is not None and r.fingerprint is not None else {}
 
 
-def _counts(records: list[dict[str, Any]], sessions: list[Session], engine: dict[str, Any],
+def _frontend(r: PlatformRecord) -> str:
+    return r.fingerprint.frontend if r.fingerprint is not None else ""
+
+
+def _local(r: PlatformRecord) -> tuple[str, str, str]:
+    return local_key(r.symptom_text, _fp(r), r.direction)
+
+
+def _counts(records: list[CaseRecord], sessions: list[Session], engine: dict[str, Any],
             platform_info: dict[str, dict[str, Any]]) -> Summary:
     """summary.json's counts: models, statuses, distinct failures, platforms, sessions."""
-    by = Counter(r["status"] for r in records)
-    flat = [r for rec in records for r in per_platform(rec)]
+    by = Counter(r.status.value for r in records)
+    flat = [r for rec in records for r in rec.per_platform()]
     last = sessions[-1] if sessions else Session(0.0, 0, "")
     return Summary(
         tool_version=__version__, models=len(records), elapsed_s=round(sum(s.elapsed_s for s in sessions), 3),
         models_per_s=round(last.models / last.elapsed_s, 3) if last.elapsed_s else 0.0,
         by_status={s.value: by.get(s.value, 0) for s in Status},
-        unique_failures=len({r["key"] for r in flat if "key" in r}),
+        unique_failures=len({r.key for r in flat if r.failed}),
         engine=EngineSummary(str(engine.get("engine", "")), str(engine.get("version", "")),
                              str(engine.get("machine", ""))),
         platforms=platform_counts(flat, platform_info),
@@ -873,53 +880,52 @@ def _counts(records: list[dict[str, Any]], sessions: list[Session], engine: dict
         harness_errors=harness_errors(flat))
 
 
-def fingerprint_rows(records: list[dict[str, Any]]) -> list[FailureRow]:
+def fingerprint_rows(records: list[CaseRecord]) -> list[FailureRow]:
     """One row per fingerprint, most cases first: its first record's words, its case folder, and
     the platforms it was seen on."""
     keys: Counter[str] = Counter()
-    first: dict[str, dict[str, Any]] = {}
+    first: dict[str, PlatformRecord] = {}
     case: dict[str, str] = {}
     where: dict[str, set[str]] = {}
     for rec in records:
-        for r in per_platform(rec):
-            if "key" in r:
-                keys[r["key"]] += 1
-                first.setdefault(r["key"], r)
-                case.setdefault(r["key"], rec.get("case_dir", ""))
-                where.setdefault(r["key"], set()).add(r.get("platform", ""))
-    return [FailureRow(key, n, first[key].get("fingerprint", {}).get("title", ""), first[key]["status"],
-                       first[key]["op"], first[key]["index"], case[key], first[key]["message"][:300],
-                       tuple(sorted(where[key] - {""}))) for key, n in keys.most_common()]
+        for r in rec.failures():
+            keys[r.key] += 1
+            first.setdefault(r.key, r)
+            case.setdefault(r.key, rec.case_dir)
+            where.setdefault(r.key, set()).add(r.platform)
+    return [FailureRow(key, n, _fp(first[key]).get("title", ""), first[key].status.value, first[key].op,
+                       first[key].index, case[key], first[key].message[:300], tuple(sorted(where[key] - {""})))
+            for key, n in keys.most_common()]
 
 
-def harness_errors(flat: list[dict[str, Any]]) -> HarnessErrors:
+def harness_errors(flat: list[PlatformRecord]) -> HarnessErrors:
     """Results the harness failed itself on (their localisation is missing): how many, and the
     first one's words, so that a broken reference shows on the job summary."""
-    hit = [r["harness_error"] for r in flat if r.get("harness_error")]
+    hit = [r.harness_error for r in flat if r.harness_error]
     return HarnessErrors(len(hit), hit[0] if hit else "")
 
 
-def frontend_counts(records: list[dict[str, Any]], names: list[str],
+def frontend_counts(records: list[CaseRecord], names: list[str],
                     coverage: dict[str, Any]) -> dict[str, Any]:
     """Per front end of a mixed campaign: models judged, outcomes, distinct failures, coverage."""
     out: dict[str, Any] = {}
     for name in names:
-        mine = [rec for rec in records if rec.get("frontend") == name]
-        by = Counter(rec["status"] for rec in mine)
-        keys = {r["key"] for rec in mine for r in per_platform(rec) if "key" in r}
+        mine = [rec for rec in records if rec.frontend == name]
+        by = Counter(rec.status.value for rec in mine)
+        keys = {r.key for rec in mine for r in rec.failures()}
         out[name] = {"models": len(mine), "by_status": {s.value: by.get(s.value, 0) for s in Status},
                      "unique_failures": len(keys), "coverage": coverage.get(name, {})}
     return out
 
 
-def platform_counts(flat: list[dict[str, Any]], info: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def platform_counts(flat: list[PlatformRecord], info: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per platform: models judged there, outcomes, distinct failures, what its worker ran on."""
     out: dict[str, Any] = {}
-    for name in dict.fromkeys([*info, *(r.get("platform", "") for r in flat)]):
-        mine = [r for r in flat if r.get("platform", "") == name]
-        by = Counter(r["status"] for r in mine)
+    for name in dict.fromkeys([*info, *(r.platform for r in flat)]):
+        mine = [r for r in flat if r.platform == name]
+        by = Counter(r.status.value for r in mine)
         out[name or "?"] = {"models": len(mine), "by_status": {s.value: by.get(s.value, 0) for s in Status},
-                            "unique_failures": len({r["key"] for r in mine if "key" in r}),
+                            "unique_failures": len({r.key for r in mine if r.failed}),
                             "machine": info.get(name, {}).get("machine", "")}
     return out
 

@@ -398,7 +398,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     print_summary(summary, args.out)
     shards = summary.shards or {}
-    done = sum(s["complete"] for s in shards.values())
+    done = sum(s.complete for s in shards.values())
     print(f"merged: {len(shards)} shards ({done} finished) into {args.out}")
     return EXIT_OK
 

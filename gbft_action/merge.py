@@ -42,16 +42,19 @@ from typing import Any, Callable
 from . import __version__
 from .bugs import triage
 from .bugs.bundle import BugBook, known_of
-from .records import BundleMeta, Fingerprint, RecordError, Summary
+from .records import BundleMeta, RecordError, Summary
+from .records.summary import ShardRun
 from .records.known import KnownBug
 from .records.campaign import CampaignRecord, ShardPart
+from .records.case import CASES_FILE, CaseRecord, read_cases
+from .records.state import ShardSearch
 from .campaign import STATE_FILE, FuzzConfig, SummaryInputs, TriageInputs, first_records, summarize
 from .search import parse_shard, shard_text
 from .search.coverage import Coverage
 from .search.guided import GraphArms
 from .search.mcts import combine_trees
 from .statefile import read_state
-from .store import ResultStore, per_platform, read_records
+from .store import ResultStore
 
 # Identity fields a shard may differ in and still be part of the same campaign.
 PER_SHARD = ("shard", "platforms")
@@ -69,7 +72,8 @@ class Part:
     record: CampaignRecord
     merged: bool  # an earlier merge's output
     n: int  # shards of the campaign
-    cases: dict[int, dict[str, Any]] = field(default_factory=dict)  # merged index -> record
+    cases: dict[int, CaseRecord] = field(default_factory=dict)  # merged index -> record
+    sources: dict[int, Path] = field(default_factory=dict)  # merged index -> its kept case folder here
     summary: Summary | None = None
     state: dict[str, Any] = field(default_factory=dict)
     torn: bool = False
@@ -120,10 +124,15 @@ def _read(out: Path, warn: Callable[[str], None]) -> Part:
                          f"merged yet; run one front end per shard matrix")
     shard = (1, int(record.identity["shards"])) if merged else parse_shard(record.shard)
     part = Part(out, record, merged, shard[1])
-    records, _, part.torn = read_records(out / "cases.jsonl")
+    try:
+        records, _, part.torn = read_cases(out / CASES_FILE)
+    except RecordError as e:
+        raise MergeError(str(e)) from None
     for rec in records:
         m = rec if merged else _merged_case(rec, shard)
-        part.cases[m["index"]] = {**m, "_src": str(out / rec["case_dir"])} if "case_dir" in rec else m
+        part.cases[m.index] = m
+        if rec.case_dir:
+            part.sources[m.index] = out / rec.case_dir
     if (out / "summary.json").exists():
         try:
             part.summary = Summary.read(out)
@@ -139,22 +148,11 @@ def _read(out: Path, warn: Callable[[str], None]) -> Part:
     return part
 
 
-def _merged_case(rec: dict[str, Any], shard: tuple[int, int]) -> dict[str, Any]:
+def _merged_case(rec: CaseRecord, shard: tuple[int, int]) -> CaseRecord:
     """A shard's case record in the merged form: the campaign's index, where it came from."""
-    local = rec["index"]
-    index = local * shard[1] + shard[0] - 1
-
-    def one(r: dict[str, Any]) -> dict[str, Any]:
-        return {**r, "index": index}
-
-    m = {**one(rec), "shard": shard_text(shard), "shard_index": local}
-    if "others" in rec:
-        m["others"] = [one(o) for o in rec["others"]]
-    if "base" in rec:
-        m["base"] = one(rec["base"])
-    if "case_dir" in rec:
-        m["case_dir"] = f"cases/{index:06d}-{rec['hash']}"
-    return m
+    index = rec.index * shard[1] + shard[0] - 1
+    return replace(rec.with_index(index), shard=shard_text(shard), shard_index=rec.index,
+                   case_dir=f"cases/{index:06d}-{rec.hash}" if rec.case_dir else "")
 
 
 def _check_out(inputs: list[Path], out: Path) -> None:
@@ -204,33 +202,29 @@ def _write(parts: list[Part], stage: Path, out: Path) -> Summary:
     return summary
 
 
-def _cases(parts: list[Part], stage: Path) -> list[dict[str, Any]]:
-    by: dict[int, list[dict[str, Any]]] = {}
+def _cases(parts: list[Part], stage: Path) -> list[CaseRecord]:
+    by: dict[int, list[tuple[CaseRecord, Path | None]]] = {}
     for p in parts:
         for i, rec in p.cases.items():
-            by.setdefault(i, []).append(rec)
+            by.setdefault(i, []).append((rec, p.sources.get(i)))
     records = []
     for i in sorted(by):
-        chosen = _pick([{k: v for k, v in r.items() if k != "_src"} for r in by[i]])
-        src = next((r["_src"] for r in by[i] if "_src" in r and _same(r, chosen)), "")
-        if src and Path(src).is_dir():
-            _copy_tree(Path(src), stage / chosen["case_dir"])
+        # One of equal-indexed records, whatever the order of the inputs (canonical JSON order).
+        chosen = min((r for r, _ in by[i]), key=lambda r: r.line())
+        src = next((s for r, s in by[i] if s is not None and r == chosen), None)
+        if src is not None and src.is_dir():
+            _copy_tree(src, stage / chosen.case_dir)
         records.append(chosen)
     ResultStore(stage).write_records(records)
     return records
 
 
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return {k: v for k, v in a.items() if k != "_src"} == b
-
-
-def _occurrences(records: list[dict[str, Any]]) -> dict[str, int]:
+def _occurrences(records: list[CaseRecord]) -> dict[str, int]:
     """Cases per fingerprint (each platform's failure counts, as the campaign counts them)."""
     n: dict[str, int] = {}
     for rec in records:
-        for r in per_platform(rec):
-            if "key" in r:
-                n[r["key"]] = n.get(r["key"], 0) + 1
+        for r in rec.failures():
+            n[r.key] = n.get(r.key, 0) + 1
     return n
 
 
@@ -276,7 +270,7 @@ def _bundle_rank(meta: BundleMeta) -> tuple[Any, ...]:
             json.dumps(meta.to_json(), sort_keys=True, default=str))
 
 
-def _known(parts: list[Part], records: list[dict[str, Any]], occurrences: dict[str, int], book: BugBook,
+def _known(parts: list[Part], records: list[CaseRecord], occurrences: dict[str, int], book: BugBook,
            out: Path) -> tuple[dict[str, KnownBug], set[str]]:
     """known_bugs.json of the campaign, and the fingerprints known before it (--state).
 
@@ -303,7 +297,8 @@ def _known(parts: list[Part], records: list[dict[str, Any]], occurrences: dict[s
             before.add(fid)
     firsts = first_records(records)
     for fid in sorted(set(occurrences) - set(known)):
-        fp, meta = Fingerprint.from_json(firsts[fid]["fingerprint"]), book.meta(fid)
+        fp, meta = firsts[fid].fingerprint, book.meta(fid)
+        assert fp is not None  # a record with a key has its fingerprint
         known[fid] = KnownBug(fp, fp.title, meta.first_seen if meta else "", meta.last_seen if meta else "",
                               occurrences[fid], meta.platforms if meta else (), str(out / "bugs" / fid) if meta else "")
     return known, before
@@ -311,7 +306,7 @@ def _known(parts: list[Part], records: list[dict[str, Any]], occurrences: dict[s
 
 def _state(parts: list[Part], shards: dict[str, ShardPart]) -> dict[str, Any]:
     """state.json of the campaign: coverage unioned, each shard's search state kept, combined."""
-    per: dict[str, list[dict[str, Any]]] = {}
+    per: dict[str, list[ShardSearch]] = {}
     covs, bases, heads = [], [], []
     for p in parts:
         if not p.state:
@@ -319,31 +314,38 @@ def _state(parts: list[Part], shards: dict[str, ShardPart]) -> dict[str, Any]:
         heads.append(p.state)
         covs.append(Coverage.from_json(p.state["coverage"]))
         bases.append(p.state.get("base") or {"mcts": None, "graph_arms": None})
-        own = p.state.get("shards") if p.merged else {
-            next(iter(p.shards)): {k: p.state.get(k) for k in ("mcts", "graph_arms", "generated", "discarded")}
-            | {"graph": ((p.summary.coverage if p.summary else None) or {}).get("graph", {}),
-               "models": len(p.cases)}}
-        for k, v in (own or {}).items():
+        for k, v in _own_search(p).items():
             per.setdefault(k, []).append(v)
     if not heads:
         return {}
-    kept = {k: max(vs, key=lambda v: (v.get("generated", 0), json.dumps(v, sort_keys=True)))
+    kept = {k: max(vs, key=ShardSearch.rank)
             for k, vs in sorted(per.items(), key=lambda kv: parse_shard(kv[0])) if k in shards}
     base = _pick(bases)
     cov = covs[0]
     for c in covs[1:]:
         cov = cov.union(c)
-    trees = [v["mcts"] for v in kept.values() if v.get("mcts")]
-    arms = [v["graph_arms"] for v in kept.values() if v.get("graph_arms")]
+    trees = [v.mcts for v in kept.values() if v.mcts]
+    arms = [v.graph_arms for v in kept.values() if v.graph_arms]
     head = _pick(heads)
     return {"chooser": head["chooser"], "mutations": head["mutations"], "coverage": cov.to_json(),
             "mcts": combine_trees(base["mcts"], trees) if trees else None,
             "graph_arms": GraphArms.mean(arms), "base": base,
-            "generated": sum(v.get("generated", 0) for v in kept.values()),
-            "discarded": sum(v.get("discarded", 0) for v in kept.values()), "shards": kept}
+            "generated": sum(v.generated for v in kept.values()),
+            "discarded": sum(v.discarded for v in kept.values()), "shards": {k: v.to_json() for k, v in kept.items()}}
 
 
-def _summary(parts: list[Part], records: list[dict[str, Any]], shards: dict[str, ShardPart],
+def _own_search(p: Part) -> dict[str, ShardSearch]:
+    """The shards' own search states an input holds: an earlier merge's, or a shard's own."""
+    where = f"{p.out / STATE_FILE}"
+    if p.merged:
+        return {k: ShardSearch.from_json(v, f"{where}: shards: {k}") for k, v in (p.state.get("shards") or {}).items()}
+    own = ShardSearch.from_json({k: p.state[k] for k in ("mcts", "graph_arms", "generated", "discarded")
+                                 if p.state.get(k) is not None}, where)
+    graph = ((p.summary.coverage if p.summary else None) or {}).get("graph", {})
+    return {next(iter(p.shards)): replace(own, graph=graph, models=len(p.cases))}
+
+
+def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, ShardPart],
              book: BugBook, state: dict[str, Any], stage: Path, out: Path) -> Summary:
     """summary.json of the campaign, written as the campaign writes its own."""
     head = _head(parts)
@@ -368,7 +370,7 @@ def _summary(parts: list[Part], records: list[dict[str, Any]], shards: dict[str,
         coverage=_coverage_summary(state) if state else None,
         # Per runner, over every shard's sessions (a campaign's own rate is its last session's).
         models_per_s=round(len(records) / elapsed, 3) if elapsed else 0.0,
-        shards={k: {"models": v.models, "complete": v.complete} for k, v in shards.items()}))
+        shards={k: ShardRun(v.models, v.complete) for k, v in shards.items()}))
     summary.write(stage)
     return summary
 
@@ -381,10 +383,10 @@ def _head(parts: list[Part]) -> Part:
 
 def _coverage_summary(state: dict[str, Any]) -> dict[str, Any]:
     """The summary's coverage: the union's metrics, each shard's graph-level means weighted by its models."""
-    kept = state["shards"].values()
-    models = sum(v.get("models", 0) for v in kept) or 1
-    keys = sorted({k for v in kept for k in v.get("graph", {})})
-    graph = {k: sum(v.get("graph", {}).get(k, 0.0) * v.get("models", 0) for v in kept) / models for k in keys}
+    kept = [ShardSearch.from_json(v) for v in state["shards"].values()]
+    models = sum(v.models for v in kept) or 1
+    keys = sorted({k for v in kept for k in v.graph})
+    graph = {k: sum(v.graph.get(k, 0.0) * v.models for v in kept) / models for k in keys}
     size = _tree_size(state["mcts"]["root"]) if state.get("mcts") else 0
     return {**Coverage.from_json(state["coverage"]).metrics(), "graph": graph, "generated": state["generated"],
             "discarded": state["discarded"], "mcts_nodes": size, "graph_arms": state["graph_arms"]}

@@ -5,7 +5,7 @@ judged, so a SIGKILL loses only the cases in flight.  A failing case keeps its
 directory under ``OUT/cases/<index>-<hash>/`` with the graph, the model files,
 inputs, expected and actual outputs, the engine log and ``result.json``.
 
-Layer 4 of ``gbft_action.LAYERS``.  May import: oracle, pipeline (the case record it writes).
+Layer 4 of ``gbft_action.LAYERS``.  May import: records, oracle, pipeline (the results it records).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import numpy as np
 
 from .oracle import ENGINE_FAILURES, Status
 from .pipeline import CaseResult
+from .records.case import CaseRecord, PlatformRecord, read_cases
+from .records.enums import Symptom, Verdict
 from .records.io import write_record
 
 KEEP = {*ENGINE_FAILURES, Status.TIMEOUT, Status.REF, Status.GEN}
@@ -45,31 +47,6 @@ def no_space(res: CaseResult) -> OSError | None:
     return None
 
 
-def per_platform(rec: dict[str, Any]) -> list[dict[str, Any]]:
-    """A case record and the records of the same model on the other platforms (the build
-    under test only: the base build's record, under "base", is not a failure of this run)."""
-    return [rec, *rec.get("others", [])]
-
-
-def read_records(path: Path) -> tuple[list[dict[str, Any]], int, bool]:
-    """The whole records of a ``cases.jsonl`` (without changing it): (records, the bytes they
-    take, whether a torn line followed them, the trace of a run killed mid-write)."""
-    if not path.exists():
-        return [], 0, False
-    raw = path.read_bytes()
-    records, good = [], 0
-    for line in raw.splitlines(keepends=True):
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-        if not line.endswith(b"\n"):
-            records.pop()
-            break
-        good += len(line)
-    return records, good, good != len(raw)
-
-
 class ResultStore:
     def __init__(self, out: Path) -> None:
         self.out = out
@@ -91,67 +68,38 @@ class ResultStore:
         self._reserve.unlink(missing_ok=True)
 
     # -- reading ------------------------------------------------------------------
-    def load(self) -> list[dict[str, Any]]:
+    def load(self) -> list[CaseRecord]:
         """Records so far; a torn last line (killed mid-write) is dropped and cut off."""
-        records, good, torn = read_records(self.cases_path)
+        records, good, torn = read_cases(self.cases_path)
         if torn:
             with open(self.cases_path, "r+b") as f:
                 f.truncate(good)
         return records
 
-    def write_records(self, records: list[dict[str, Any]]) -> None:
+    def write_records(self, records: list[CaseRecord]) -> None:
         """``cases.jsonl`` as exactly these records (gbft merge), in the format of ``append``."""
         self.close()
         tmp = self.out / ".cases.jsonl.tmp"
-        tmp.write_text("".join(json.dumps(rec, sort_keys=True) + "\n" for rec in records), encoding="utf-8")
+        tmp.write_text("".join(rec.line() for rec in records), encoding="utf-8")
         os.replace(tmp, self.cases_path)
 
     # -- writing ------------------------------------------------------------------
-    def append(self, res: CaseResult) -> dict[str, Any]:
+    def append(self, res: CaseResult) -> CaseRecord:
         """One line per model; the other platforms' results ride along under "others"."""
         h = res.graph.structure_hash()  # once: every platform's result is of the same model
-        rec = self._record(res, h)
-        if res.others:
-            rec["others"] = [self._record(o, h) for o in res.others]
-        if res.base is not None:
-            rec["base"] = self._record(res.base, h)
-            rec["verdict"] = res.verdict
+        case_dir = ""
         if any(r.status in KEEP for r in res.every_result()):
-            rec["case_dir"] = str(self.keep(res, h).relative_to(self.out))
+            case_dir = str(self.keep(res, h).relative_to(self.out))
         elif res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
+        base = platform_record(res.base, h) if res.base is not None else None
+        rec = CaseRecord(**vars(platform_record(res, h)), others=tuple(platform_record(o, h) for o in res.others),
+                         base=base, verdict=Verdict(res.verdict) if base is not None and res.verdict else None,
+                         case_dir=case_dir)
         if self._fh is None:
             self._fh = open(self.cases_path, "a", encoding="utf-8")
-        self._fh.write(json.dumps(rec, sort_keys=True) + "\n")
+        self._fh.write(rec.line())
         self._fh.flush()
-        return rec
-
-    def _record(self, res: CaseResult, h: str) -> dict[str, Any]:
-        g = res.graph
-        rec: dict[str, Any] = {
-            "index": res.index, "hash": h, "seed": g.seed, "status": str(res.status),
-            "stage": res.stage, "op": res.op, "node": res.node, "message": res.message[:2000],
-            "timings": {k: round(v, 5) for k, v in res.timings.items()},
-            "n_nodes": len(g.nodes), "n_blocks": len(g.meta.get("blocks", [])), "platform": res.platform,
-        }
-        if res.frontend:
-            rec["frontend"] = res.frontend
-        if res.notes:
-            rec["notes"] = list(res.notes)
-        if res.harness:
-            rec["harness_error"] = res.harness
-        if res.symptom:
-            rec["symptom"] = res.symptom
-            if res.direction:
-                rec["direction"] = res.direction
-        if res.crosscheck:
-            rec["crosscheck"] = res.crosscheck
-        if res.signal is not None or res.exit_code is not None:
-            rec["signal"], rec["exit_code"] = res.signal, res.exit_code
-            rec["after"] = list(res.after)  # a crash may be damage an earlier case left
-        if res.fingerprint is not None:
-            rec["fingerprint"] = res.fingerprint.to_json()
-            rec["key"] = res.fingerprint.id
         return rec
 
     def keep(self, res: CaseResult, h: str) -> Path:
@@ -171,11 +119,12 @@ class ResultStore:
                     np.savez(dest / f"{kind}{tail}.npz", **arrays)
             if r.log or r.status in (*ENGINE_FAILURES, Status.TIMEOUT):
                 (dest / f"engine{tail}.log").write_text(r.log or f"(the engine printed nothing; {r.message})\n")
-        result = self._record(res, h) | {"diffs": res.diffs}
+        # The case folder's own account (render shows its diffs): not a record anything reads back.
+        result = platform_record(res, h).to_json() | {"diffs": res.diffs}
         if res.others:
-            result["others"] = [self._record(o, h) | {"diffs": o.diffs} for o in res.others]
+            result["others"] = [platform_record(o, h).to_json() | {"diffs": o.diffs} for o in res.others]
         if res.base is not None:
-            result["base"] = self._record(res.base, h) | {"diffs": res.base.diffs}
+            result["base"] = platform_record(res.base, h).to_json() | {"diffs": res.base.diffs}
         (dest / "result.json").write_text(json.dumps(result, sort_keys=True, default=str))
         return dest
 
@@ -186,3 +135,19 @@ class ResultStore:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+
+
+def platform_record(res: CaseResult, h: str) -> PlatformRecord:
+    """One platform's result as it is recorded (the graph's hash ``h`` computed once)."""
+    g = res.graph
+    ended = res.signal is not None or res.exit_code is not None
+    return PlatformRecord(
+        index=res.index, hash=h, seed=g.seed, status=Status(res.status), stage=res.stage, op=res.op or "",
+        node=res.node or "", message=res.message[:2000], timings={k: round(v, 5) for k, v in res.timings.items()},
+        n_nodes=len(g.nodes), n_blocks=len(g.meta.get("blocks", [])), platform=res.platform,
+        frontend=res.frontend, notes=tuple(res.notes), harness_error=res.harness,
+        symptom=Symptom(res.symptom) if res.symptom else None, direction=res.direction,
+        crosscheck=res.crosscheck, signal=res.signal, exit_code=res.exit_code,
+        # a crash may be damage an earlier case left
+        after=tuple(res.after) if ended else (), fingerprint=res.fingerprint,
+        key=res.fingerprint.id if res.fingerprint is not None else "")

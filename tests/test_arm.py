@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gbft_action.records.case import CaseRecord
 from gbft_action.records.campaign import Session
 from gbft_action.bugs.bundle import BugBook
 from gbft_action.campaign import FuzzConfig, SummaryInputs, summarize
@@ -129,7 +130,7 @@ def test_cross_check(tmp_path, first, other, expected, a, b, status):
 
 def test_summary_counts_each_platform_and_lists_where_a_bug_happens(tmp_path):
     fp = {"id": "k1", "title": "XPF: results from Add differ between platforms"}
-    recs = [
+    recs = [CaseRecord.from_json(r) for r in [
         {"index": 0, "status": "DCP", "op": "", "message": "", "platform": "x86_64",
          "others": [{"index": 0, "status": "XPF", "op": "Add", "message": "m", "platform": "arm64-qemu",
                      "key": "k1", "fingerprint": fp}]},
@@ -138,7 +139,7 @@ def test_summary_counts_each_platform_and_lists_where_a_bug_happens(tmp_path):
          "others": [{"index": 1, "status": "MCF", "op": "Lrn", "message": "m2", "platform": "arm64-qemu",
                      "key": "k2", "fingerprint": {"id": "k2", "title": "MCF"}}]},
         {"index": 2, "status": "REF", "op": "", "message": "tf", "platform": "x86_64"},  # never reached ARM
-    ]
+    ]]
     info = {"x86_64": {"machine": "x86_64"}, "arm64-qemu": {"machine": "aarch64"}}
     s = summarize(SummaryInputs(records=recs, sessions=[Session(1.0, 3, "x")],
                                 cfg=FuzzConfig(out=tmp_path), engine={"engine": "mnn"}, platform_info=info,

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gbft_action.records.case import CaseRecord
 from gbft_action.bugs.policy import DEFAULT_POLICY, parse_policy
 from gbft_action.bugs.rootcause import Symptom, root_key, wants_second_reference, with_second_reference
 from gbft_action.corpus import load_corpus
@@ -187,8 +188,9 @@ def test_the_store_records_the_cross_check(tmp_path):
     g = _one("Relu", (1, 2), {}, (1, 2))
     res = CaseResult(0, g, Status.DCF, stage="compare", symptom="reference-disagreement", crosscheck="disagrees")
     rec = ResultStore(tmp_path).append(res)
-    assert rec["crosscheck"] == "disagrees" and rec["symptom"] == "reference-disagreement"
-    assert json.loads(json.dumps(rec))  # plain JSON
+    assert rec.crosscheck == "disagrees" and rec.symptom == "reference-disagreement"
+    line = json.loads((tmp_path / "cases.jsonl").read_text())  # plain JSON, read back the same
+    assert line["crosscheck"] == "disagrees" and CaseRecord.from_json(line) == rec
 
 
 def test_an_onnx_front_end_lane_has_no_second_reference(tmp_path):

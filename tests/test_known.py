@@ -16,16 +16,24 @@ from gbft_action.graph.solver import Builder
 from gbft_action.ops.registry import registry
 from gbft_action.search.guided import GuidedSource
 from gbft_action.search.known import SETTLE, KnownFailures, triggers
+from gbft_action.records.case import CaseRecord
 
 CORPUS = load_corpus(ONNX_CORPUS)
 N = 300
 LONG = 2000  # models: about 1,700 cover every operator pair (SEC) of the corpus
 
 
-def _engine(g: Graph, op: str) -> dict:
+def _engine(g: Graph, op: str) -> CaseRecord:
     """A toy engine's record: wrong at the first node of type ``op`` (localised), else a pass."""
     bad = next((n for n in g.block_nodes() if n.op == op), None)
-    return {"status": "DCF", "node": bad.id, "op": op} if bad else {"status": "DCP", "node": "", "op": ""}
+    return _rec("DCF", node=bad.id, op=op) if bad else PASS
+
+
+def _rec(status: str, **kw: str) -> CaseRecord:
+    return CaseRecord.from_json({"status": status, **kw})
+
+
+PASS = _rec("DCP")
 
 
 def _campaign(seed: int, defect: str | None, n: int = N) -> list[Graph]:
@@ -34,7 +42,7 @@ def _campaign(seed: int, defect: str | None, n: int = N) -> list[Graph]:
     for i in range(n):
         g = src.next_graph(i)
         out.append(g)
-        src.feedback(i, g, _engine(g, defect) if defect else {"status": "DCP"})
+        src.feedback(i, g, _engine(g, defect) if defect else PASS)
     return out
 
 
@@ -78,7 +86,7 @@ def test_a_parameter_value_settles_apart_from_its_operator():
         mode = "reflection" if i % 2 else "zeros"
         g = Graph({"in0": t}, [Node("n0", "GridSample", ["in0"], {"padding_mode": mode, "align_corners": 0.5}, t,
                                    "GridSample")], ["n0"], seed=i)
-        k.observe(g, {"status": "DCF", "node": "n0"} if mode == "reflection" else {"status": "DCP"})
+        k.observe(g, _rec("DCF", node="n0") if mode == "reflection" else PASS)
     risky = k.settled()
     # Floats are no trigger; the failing value is the riskiest, the operator half as risky.
     assert "GridSample.align_corners=0.5" not in triggers(g.nodes[0])
@@ -100,7 +108,7 @@ def test_a_crash_no_operator_is_named_for_settles_on_the_operator_present_whenev
     for i in range(N):
         g = src.next_graph(i)
         crash = any(n.op == "Softmax" for n in g.block_nodes())
-        src.feedback(i, g, {"status": "MCF", "op": "", "node": ""} if crash else {"status": "DCP"})
+        src.feedback(i, g, _rec("MCF") if crash else PASS)
     k = src.known
     # (not attention's MatMul, Transpose and Mul: that block holds a Softmax, they crash with it)
     common = max(k.share(op) for op in ("Concat", "Less", "Add", "Conv", "Relu"))
@@ -117,7 +125,7 @@ def test_new_coverage_of_the_risky_operator_itself_earns_no_pass():
     src = GuidedSource(CORPUS, GenOptions(blocks=(2, 8)), 1)
     for i in range(SETTLE + 2):
         g = conv("SAME_LOWER", i)
-        src.known.observe(g, {"status": "DCF", "node": "n0"})
+        src.known.observe(g, _rec("DCF", node="n0"))
     g = conv("SAME_LOWER", 99)
     young_conv = {("SPC", "Conv", ((1, 2, 3, 3), "SAME_LOWER"))}
     young_relu = {("SPC", "Relu", ((1, 2, 3, 3),))}
@@ -148,7 +156,7 @@ def test_a_settled_parameter_value_is_left_out_of_the_draw_the_operator_stays():
     for i in range(40):
         form = ("vector", "weight", "batched", "left")[i % 4]
         g = Graph({"in0": t}, [Node("n0", "MatMul", ["in0"], {"form": form}, t, "MatMul")], ["n0"], seed=i)
-        k.observe(g, {"status": "IF", "node": "", "op": "MatMul"} if form == "vector" else {"status": "DCP"})
+        k.observe(g, _rec("IF", op="MatMul") if form == "vector" else PASS)
     plain, steered = _forms(None), _forms(k.narrow)
     assert plain["vector"] > 50  # a quarter of the draws
     assert 0 < steered["vector"] < plain["vector"] / 4, (plain, steered)  # rare, never banned
@@ -164,7 +172,7 @@ def test_narrowing_leaves_other_operators_and_never_empties_a_choice():
     for i in range(10):  # every value of MatMul.form fails
         for form in ("vector", "input"):
             g = Graph({"in0": t}, [Node("n0", "MatMul", ["in0"], {"form": form}, t, "MatMul")], ["n0"], seed=i)
-            k.observe(g, {"status": "DCF", "node": "n0"})
+            k.observe(g, _rec("DCF", node="n0"))
     doms = {"form": Choice(("vector", "input")), "mode": Choice(("a", "b"))}
     rng = random.Random(0)
     assert all(k.narrow("MatMul", doms, rng)["form"].values for _ in range(100))  # never empty

@@ -30,6 +30,7 @@ from gbft_action.reference import onnx_emit  # noqa: E402
 from gbft_action.reference.onnx_worker import OnnxReferenceHandler  # noqa: E402
 from gbft_action.reference.weights import uniform, weights_rng  # noqa: E402
 from gbft_action.workers.arrays import pack, unpack  # noqa: E402
+from gbft_action.records.case import CaseRecord
 
 CORPUS = load_corpus(ONNX_CORPUS)
 HANDLER = OnnxReferenceHandler()
@@ -359,7 +360,7 @@ def test_mutated_and_re_solved_onnx_graphs_still_check_and_run(tmp_path):
         for h in (g, again):
             onnx_emit.check(onnx_emit.build(h))
             assert _run(h, tmp_path)["ok"], (i, h.meta)
-        src.feedback(i, g, {"status": "DCP"})
+        src.feedback(i, g, CaseRecord.from_json({"status": "DCP"}))
 
 
 def test_conv_transpose_pads_and_output_padding_match_numpy(tmp_path):

@@ -21,6 +21,7 @@ ort = pytest.importorskip("onnxruntime")
 from gbft_action.reference import onnx_emit  # noqa: E402
 from gbft_action.reference.onnx_code import model_source  # noqa: E402
 from gbft_action.records import Summary  # noqa: E402
+from gbft_action.records.case import CaseRecord
 
 REG = registry("onnx")
 RECORDED = {k: v for k, v in REG.specs.items() if isinstance(v, RecordedSpec)}
@@ -122,7 +123,7 @@ def test_a_campaign_probes_each_recorded_instance_alone_first_and_then_avoids_wh
             "instance": k}
         # Hardmax fails alone on every instance, CumSum on its first only; the rest pass.
         fails = op == "Hardmax" or (op, k) == ("CumSum", 0)
-        src.feedback(i, g, {"status": "MCF" if fails else "DCP", "op": op})
+        src.feedback(i, g, CaseRecord.from_json({"status": "MCF" if fails else "DCP", "op": op}))
     sup = src.summary()["support"]["rows"]
     assert sup["Hardmax"]["converts"] == 0 and sup["CumSum"]["agrees"] == sup["CumSum"]["instances"] - 1
     # Per attribute value: what sets the failing instance apart, as its key would name it.
@@ -137,7 +138,7 @@ def test_a_campaign_probes_each_recorded_instance_alone_first_and_then_avoids_wh
         g = src.next_graph(i)
         assert PROBE not in g.meta
         placed += [(n.op, n.params.get("instance")) for n in g.block_nodes()]
-        src.feedback(i, g, {"status": "DCP"})
+        src.feedback(i, g, CaseRecord.from_json({"status": "DCP"}))
     ops = {op for op, _ in placed}
     assert "Hardmax" not in ops and ("CumSum", 0) not in placed and "CumSum" in ops
     assert len(ops - set(ONNX_SPECS)) >= 40  # the recorded operators that work are placed

@@ -57,3 +57,46 @@ def test_a_corrupt_known_bugs_file_keeps_its_copy_and_names_the_field(tmp_path):
     with pytest.raises(StateFileError, match="'count' must be a whole number") as e:
         read_known(path)
     assert (tmp_path / "known_bugs.json.corrupt").exists() and "restore the file" in str(e.value)
+
+
+def _line(**kw) -> dict:
+    fp = Fingerprint("compare", "DCF", "mismatch", "values", "Lrn", "in-degree 1, input ranks [4]")
+    first = {"index": 7, "hash": "h", "seed": 3, "status": "DCF", "stage": "compare", "op": "Lrn", "node": "n0",
+             "message": "m", "timings": {"infer": 0.01}, "n_nodes": 2, "n_blocks": 1, "platform": "x86_64",
+             "symptom": "wrong-result", "fingerprint": fp.to_json(), "key": fp.id}
+    other = {**first, "platform": "arm64-qemu", "signal": 11, "exit_code": None, "after": [5, 6],
+             "symptom": "crash", "status": "IF"}
+    base = {k: v for k, v in first.items() if k not in ("fingerprint", "key", "symptom")} | {"status": "DCP"}
+    return {**first, "others": [other], "base": base, "verdict": "new", "case_dir": "cases/000007-h", **kw}
+
+
+def test_a_case_line_reads_back_as_the_same_line_and_a_torn_one_is_dropped(tmp_path):
+    from gbft_action.records.case import CaseRecord, read_cases
+
+    d = _line()
+    rec = CaseRecord.from_json(d)
+    assert rec.to_json() == d and json.loads(rec.line()) == d  # gbft merge rewrites lines unchanged
+    assert [r.platform for r in rec.failures()] == ["x86_64", "arm64-qemu"] and rec.base.key == ""
+    assert rec.others[0].after == (5, 6) and rec.symptom is Symptom.WRONG and rec.verdict == "new"
+    moved = rec.with_index(22)
+    assert {moved.index, moved.others[0].index, moved.base.index} == {22}
+    # A pass keeps the short form: no optional field is written that was not set.
+    passed = CaseRecord.from_json({"index": 0, "hash": "h", "seed": 1, "status": "DCP"})
+    assert set(passed.to_json()) == {"index", "hash", "seed", "status", "stage", "op", "node", "message", "timings",
+                                     "n_nodes", "n_blocks", "platform"}
+    (tmp_path / "cases.jsonl").write_text(rec.line() + passed.line() + rec.line()[:40])  # killed mid-line
+    records, good, torn = read_cases(tmp_path / "cases.jsonl")
+    assert records == [rec, passed] and good == len(rec.line() + passed.line()) and torn
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("status", "PASS", "'status' must be one of"), ("index", "7", "'index' must be a whole number"),
+    ("after", ["x"], "'after' must be a list of whole numbers"), ("verdict", "maybe", "'verdict' must be one of"),
+])
+def test_a_case_line_that_is_not_a_case_names_its_line_and_field(tmp_path, field, value, words):
+    from gbft_action.records.case import CaseRecord, read_cases
+
+    good = CaseRecord.from_json(_line()).line()
+    (tmp_path / "cases.jsonl").write_text(good + json.dumps(_line(**{field: value})) + "\n")
+    with pytest.raises(RecordError, match=f"cases.jsonl: line 2: {words}"):
+        read_cases(tmp_path / "cases.jsonl")

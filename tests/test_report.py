@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gbft_action.bugs.bundle import BugBook
+from gbft_action.bugs.bundle import BugBook, Found
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.report.github import GitHubTracker
@@ -25,6 +25,7 @@ from gbft_action.report.reporter import (PRECISION_TRACKING, ReportConfig, Repor
                                          tracking_key)
 from gbft_action.report.sanitize import BODY_LIMIT, ZWSP, code_block, neutralise, truncate_body
 from gbft_action.report.trackers import FilesTracker, make_tracker, marker_ids
+from gbft_action.records.case import CaseRecord
 
 from .conftest import ROOT, case_meta, gbft_cmd
 from .github_fake import GitHubFake
@@ -53,11 +54,11 @@ def make_out(tmp: Path, bugs: list[tuple[Fingerprint, int, str, Graph]]) -> Path
         case = out / "cases" / f"{i:06d}"
         case.mkdir(exist_ok=True)
         (case / "engine.log").write_text(log)
-        rec = {"index": i, "hash": g.structure_hash(), "status": fp.status, "stage": fp.stage, "op": fp.op,
-               "node": "n0", "message": log.splitlines()[0] if log else "", "fingerprint": fp.to_json(),
-               "key": fp.id, "case_dir": f"cases/{i:06d}"}
-        book.observe(rec, g, {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}, {"seed": 1})
-        failures.append({"key": fp.id, "count": count, "title": fp.title, "message": rec["message"],
+        rec = CaseRecord.from_json({
+            "index": i, "hash": g.structure_hash(), "status": fp.status, "stage": fp.stage, "op": fp.op, "node": "n0",
+            "message": log.splitlines()[0] if log else "", "fingerprint": fp.to_json(), "key": fp.id})
+        book.observe(rec, f"cases/{i:06d}", g, {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}, Found(1))
+        failures.append({"key": fp.id, "count": count, "title": fp.title, "message": rec.message,
                          "status": fp.status, "op": fp.op})
     book.save()
     summary = {"run_id": out.parent.name, "models": 100, "elapsed_s": 10.0, "models_per_s": 10.0, "by_status": {"DCP": 90, "DCF": 10},

@@ -20,6 +20,7 @@ from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status, Tolerance, judge_node, judge_outputs
 from gbft_action.pipeline import CaseResult, _first_difference
 from gbft_action.report.reporter import UNISOLATED, tracking_class
+from gbft_action.records.case import CaseRecord
 
 from .conftest import case_meta
 
@@ -487,8 +488,9 @@ def test_the_reserve_goes_to_one_fingerprint_per_local_key_first(monkeypatch):
         return {"complete": fid != "h1" or resume, "wall": limit}
 
     monkeypatch.setattr(C, "diagnose", fake_diagnose)
-    rec = lambda fid, op, n: {"key": fid, "symptom": "wrong-result", "fingerprint": {"op": op}, "n_nodes": n}
-    records = [{"index": i, **r} for i, r in enumerate(
+    rec = lambda fid, op, n: {"key": fid, "status": "DCF", "symptom": "wrong-result", "fingerprint": {"op": op},  # noqa: E731
+                              "n_nodes": n}
+    records = [CaseRecord.from_json({"index": i, **r}) for i, r in enumerate(
         [rec("h1", "Lrn", 5), rec("v1", "Lrn", 3), rec("h2", "Add", 9), rec("v2", "Add", 20), rec("v3", "Lrn", 40)])]
     book = SimpleNamespace(seen_this_run={"h1": 1, "v1": 1, "h2": 1, "v2": 1, "v3": 1})
     c = C.Diagnoser(records, book, 30.0, {}, {}, set())  # type: ignore[arg-type]
@@ -808,9 +810,9 @@ def test_every_lane_diagnoses_fingerprints_of_its_own_front_end(monkeypatch):
         return {"complete": True}
 
     monkeypatch.setattr(C, "diagnose", fake_diagnose)
-    rec = lambda fid, op, fe: {"key": fid, "symptom": "wrong-result", "n_nodes": 3,  # noqa: E731
+    rec = lambda fid, op, fe: {"key": fid, "status": "DCF", "symptom": "wrong-result", "n_nodes": 3,  # noqa: E731
                                "fingerprint": {"op": op, **({"frontend": fe} if fe != "tf" else {})}}
-    records = [{"index": i, **r} for i, r in enumerate(
+    records = [CaseRecord.from_json({"index": i, **r}) for i, r in enumerate(
         [rec("t1", "Lrn", "tf"), rec("o1", "Conv", "onnx"), rec("t2", "Add", "tf"), rec("o2", "Gemm", "onnx")])]
     book = SimpleNamespace(seen_this_run={f: 1 for f in ("t1", "o1", "t2", "o2")})
     c = C.Diagnoser(records, book, 30.0, {}, {}, set())  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from gbft_action.search import RandomSource, ShardError, case_seed, parse_shard,
 from gbft_action.search.coverage import Coverage
 from gbft_action.search.guided import GuidedSource
 from gbft_action.search.mcts import combine_trees
-from gbft_action.store import read_records
+from gbft_action.records.case import CaseRecord, read_cases
 
 from .conftest import ROOT
 
@@ -95,7 +95,7 @@ def test_a_shard_replays_itself():
         out = []
         for i in range(30):
             g = src.next_graph(i)
-            src.feedback(i, g, {"status": "MCF" if i % 5 == 0 else "DCP"})
+            src.feedback(i, g, CaseRecord.from_json({"status": "MCF" if i % 5 == 0 else "DCP"}))
             out.append(g.to_json())
         runs.append(out)
     assert runs[0] == runs[1]
@@ -152,7 +152,8 @@ def shards(tmp_path_factory) -> dict[str, Path]:
 
 
 def cases(out: Path) -> list[dict]:
-    return read_records(out / "cases.jsonl")[0]
+    """cases.jsonl's whole lines, as the JSON they are."""
+    return [r.to_json() for r in read_cases(out / "cases.jsonl")[0]]
 
 
 def seen(out: Path) -> dict:
@@ -341,7 +342,7 @@ def test_merged_verdicts_are_aggregated_again_with_the_shards_confirmations(shar
         if o == outs[1]:
             rs[0]["base"] = {**rs[0]["base"], "status": "DCF", "key": old, "fingerprint": {"id": old, "title": "t"}}
         (o / "cases.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rs))
-    confirmed = triage.aggregate(recs[outs[0]])
+    confirmed = triage.aggregate([CaseRecord.from_json(r) for r in recs[outs[0]]])
     confirmed[new].verdict, confirmed[new].confirmation = triage.Verdict.NEW, "6 of 6 rounds"
     triage.write_verdicts(outs[0], {new: confirmed[new]})
     m = tmp_path / "m"

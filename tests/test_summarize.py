@@ -9,12 +9,13 @@ import json
 from pathlib import Path
 
 from gbft_action.records.campaign import Session
-from gbft_action.bugs.bundle import BugBook
+from gbft_action.bugs.bundle import BugBook, Found
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.bugs.triage import tally
 from gbft_action.campaign import FuzzConfig, SummaryInputs, StopReason, summarize
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.records import HarnessErrors, Summary
+from gbft_action.records.case import CaseRecord, PlatformRecord
 
 ENGINE = {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}
 
@@ -24,7 +25,7 @@ def _graph(op: str) -> Graph:
     return Graph({"in0": t}, [Node("n0", op, ["in0"], {}, t, op)], ["n0"], 1)
 
 
-def _records(book: BugBook) -> list[dict]:
+def _records(book: BugBook) -> list[CaseRecord]:
     """Three models: a wrong Tanh (twice), a reference disagreement on Rsqrt, a pass."""
     out = []
     for i, (op, symptom) in enumerate((("Tanh", "wrong-result"), ("Tanh", "wrong-result"),
@@ -34,8 +35,9 @@ def _records(book: BugBook) -> list[dict]:
         if op:
             fp = Fingerprint("compare", "DCF", "mismatch", "values", op, "in-degree 1, input ranks [4]")
             rec.update(fingerprint=fp.to_json(), key=fp.id, symptom=symptom, case_dir=f"cases/{i:06d}")
-            book.observe(rec, _graph(op), ENGINE, {"seed": 1})
-        out.append(rec)
+        out.append(CaseRecord.from_json(rec))
+        if op:
+            book.observe(out[-1], out[-1].case_dir, _graph(op), ENGINE, Found(1))
     return out
 
 
@@ -74,8 +76,8 @@ def test_the_reserve_grows_with_undiagnosed_keys_up_to_its_cap():
 def test_diagnosis_order_puts_one_reportable_fingerprint_per_local_key_first():
     from gbft_action.campaign import diagnosis_order
 
-    def rec(op: str, symptom: str, n: int) -> dict:
-        return {"symptom": symptom, "fingerprint": {"op": op}, "n_nodes": n}
+    def rec(op: str, symptom: str, n: int) -> PlatformRecord:
+        return PlatformRecord.from_json({"status": "DCF", "symptom": symptom, "fingerprint": {"op": op}, "n_nodes": n})
 
     firsts = {"a1": rec("Lrn", "wrong-result", 9), "a2": rec("Lrn", "wrong-result", 3),
               "p": rec("Exp", "precision", 1), "t": rec("Add", "timeout", 1), "b": rec("Add", "wrong-result", 5)}

@@ -16,6 +16,7 @@ import pytest
 from gbft_action.bugs import triage
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.bugs.triage import BugVerdict, Round, Verdict, aggregate, case_verdict, confirm
+from gbft_action.records.case import CaseRecord
 
 A = Fingerprint("convert", "MCF", "error", "a", "Tanh")
 B = Fingerprint("convert", "MCF", "error", "b", "Tanh")
@@ -34,11 +35,11 @@ def test_case_verdict(pr, base, verdict):
     assert case_verdict(pr, base) is verdict
 
 
-def rec(pr: Fingerprint | None, base: Fingerprint | None, case: str = "cases/1") -> dict:
+def rec(pr: Fingerprint | None, base: Fingerprint | None, case: str = "cases/1") -> CaseRecord:
     def one(fp):
-        return {"fingerprint": fp.to_json(), "key": fp.id, "op": fp.op} if fp else {}
+        return {"fingerprint": fp.to_json(), "key": fp.id, "op": fp.op, "status": fp.status} if fp else {"status": "DCP"}
     v = case_verdict(pr, base)
-    return {**one(pr), "case_dir": case, "base": one(base), "verdict": v.value if v else ""}
+    return CaseRecord.from_json({**one(pr), "case_dir": case, "base": one(base), "verdict": v.value if v else ""})
 
 
 def test_aggregate_seen_on_base_anywhere_is_pre_existing_and_base_only_is_fixed():
@@ -289,12 +290,13 @@ def test_the_last_loop_keeps_what_its_candidates_need_to_confirm_not_the_whole_t
     import gbft_action.campaign as C
 
     candidates = triage.Candidates()
-    recs = [{"verdict": "pre-existing", "key": "p", "base": {"key": "p"}},
-            {"verdict": "new", "key": "n", "base": {}},
-            {"verdict": "fixed", "base": {"key": "f"}},
-            {"verdict": "new", "key": "q", "base": {}},
-            {"verdict": "changed", "key": "r", "base": {"key": "q"}},  # the base shows q too: pre-existing
-            {"index": 9}]  # no base build: nothing to confirm
+    def case(verdict: str = "", key: str = "", base: str | None = None) -> CaseRecord:
+        one = lambda k: {"status": "DCF" if k else "DCP", "key": k}  # noqa: E731
+        return CaseRecord.from_json({**one(key), "verdict": verdict, **({"base": one(base)} if base is not None else {})})
+
+    recs = [case("pre-existing", "p", "p"), case("new", "n", ""), case("fixed", "", "f"), case("new", "q", ""),
+            case("changed", "r", "q"),  # the base shows q too: pre-existing
+            case()]  # no base build: nothing to confirm
     for rec in recs:
         candidates.note(rec)
     verdicts = triage.aggregate(recs)

@@ -213,7 +213,7 @@ def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
         print(f"::error title=gbft-action: reporting failed::{inline(str(e), 500)}")
         return 0, True
     for x in res.failed[:MAX_ANNOTATIONS]:
-        print(f"::warning title=gbft-action: GitHub refused a write::{inline(x['title'], 100)}: {inline(x['reason'], 200)}")
+        print(f"::warning title=gbft-action: GitHub refused a write::{inline(x.title, 100)}: {inline(x.reason, 200)}")
     return (res.bugs_filed if kind == "github" else 0), False
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,8 @@ import jinja2
 
 from .. import __version__
 from ..graph.ir import Graph
-from ..records import BundleMeta, EngineInfo, Fingerprint, MinimizeStats, RootKey, Status, Symptom, Tolerance
+from ..records import BundleMeta, EngineInfo, MinimizeStats, RootKey, Tolerance
+from ..records.case import CaseRecord, PlatformRecord
 from ..records.known import KNOWN_FILE, KnownBug, read_known, write_known
 from .repro import ReproData, render_repro
 
@@ -42,6 +43,14 @@ def known_of(out: Path) -> dict[str, KnownBug]:
     return read_known(path) if path.exists() else {}
 
 
+@dataclass(frozen=True)
+class Found:
+    """What a bundle records of the campaign that found it."""
+
+    seed: int | None = None
+    tolerance: Tolerance = Tolerance()
+
+
 class BugBook:
     """Fingerprints seen before (from ``--state``) and in this run, with their bundles."""
 
@@ -55,31 +64,31 @@ class BugBook:
                                             keep_trailing_newline=True, autoescape=False)
 
     # -- recording ------------------------------------------------------------------
-    def observe(self, rec: dict[str, Any], graph: Graph, engine: dict[str, Any], ctx: dict[str, Any]) -> bool:
-        """Count one failing case; True when its fingerprint is new in this run."""
-        fp = rec.get("fingerprint")
-        if not fp:
+    def observe(self, rec: PlatformRecord, case_dir: str, graph: Graph, engine: dict[str, Any],
+                ctx: Found) -> bool:
+        """Count one failing case (``case_dir``: its model's kept folder); True when its
+        fingerprint is new in this run."""
+        if rec.fingerprint is None:
             return False
-        fid = fp["id"]
+        fid = rec.key
         platform = platform_of(engine)
-        entry = self.known.get(fid) or KnownBug(Fingerprint.from_json(fp), fp["title"], now())
+        entry = self.known.get(fid) or KnownBug(rec.fingerprint, rec.fingerprint.title, now())
         platforms = entry.platforms + ((platform,) if platform and platform not in entry.platforms else ())
         entry = replace(entry, count=entry.count + 1, last_seen=now(), platforms=platforms)
         first = fid not in self.seen_this_run
         self.seen_this_run[fid] = self.seen_this_run.get(fid, 0) + 1
         if first:
-            entry = replace(entry, bundle=str(self.write_bundle(rec, graph, engine, ctx)))
+            entry = replace(entry, bundle=str(self.write_bundle(rec, case_dir, graph, engine, ctx)))
         self.known[fid] = entry
         return first
 
-    def resume(self, records: list[dict[str, Any]]) -> None:
+    def resume(self, records: list[CaseRecord]) -> None:
         """A resumed campaign: its own earlier sightings are this run's, not new ones again."""
         for fid, entry in known_of(self.out).items():
             self.known.setdefault(fid, entry)
         for rec in records:
-            if rec.get("fingerprint"):
-                fid = rec["fingerprint"]["id"]
-                self.seen_this_run[fid] = self.seen_this_run.get(fid, 0) + 1
+            if rec.failed:  # the first platform's, as before: its count seeds the run's own
+                self.seen_this_run[rec.key] = self.seen_this_run.get(rec.key, 0) + 1
 
     def new_ids(self) -> list[str]:
         return sorted(f for f in self.seen_this_run if f not in self.before)
@@ -127,33 +136,34 @@ class BugBook:
     def bundle_dir(self, fid: str) -> Path:
         return self.dir / fid
 
-    def write_bundle(self, rec: dict[str, Any], graph: Graph, engine: dict[str, Any], ctx: dict[str, Any]) -> Path:
-        fp = rec["fingerprint"]
-        d = self.bundle_dir(fp["id"])
+    def write_bundle(self, rec: PlatformRecord, case_dir: str, graph: Graph, engine: dict[str, Any],
+                     ctx: Found) -> Path:
+        fp = rec.fingerprint
+        assert fp is not None, "a bundle is written for a failure"
+        d = self.bundle_dir(rec.key)
         d.mkdir(parents=True, exist_ok=True)
-        case = self.out / rec.get("case_dir", "")
+        case = self.out / case_dir
         for name in CASE_FILES:
             # A platform other than the first keeps its outputs and log as actual-<platform>.npz ...
             stem, dot, ext = name.partition(".")
-            own = case / f"{stem}-{rec.get('platform', '')}{dot}{ext}"
+            own = case / f"{stem}-{rec.platform}{dot}{ext}"
             src = own if own.exists() else case / name
             if src.exists():
                 shutil.copy2(src, d / name)
         size = len(graph.block_nodes())
         meta = BundleMeta(
-            id=fp["id"], fingerprint=Fingerprint.from_json(fp), title=fp["title"], status=Status(rec["status"]),
-            stage=rec["stage"], engine=EngineInfo.of_hello(engine), op=rec["op"], node=rec["node"],
-            message=rec["message"], seed=ctx.get("seed"), symptom=Symptom(rec["symptom"]) if rec.get("symptom") else None,
-            direction=rec.get("direction", ""), after=tuple(rec.get("after", ())), crosscheck=rec.get("crosscheck", ""),
-            case_index=rec["index"], case_seed=graph.seed, graph_hash=rec["hash"], tool_version=__version__,
+            id=rec.key, fingerprint=fp, title=fp.title, status=rec.status, stage=rec.stage,
+            engine=EngineInfo.of_hello(engine), op=rec.op, node=rec.node, message=rec.message, seed=ctx.seed,
+            symptom=rec.symptom, direction=rec.direction, after=rec.after, crosscheck=rec.crosscheck,
+            case_index=rec.index, case_seed=graph.seed, graph_hash=rec.hash, tool_version=__version__,
             platforms=(platform_of(engine),), occurrences=1, first_seen=now(), last_seen=now(),
-            tolerance=ctx.get("tolerance", Tolerance()), original_size=size, minimized_size=size)
+            tolerance=ctx.tolerance, original_size=size, minimized_size=size)
         meta.write(d)
         (d / "graph.json").write_text(graph.to_json())
         # Until the minimiser has run (it may not get budget), the smallest known
         # model is the original: meta.json says "minimized": false.
         (d / "minimized.json").write_text(graph.to_json())
-        (d / "minimized.mmd").write_text(mermaid(graph, highlight=rec.get("node") or ""))
+        (d / "minimized.mmd").write_text(mermaid(graph, highlight=rec.node))
         self.write_repro(d, graph, meta)
         return d
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .fingerprint import Fingerprint
+from ..records.case import CaseRecord, PlatformRecord
 from ..records.enums import Policy, Verdict
 from ..records.summary import Summary, VerdictRow
 
@@ -95,7 +96,7 @@ class BugVerdict:
         return BugVerdict(**{**d, "verdict": Verdict(d["verdict"])})
 
 
-def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, BugVerdict]:
+def aggregate(records: Iterable[CaseRecord]) -> dict[str, BugVerdict]:
     """Fingerprint verdicts from case records that carry a base-build result.
 
     A fingerprint the base build showed on any model is pre-existing, whatever its
@@ -103,26 +104,28 @@ def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, BugVerdict]:
     decide, new before changed.  A fingerprint only the base build showed, on models the
     PR build passes, is fixed.
     """
-    recs = [r for r in records if "base" in r]
+    recs = [r for r in records if r.base is not None]
     seen = Candidates()  # what each build showed: the campaign keeps the same as records arrive
     for r in recs:
         seen.note(r)
     base_seen, pr_seen = seen.base, seen.pr
     out: dict[str, BugVerdict] = {}
     for r in recs:
-        if "key" in r:
-            bv = out.setdefault(r["key"], _entry(r, r.get("case_dir", "")))
+        said = r.verdict.value if r.verdict else ""
+        if r.failed:
+            bv = out.setdefault(r.key, _entry(r, r.case_dir))
             bv.count += 1
-            bv.cases[r.get("verdict", "")] = bv.cases.get(r.get("verdict", ""), 0) + 1
-            bv.case_dirs.setdefault(r.get("verdict", ""), r.get("case_dir", ""))
-        b = r["base"]
+            bv.cases[said] = bv.cases.get(said, 0) + 1
+            bv.case_dirs.setdefault(said, r.case_dir)
+        b = r.base
+        assert b is not None
         # Fixed only where the PR build passed: a base failure the PR build fails otherwise
         # on is the PR's changed fingerprint, listed once, under that.
-        if "key" in b and b["key"] not in pr_seen and r.get("verdict") == Verdict.FIXED.value:
-            bv = out.setdefault(b["key"], _entry(b, r.get("case_dir", ""), Verdict.FIXED))
+        if b.failed and b.key not in pr_seen and r.verdict is Verdict.FIXED:
+            bv = out.setdefault(b.key, _entry(b, r.case_dir, Verdict.FIXED))
             bv.count += 1
             bv.cases["fixed"] = bv.cases.get("fixed", 0) + 1
-            bv.case_dirs.setdefault("fixed", r.get("case_dir", ""))
+            bv.case_dirs.setdefault("fixed", r.case_dir)
     for key, bv in out.items():
         if bv.verdict is not Verdict.FIXED:
             bv.verdict = (Verdict.PRE_EXISTING if key in base_seen or bv.cases.get("pre-existing") else
@@ -141,10 +144,10 @@ class Candidates:
     new: set[str] = field(default_factory=set)  # a case called them new or changed
     fixed: set[str] = field(default_factory=set)  # a case called them fixed (the base's key)
 
-    def note(self, rec: dict[str, Any]) -> None:
-        if "base" not in rec:
+    def note(self, rec: CaseRecord) -> None:
+        if rec.base is None:
             return
-        pr, base, verdict = rec.get("key"), rec["base"].get("key"), rec.get("verdict")
+        pr, base, verdict = rec.key, rec.base.key, rec.verdict
         if pr:
             self.pr.add(pr)
             if verdict in (Verdict.NEW, Verdict.CHANGED):
@@ -158,10 +161,9 @@ class Candidates:
         return (self.new - self.base) | (self.fixed - self.pr)
 
 
-def _entry(rec: dict[str, Any], case_dir: str, verdict: Verdict = Verdict.UNCHECKED) -> BugVerdict:
-    fp = rec.get("fingerprint") or {}
-    return BugVerdict(rec["key"], verdict, fp.get("title", ""), rec.get("op", ""), case_dir=case_dir,
-                      fingerprint=dict(fp))
+def _entry(rec: PlatformRecord, case_dir: str, verdict: Verdict = Verdict.UNCHECKED) -> BugVerdict:
+    fp = rec.fingerprint.to_json() if rec.fingerprint is not None else {}
+    return BugVerdict(rec.key, verdict, fp.get("title", ""), rec.op, case_dir=case_dir, fingerprint=fp)
 
 
 def rounds_needed(bv: BugVerdict, rounds: int = ROUNDS) -> int:

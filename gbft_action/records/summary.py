@@ -9,6 +9,7 @@ type, and the keys and ids that become markers and paths with their exact form."
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,21 @@ class HarnessErrors:
     @staticmethod
     def from_json(f: Fields) -> HarnessErrors:
         return HarnessErrors(f.int("count", 0, 0), f.str("first"))
+
+
+@dataclass(frozen=True)
+class ShardRun:
+    """One shard of a merged campaign: its models, and whether it finished (a summary of its own)."""
+
+    models: int = 0
+    complete: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"models": self.models, "complete": self.complete}
+
+    @staticmethod
+    def from_json(f: Fields) -> ShardRun:
+        return ShardRun(f.int("models", 0, 0), f.bool("complete", True))
 
 
 @dataclass(frozen=True)
@@ -220,10 +236,10 @@ class Summary:
     bugs_dir: str = ""
     tool_version: str = ""
     triage: TriageSummary | None = None  # with a base build
-    # Shown as they are (the job summary's coverage, front ends and shards): JSON objects.
+    # Shown as they are (the job summary's coverage and front ends): JSON objects.
     coverage: dict[str, Any] | None = None
     frontends: dict[str, Any] | None = None
-    shards: dict[str, Any] | None = None
+    shards: Mapping[str, ShardRun] | None = None  # a merged campaign's shards ("2/3") and how far each got
     version: int = SUMMARY_VERSION
 
     # -- the one reader and the one writer -------------------------------------------
@@ -256,7 +272,8 @@ class Summary:
             d["root_causes"] = [rc.to_json() for rc in self.root_causes]
         if self.triage is not None:
             d["triage"] = self.triage.to_json()
-        optional = {"coverage": self.coverage, "frontends": self.frontends, "shards": self.shards}
+        shards = {k: v.to_json() for k, v in self.shards.items()} if self.shards is not None else None
+        optional = {"coverage": self.coverage, "frontends": self.frontends, "shards": shards}
         return {**d, **{k: v for k, v in optional.items() if v is not None}}
 
     @staticmethod
@@ -275,7 +292,13 @@ class Summary:
             new_failures=f.strs("new_failures"), root_causes=_root_causes(f, policy), symptom_policy=policy,
             run_id=f.str("run_id"), minimized=f.mapping("minimized") or {}, bugs_dir=f.str("bugs_dir"),
             tool_version=f.str("tool_version"), triage=f.opt("triage", TriageSummary.from_json),
-            coverage=f.mapping("coverage"), frontends=f.mapping("frontends"), shards=f.mapping("shards"))
+            coverage=f.mapping("coverage"), frontends=f.mapping("frontends"), shards=_shards(f))
+
+
+def _shards(f: Fields) -> dict[str, ShardRun] | None:
+    runs = f.mapping("shards")
+    return None if runs is None else {str(k): ShardRun.from_json(Fields(v, f"{f.where}: shards: {k}"))
+                                      for k, v in runs.items()}
 
 
 def _policies(f: Fields) -> dict[str, Policy]:

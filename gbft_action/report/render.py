@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ from ..bugs.bundle import ALONE_FILE, TEMPLATES, mermaid
 from ..bugs.repro import STATUS_TEXT, engine_needs, render_repro
 from ..graph.ir import Graph
 from ..records.bundle import BundleMeta
-from ..records.summary import RootCauseRow, Summary
+from ..records.report import ReportEntry
+from ..records.summary import RootCauseRow, ShardRun, Summary
 from .markers import IssueState, TrackedRow
 from .sanitize import cell, code_block, finalize, prose, title, truncate_body
 
@@ -188,8 +190,8 @@ class Renderer:
             platforms=platforms or ["?"], closing=closing, run_link=Markup(ctx.run_link))
 
     def summary(self, summary: Summary, headline: str, sections: list[dict[str, Any]],
-                ids: list[dict[str, Any]], not_filed: list[str], refused: list[dict[str, Any]] = (),
-                declined: list[dict[str, Any]] = (), by_root_cause: bool = False, ignored: str = "") -> str:
+                ids: list[dict[str, Any]], not_filed: list[str], refused: Sequence[ReportEntry] = (),
+                declined: Sequence[ReportEntry] = (), by_root_cause: bool = False, ignored: str = "") -> str:
         eng = summary.engine
         counts = summary.platforms  # in the order given on the command line
         plats = {p: counts[p] for p in summary.platform_order or counts if p in counts}
@@ -207,11 +209,10 @@ class Renderer:
             shards=_shards(summary.shards), support=support_matrix(summary))
 
 
-def _shards(shards: Any) -> dict[str, Any] | None:
+def _shards(shards: Mapping[str, ShardRun] | None) -> dict[str, Any] | None:
     """A merged campaign's shards (gbft merge): how many, and which did not finish.  Only
     names of the form I/N are shown: summary.json is data from an artifact."""
-    if not isinstance(shards, dict) or not shards:
+    if not shards:
         return None
-    unfinished = [k for k, v in shards.items() if re.fullmatch(r"\d{1,4}/\d{1,4}", str(k))
-                  and isinstance(v, dict) and v.get("complete") is False]
+    unfinished = [k for k, v in shards.items() if re.fullmatch(r"\d{1,4}/\d{1,4}", k) and not v.complete]
     return {"total": len(shards), "unfinished": sorted(unfinished)}

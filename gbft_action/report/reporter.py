@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from ..bugs.rootcause import same_class
 from ..records import BundleMeta, FailureRow, Policy, RecordError, RootCauseRow, Summary
+from ..records.report import ReportEntry
 from .markers import IssueState, TrackedRow
 from .render import TRACKING_TITLES, Renderer, RunContext, symptom_text
 from .trackers import ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
@@ -79,18 +80,18 @@ class ReportConfig:
 
 @dataclass
 class ReportResult:
-    filed: list[dict[str, Any]] = field(default_factory=list)
-    commented: list[dict[str, Any]] = field(default_factory=list)
-    reopened: list[dict[str, Any]] = field(default_factory=list)
-    closed: list[dict[str, Any]] = field(default_factory=list)
-    still_failing: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
-    failed: list[dict[str, Any]] = field(default_factory=list)  # GitHub refused a write: with the reason
+    filed: list[ReportEntry] = field(default_factory=list)
+    commented: list[ReportEntry] = field(default_factory=list)
+    reopened: list[ReportEntry] = field(default_factory=list)
+    closed: list[ReportEntry] = field(default_factory=list)
+    still_failing: list[ReportEntry] = field(default_factory=list)
+    skipped: list[ReportEntry] = field(default_factory=list)
+    failed: list[ReportEntry] = field(default_factory=list)  # GitHub refused a write: with the reason
 
     @property
     def bugs_filed(self) -> int:
         """New issues for root causes: what ``max_new_issues`` caps (the tracking issue is not one)."""
-        return sum(not re.fullmatch(TRACKING_KEY, str(x.get("root_cause"))) for x in self.filed)
+        return sum(not re.fullmatch(TRACKING_KEY, x.root_cause) for x in self.filed)
 
     @property
     def partial(self) -> bool:
@@ -98,16 +99,11 @@ class ReportResult:
         return bool(self.failed)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: list(v) for k, v in self.__dict__.items()}
+        return {k: [x.to_json() for x in v] for k, v in self.__dict__.items()}
 
     def lines(self) -> list[str]:
-        out = []
-        for kind in ("filed", "commented", "reopened", "closed", "still_failing", "skipped", "failed"):
-            for x in getattr(self, kind):
-                where = f" #{x['issue']}" if x.get("issue") else ""
-                why = f" ({x['reason']})" if x.get("reason") else ""
-                out.append(f"{kind:13s} {x.get('root_cause') or x['fingerprint']}{where}{why}  {x.get('title', '')}")
-        return out
+        kinds = ("filed", "commented", "reopened", "closed", "still_failing", "skipped", "failed")
+        return [x.line(kind) for kind in kinds for x in getattr(self, kind)]
 
 
 class ReportInputError(ValueError):
@@ -160,7 +156,7 @@ def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_facto
             try:
                 run.one(bug)
             except TrackerError as e:
-                res.failed.append({**bug.entry, "issue": e.number, "reason": str(e)})
+                res.failed.append(replace(bug.entry, issue=e.number, reason=str(e)))
         if cfg.check_fixes:
             failing_now = set(metas) | {i for rc in rcs or () if rc.verdict not in FIXED_VERDICTS
                                         for i in (rc.key, *rc.fingerprints)}
@@ -178,7 +174,7 @@ class _Bug:
 
     key: str  # the tracker key
     lookup: list[str]  # ids an existing issue may answer to, the key first
-    entry: dict[str, Any]  # for report.json
+    entry: ReportEntry  # for report.json
     meta: BundleMeta | None = None  # of the bundle shown, with the bug's occurrences
     bundle: Path = Path()
     run_count: int = 1  # cases in this run
@@ -191,7 +187,7 @@ class _Bug:
 def _fingerprint_bugs(out: Path, summary: Summary, metas: dict[str, BundleMeta]) -> list[_Bug]:
     """An output without root causes: one issue per fingerprint, as before them."""
     counts = {f.key: f.count for f in summary.failures}
-    return [_Bug(fid, [fid], {"fingerprint": fid, "title": meta.fingerprint.title}, meta, out / "bugs" / fid,
+    return [_Bug(fid, [fid], ReportEntry(fid, meta.fingerprint.title), meta, out / "bugs" / fid,
                  counts.get(fid, 1)) for fid, meta in metas.items()]
 
 
@@ -212,13 +208,13 @@ def _root_cause_bugs(out: Path, summary: Summary, metas: dict[str, BundleMeta],
             continue  # no bundle: nothing to show (a root cause seen only on the base build)
         # The issue counts the root cause's cases, on all its platforms, not the shown bundle's.
         meta = metas[fid].with_(occurrences=rc.count, platforms=rc.platforms or metas[fid].platforms)
-        entry = {"root_cause": rc.key, "fingerprint": fid, "title": rc.title or meta.fingerprint.title}
+        entry = ReportEntry(fid, rc.title or meta.fingerprint.title, rc.key)
         bugs.append(_Bug(rc.key, [rc.key, *rc.ids], entry, meta, out / "bugs" / fid, rc.count, rc,
                          [_merged_row(x, failures.get(x), metas.get(x)) for x in rc.ids[:MERGED_ROWS]]))
     for symptom in TRACKING_TITLES:  # a fixed order: the same run files them in the same order
         if symptom in rows:
             key = tracking_key(symptom)
-            bugs.append(_Bug(key, [key], {"root_cause": key, "fingerprint": "", "title": TRACKING_TITLES[symptom]},
+            bugs.append(_Bug(key, [key], ReportEntry("", TRACKING_TITLES[symptom], key),
                              tracked=rows[symptom], tracks=symptom))
     return bugs
 
@@ -254,12 +250,12 @@ class _Run:
         if existing is None:
             self._file(bug)
         elif existing.state == "closed" and existing.state_reason == "not_planned":
-            self.res.skipped.append({**bug.entry, "issue": existing.number,
-                                     "reason": "closed by maintainers (not planned)"})
+            self.res.skipped.append(replace(bug.entry, issue=existing.number,
+                                            reason="closed by maintainers (not planned)"))
         elif existing.number in self.touched:
-            self.res.skipped.append({**bug.entry, "issue": existing.number, "reason": "already updated in this run"})
+            self.res.skipped.append(replace(bug.entry, issue=existing.number, reason="already updated in this run"))
         elif f"gbft-last-run: {self.run_key} " in existing.body:  # this output was reported already
-            self.res.skipped.append({**bug.entry, "issue": existing.number, "reason": "already reported from this run"})
+            self.res.skipped.append(replace(bug.entry, issue=existing.number, reason="already reported from this run"))
         else:
             self.touched.add(existing.number)
             self._update(bug, existing)
@@ -278,11 +274,11 @@ class _Run:
         # Unsettled: its title names an operator nobody confirmed; listed until a run settles it
         # (an issue already filed for it is still updated: the bug was seen again).
         if bug.rc is not None and not bug.rc.settled:
-            self.res.skipped.append({**bug.entry, "reason": UNSETTLED})
+            self.res.skipped.append(replace(bug.entry, reason=UNSETTLED))
             return
         # The quota counts bugs (root causes); the one tracking issue is not one.
         if bug.tracked is None and self.new_filed >= self.cfg.max_new_issues:
-            self.res.skipped.append({**bug.entry, "reason": "not filed: quota"})
+            self.res.skipped.append(replace(bug.entry, reason="not filed: quota"))
             return
         t, body = self._body(bug, None)
         issue = self.tracker.create(bug.key, t, body)
@@ -290,7 +286,7 @@ class _Run:
             self.index.setdefault(x, issue)
         self.index[bug.key] = issue
         self.new_filed += bug.tracked is None
-        self.res.filed.append({**bug.entry, "issue": issue.number, "url": issue.url})
+        self.res.filed.append(replace(bug.entry, issue=issue.number, url=issue.url))
 
     def _update(self, bug: _Bug, existing: Issue) -> None:
         """Reopen if it regressed, comment once (the comment carries the run's marker, so a rerun
@@ -308,7 +304,7 @@ class _Run:
         _, body = self._body(bug, existing)
         self.tracker.update_body(n, body)
         existing.state, existing.body = "open", body  # whose issue it is now, for the rest of the run
-        (self.res.reopened if regressed else self.res.commented).append({**bug.entry, "issue": n})
+        (self.res.reopened if regressed else self.res.commented).append(replace(bug.entry, issue=n))
 
     def _body(self, bug: _Bug, existing: Issue | None) -> tuple[str, str]:
         """(title, body) of the bug's issue, merged with what the existing issue says."""
@@ -361,8 +357,8 @@ def job_summary(render: Renderer, summary: Summary, metas: dict[str, BundleMeta]
         if f.key not in covered:  # every fingerprint of an older output; any a root cause misses
             _fingerprint_row(f, summary, metas, index, rows, ids)
     sections = [{"title": title, "why": why, "rows": rows[v]} for v, title, why in SECTIONS if rows.get(v)]
-    not_filed = [x.get("root_cause") or x["fingerprint"] for x in res.skipped if x.get("reason") == "not filed: quota"]
-    declined = [x for x in res.skipped if str(x.get("reason", "")).startswith("closed by maintainers")]
+    not_filed = [x.key for x in res.skipped if x.reason == "not filed: quota"]
+    declined = [x for x in res.skipped if x.reason.startswith("closed by maintainers")]
     return render.summary(summary, headline(summary), sections, ids, not_filed, res.failed, declined,
                           by_root_cause=rcs is not None, ignored=_ignored_line(ignored))
 
@@ -507,25 +503,24 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
             seen.add(issue.number)
             fid = next((x for x in ids if (corpus / x / "meta.json").exists()), fid)
             bundle = corpus / fid
-            entry = {"fingerprint": fid, "issue": issue.number}
-            if re.fullmatch(ROOT_CAUSE_KEY, ids[0]):
-                entry["root_cause"] = ids[0]
+            entry = ReportEntry(fid, root_cause=ids[0] if re.fullmatch(ROOT_CAUSE_KEY, ids[0]) else "",
+                                issue=issue.number)
             if not (bundle / "meta.json").exists():
-                res.skipped.append({**entry, "reason": "no bundle in the regression corpus"})
+                res.skipped.append(replace(entry, reason="no bundle in the regression corpus"))
                 continue
             meta, g, small = load_bundle(bundle)
             setup = json.dumps([meta.fingerprint.frontend, meta.engine.engine, meta.engine.settings], sort_keys=True)
             lane = lanes[setup] = lanes.get(setup) or lane_factory(meta)
             v = replay(lane, small or g, meta.fingerprint, key=bundle_key(meta) if small is not None else None)
-            entry["title"] = meta.title
+            entry = replace(entry, title=meta.title)
             if v.outcome == "passes":
                 tracker.comment(issue.number, render.fixed(lane.eng.hello, ctx, [lane.eng.hello.get("machine", "")],
                                                            cfg.close_fixed))
                 if cfg.close_fixed:
                     tracker.close(issue.number)
-                res.closed.append({**entry, "reason": "fixed" if cfg.close_fixed else "fixed, left open"})
+                res.closed.append(replace(entry, reason="fixed" if cfg.close_fixed else "fixed, left open"))
             else:
-                res.still_failing.append({**entry, "reason": v.outcome})
+                res.still_failing.append(replace(entry, reason=v.outcome))
     finally:
         for lane in lanes.values():
             lane.stop()

@@ -20,7 +20,7 @@ help across machines that never talk to each other.  Each shard's draws are
 also keyed by the shard, so shards differ in structure too (diversity, not
 needed for disjointness).  Shard 1/1 is the unsharded campaign, seed for seed.
 
-Layer 2 of ``gbft_action.LAYERS``.  May import: corpus, graph, oracle; never a lane.
+Layer 2 of ``gbft_action.LAYERS``.  May import: records, corpus, graph, oracle; never a lane.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from ..corpus import Corpus
 from ..graph.generate import GenOptions, generate
 from ..graph.ir import Graph
+from ..records.case import CaseRecord
 
 
 SEED_MASK = 0x7FFFFFFF  # case seeds are 31-bit (TensorFlow and NumPy take them as they are)
@@ -82,7 +83,7 @@ def case_rng(seed: int, index: int, shard: tuple[int, int] = (1, 1)) -> random.R
 class CaseSource(Protocol):
     def next_graph(self, index: int) -> Graph: ...
 
-    def feedback(self, index: int, graph: Graph, record: dict[str, Any]) -> None: ...
+    def feedback(self, index: int, graph: Graph, record: CaseRecord) -> None: ...
 
     def state(self) -> dict[str, Any]: ...
 
@@ -99,7 +100,7 @@ class RandomSource:
         g.meta["index"] = index
         return g
 
-    def feedback(self, index: int, graph: Graph, record: dict[str, Any]) -> None:
+    def feedback(self, index: int, graph: Graph, record: CaseRecord) -> None:
         return None
 
     def state(self) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from .coverage import Coverage, graph_level
 from .known import KnownFailures
 from .mcts import MCTSChooser, TreeNode
 from ..ops.recorded import RecordedSpec
+from ..records.case import CaseRecord
 from .probe import PROBE, SupportMatrix, probe_graph, probes
 
 # A block's score (new structural coverage items, 0 to about 6, plus up to 1 for open shape
@@ -147,15 +148,15 @@ class GuidedSource:
         self.known.steered += 1
         return True
 
-    def feedback(self, index: int, graph: Graph, record: dict[str, Any]) -> None:
+    def feedback(self, index: int, graph: Graph, record: CaseRecord) -> None:
         self.known.observe(graph, record)
         if PROBE in graph.meta:
             op, k = graph.meta[PROBE]
             spec = self.corpus.specs[op]
-            self.support.note(op, str(record.get("status", "")), spec.instances[k].describe()  # type: ignore[attr-defined]
+            self.support.note(op, record.status.value, spec.instances[k].describe()  # type: ignore[attr-defined]
                               if isinstance(spec, RecordedSpec) else "")
         path = self._paths.pop(index, [])
-        if self.mcts and record.get("status") in ENGINE_FAILURES and index not in self._rewarded:
+        if self.mcts and record.status in ENGINE_FAILURES and index not in self._rewarded:
             self.mcts.backpropagate(path, 1.0, visit=False)
 
     def state(self) -> dict[str, Any]:

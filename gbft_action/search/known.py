@@ -38,6 +38,7 @@ from typing import Any
 from ..graph.ir import Graph, Node
 from ..ops.domains import Choice, Domain
 from ..oracle import ENGINE_FAILURES, Status
+from ..records.case import CaseRecord, PlatformRecord
 
 PROBE = "probe"  # graph meta of a probe case (search.probe): one operator alone
 
@@ -45,7 +46,7 @@ SETTLE = 3  # failures on a trigger before it steers: one or two may be a fluke 
 STRENGTH = 0.9  # how hard a settled trigger is avoided: 1 would never show it again
 FULL_RISK = 0.25  # a settled share from which a trigger is avoided as hard as one that always fails
 PRIOR = 2.0  # pseudo-count of passing nodes: a trigger failing 3 of 3 times has a share of 0.6
-FAILING = {str(s) for s in (*ENGINE_FAILURES, Status.TIMEOUT)}
+FAILING = {*ENGINE_FAILURES, Status.TIMEOUT}
 
 
 def triggers(n: Node) -> list[str]:
@@ -78,7 +79,7 @@ class KnownFailures:
         self.probed: dict[str, set[int]] = {}
         self.failed_alone: dict[str, set[int]] = {}
 
-    def observe(self, g: Graph, record: dict[str, Any]) -> None:
+    def observe(self, g: Graph, record: CaseRecord) -> None:
         """Count one judged model: its nodes' triggers, the failing node's as failures; a probe
         (one recorded instance alone) as what it proves."""
         if PROBE in g.meta:
@@ -93,7 +94,7 @@ class KnownFailures:
                 self.seen[t] = self.seen.get(t, 0) + 1
         for t in mine:
             self.present[t] = self.present.get(t, 0) + 1
-        failing = next((r for r in (record, *record.get("others", [])) if r.get("status") in FAILING), None)
+        failing = next((r for r in record.per_platform() if r.status in FAILING), None)
         if failing is None:
             return  # one model, one failure: its other platforms show the same trigger
         culprits = _culprits(g, failing, block)
@@ -108,9 +109,9 @@ class KnownFailures:
         for t in mine:
             self.anonymous[t] = self.anonymous.get(t, 0) + 1
 
-    def _observe_probe(self, op: str, k: int, record: dict[str, Any]) -> None:
+    def _observe_probe(self, op: str, k: int, record: CaseRecord) -> None:
         self.probed.setdefault(op, set()).add(k)
-        if any(r.get("status") in FAILING for r in (record, *record.get("others", []))):
+        if any(r.status in FAILING for r in record.per_platform()):
             self.failed_alone.setdefault(op, set()).add(k)
 
     def excluded(self, op: str) -> bool:
@@ -227,9 +228,9 @@ class KnownFailures:
         return k
 
 
-def _culprits(g: Graph, r: dict[str, Any], block: list[Node]) -> list[Node]:
+def _culprits(g: Graph, r: PlatformRecord, block: list[Node]) -> list[Node]:
     """The node a failure was localised to; else the nodes of the operator it names; else
     none (a crash no operator was named for)."""
-    if r.get("node") in {n.id for n in g.nodes}:
-        return [g.node(r["node"])]
-    return [n for n in block if n.op == r.get("op")]
+    if r.node in {n.id for n in g.nodes}:
+        return [g.node(r.node)]
+    return [n for n in block if n.op == r.op]

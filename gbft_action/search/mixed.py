@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..graph.ir import Graph
+from ..records.case import CaseRecord
 from . import CaseSource
 
 
@@ -34,7 +35,7 @@ class MixedSource:
     def next_graph(self, index: int) -> Graph:
         return self.sources[self.frontend_of(index)].next_graph(index)
 
-    def feedback(self, index: int, graph: Graph, record: dict[str, Any]) -> None:
+    def feedback(self, index: int, graph: Graph, record: CaseRecord) -> None:
         self.sources[self.frontend_of(index)].feedback(index, graph, record)
 
     def state(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from gbft_action.store import read_records
+from gbft_action.records.case import read_cases
 
 from ..conftest import ROOT
 
@@ -32,14 +32,14 @@ def test_a_shard_killed_mid_run_merges_with_one_warning_and_reports(tmp_path):
                          start_new_session=True)  # its workers are killed with it, as with a job's runner
     try:
         until = time.monotonic() + 90
-        while time.monotonic() < until and len(read_records(dead / "cases.jsonl")[0]) < 3:
+        while time.monotonic() < until and len(read_cases(dead / "cases.jsonl")[0]) < 3:
             time.sleep(0.2)
     finally:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
     with open(dead / "cases.jsonl", "ab") as f:  # killed in the middle of a line
         f.write(b'{"hash": "0d4433')
-    complete = read_records(dead / "cases.jsonl")[0]
+    complete = [r.to_json() for r in read_cases(dead / "cases.jsonl")[0]]
     assert len(complete) >= 3 and not (dead / "summary.json").exists()
 
     m = tmp_path / "m"
@@ -48,7 +48,7 @@ def test_a_shard_killed_mid_run_merges_with_one_warning_and_reports(tmp_path):
     assert r.returncode == 0, r.stderr
     warnings = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(warnings) == 1 and warnings[0].startswith("warning:") and str(dead) in warnings[0]
-    merged = read_records(m / "cases.jsonl")[0]
+    merged = [r.to_json() for r in read_cases(m / "cases.jsonl")[0]]
     assert [x["shard_index"] for x in merged] == [x["index"] for x in complete]
     assert all(x["index"] % 3 == 1 for x in merged)  # shard 2 of 3: cases 1, 4, 7, ...
     summary = json.loads((m / "summary.json").read_text())

@@ -1,0 +1,47 @@
+"""What a merged ``state.json`` keeps of each shard's own search: ``ShardSearch``.
+
+The rest of state.json is the search module's (coverage, the combined MCTS tree, the chooser);
+its parts are read by their own ``from_json`` there (``search.coverage.Coverage``...)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .io import Fields, RecordError
+
+
+@dataclass(frozen=True)
+class ShardSearch:
+    """One shard's search: its MCTS tree and graph-model arms (as the search writes them), the
+    models it generated and discarded, its graph-level coverage means over its ``models``."""
+
+    mcts: dict[str, Any] | None = None
+    graph_arms: list[dict[str, Any]] | None = None
+    generated: int = 0
+    discarded: int = 0
+    graph: Mapping[str, float] = field(default_factory=dict)
+    models: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mcts": self.mcts, "graph_arms": self.graph_arms, "generated": self.generated,
+                "discarded": self.discarded, "graph": dict(self.graph), "models": self.models}
+
+    def rank(self) -> tuple[int, str]:
+        """Of one shard's states in several inputs, the one that got furthest (then any, fixed)."""
+        return self.generated, json.dumps(self.to_json(), sort_keys=True)
+
+    @staticmethod
+    def from_json(d: Any, where: str = "shard search state") -> ShardSearch:
+        f = Fields(d, where)
+        arms = f.d.get("graph_arms")
+        if arms is not None and not (isinstance(arms, list) and all(isinstance(a, Mapping) for a in arms)):
+            raise RecordError(f"{where}: 'graph_arms' must be a list of objects")
+        graph = f.mapping("graph") or {}
+        if not all(type(v) in (int, float) for v in graph.values()):
+            raise RecordError(f"{where}: 'graph' must be an object of numbers")
+        return ShardSearch(f.mapping("mcts"), [dict(a) for a in arms] if arms is not None else None,
+                           f.int("generated"), f.int("discarded"), {str(k): float(v) for k, v in graph.items()},
+                           f.int("models"))
