@@ -64,7 +64,7 @@ from .bugs.fingerprint import Fingerprint
 from .bugs.diagnose import diagnose
 from .bugs.policy import SYMPTOMS, fails_pull_request, policy_for
 from .bugs.replay import confirm_bug
-from .bugs.rootcause import Diagnosed, RootCause, assemble, local_key
+from .bugs.rootcause import Diagnosed, RootCause, Sighting, assemble, local_key
 from .engines.builds import EngineBuild
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
@@ -779,7 +779,7 @@ def summarize(inp: SummaryInputs) -> Summary:
     failures = [replace(f, symptom=firsts[f.key].symptom_text if f.key in firsts else "",
                         verdict=_verdict_of(verdicts, f.key) if verdicts is not None else None)
                 for f in fingerprint_rows(inp.records)]
-    causes = root_causes([f.to_json() for f in failures], firsts, inp.book, inp.cfg.symptom_policy)
+    causes = root_causes(failures, firsts, inp.book, inp.cfg.symptom_policy)
     of = {fid: rc.key.id for rc in causes for fid in rc.fingerprints}
     blamable = {fid for rc in causes if fails_pull_request(rc.key.symptom, rc.policy) and rc.verdict in ("", "new")
                 and not set(rc.fingerprints) & inp.book.before for fid in rc.fingerprints}
@@ -822,17 +822,17 @@ def _verdicts(records: list[CaseRecord], inp: TriageInputs) -> dict[str, triage.
     return verdicts
 
 
-def root_causes(failures: list[dict[str, Any]], firsts: dict[str, PlatformRecord], book: BugBook,
+def root_causes(failures: list[FailureRow], firsts: dict[str, PlatformRecord], book: BugBook,
                 overrides: dict[str, str]) -> list[RootCause]:
     """The failures merged into root causes (bugs.rootcause.assemble), each canonical bundle
     told its root cause.  ``firsts``: each fingerprint's first record."""
     rows, diagnosed = [], {}
     for f in failures:
-        r = firsts.get(f["key"])
-        rows.append({**f, "local": list(_local(r) if r else local_key("", {})), "fingerprint": _fp(r)})
-        meta = book.meta(f["key"])
+        fp = _fp(firsts[f.key])
+        rows.append(Sighting(f, _local(firsts[f.key]), fp))
+        meta = book.meta(f.key)
         if meta is not None and meta.root_cause is not None:
-            diagnosed[f["key"]] = Diagnosed(meta.root_cause, meta.minimized_size, meta.settled)
+            diagnosed[f.key] = Diagnosed(meta.root_cause, meta.minimized_size, meta.settled)
     causes = assemble(rows, diagnosed, lambda s: policy_for(s, overrides))
     for rc in causes:  # the reporter shows the canonical bundle under its root cause's title
         if rc.minimized:  # an undiagnosed bundle keeps no guessed key (a resumed run rereads it)
@@ -849,8 +849,9 @@ def first_records(records: list[CaseRecord]) -> dict[str, PlatformRecord]:
     return firsts
 
 
-def _fp(r: PlatformRecord | None) -> dict[str, Any]:
-    return r.fingerprint.to_json() if r is not None and r.fingerprint is not None else {}
+def _fp(r: PlatformRecord) -> Fingerprint:
+    assert r.fingerprint is not None, "a failure's record has its fingerprint"
+    return r.fingerprint
 
 
 def _frontend(r: PlatformRecord) -> str:
@@ -893,7 +894,7 @@ def fingerprint_rows(records: list[CaseRecord]) -> list[FailureRow]:
             first.setdefault(r.key, r)
             case.setdefault(r.key, rec.case_dir)
             where.setdefault(r.key, set()).add(r.platform)
-    return [FailureRow(key, n, _fp(first[key]).get("title", ""), first[key].status.value, first[key].op,
+    return [FailureRow(key, n, _fp(first[key]).title, first[key].status.value, first[key].op,
                        first[key].index, case[key], first[key].message[:300], tuple(sorted(where[key] - {""})))
             for key, n in keys.most_common()]
 

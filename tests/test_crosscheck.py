@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gbft_action.records import Fingerprint
 from gbft_action.records.case import CaseRecord
 from gbft_action.bugs.policy import DEFAULT_POLICY, parse_policy
 from gbft_action.bugs.rootcause import Symptom, root_key, wants_second_reference, with_second_reference
@@ -29,6 +30,11 @@ from gbft_action.reference.onnx_emit import check
 from gbft_action.reference.onnx_worker import OnnxReferenceHandler
 from gbft_action.reference.worker import ReferenceHandler
 from gbft_action.workers.arrays import pack, unpack
+
+
+def F(d: dict) -> Fingerprint:
+    """A fingerprint from the fields a test names (the rest empty)."""
+    return Fingerprint.from_json(d)
 
 N_GRAPHS = 80
 
@@ -117,7 +123,7 @@ def test_only_wrong_results_against_the_reference_ask_the_second_one():
     assert with_second_reference("nan-inf", False) == "nan-inf"
     assert DEFAULT_POLICY["reference-disagreement"] == "summary"
     assert parse_policy("reference-disagreement=ignore") == {"reference-disagreement": "ignore"}
-    key = root_key(Symptom.REFERENCE.value, {"op": "Maxpooling"}, None, minimized=False)
+    key = root_key(Symptom.REFERENCE.value, F({"op": "Maxpooling"}), None, minimized=False)
     assert key.ops == ("Maxpooling",) and "not an engine defect" in key.title
 
 

@@ -12,6 +12,11 @@ from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.engines.adapter import ConvertError
 from gbft_action.frontends import FRONTENDS, frontend_of, parse_frontend
 
+
+def F(d: dict) -> Fingerprint:
+    """A fingerprint from the fields a test names (the rest empty)."""
+    return Fingerprint.from_json(d)
+
 onnx = pytest.importorskip("onnx")
 
 
@@ -61,8 +66,8 @@ def test_root_cause_keys_name_a_front_end_other_than_tf():
     from gbft_action.bugs.rootcause import RootKey, root_key
     lrn = RootKey("wrong-result", ("Lrn",), "", True)
     assert lrn.id == "rc-591413f00fb9"  # as keyed before front ends (issue markers, state)
-    onnx_concat = root_key("wrong-result", {"op": "Concat", "frontend": "onnx"}, None, minimized=False)
-    tf_concat = root_key("wrong-result", {"op": "Concat"}, None, minimized=False)
+    onnx_concat = root_key("wrong-result", F({"op": "Concat", "frontend": "onnx"}), None, minimized=False)
+    tf_concat = root_key("wrong-result", F({"op": "Concat"}), None, minimized=False)
     # Unminimised, unisolated: the title says the operator was not shown wrong alone.
     assert onnx_concat.id != tf_concat.id
     assert onnx_concat.title == "[onnx] Concat: wrong results (not yet shown wrong alone)"

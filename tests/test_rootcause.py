@@ -11,10 +11,10 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from gbft_action.records import Fingerprint
+from gbft_action.records import FailureRow, Fingerprint, Verdict
 from gbft_action.bugs.diagnose import Blame, _from_blame, blame, candidates, needed_params, single_node
 from gbft_action.bugs.policy import policy_for
-from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Symptom, assemble, classify, in_pattern, local_key,
+from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Sighting, Symptom, assemble, classify, in_pattern, local_key,
                                         root_key)
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status, Tolerance, judge_node, judge_outputs
@@ -23,6 +23,20 @@ from gbft_action.report.reporter import UNISOLATED, tracking_class
 from gbft_action.records.case import CaseRecord
 
 from .conftest import case_meta
+
+
+def F(d: dict) -> Fingerprint:
+    """A fingerprint from the fields a test names (the rest empty)."""
+    return Fingerprint.from_json(d)
+
+
+def _sightings(rows: list[dict]) -> list[Sighting]:
+    """assemble's input from rows written as the summary's JSON (key, count, platforms, symptom,
+    local, fingerprint, verdict)."""
+    return [Sighting(FailureRow(r["key"], int(r.get("count", 1)), symptom=r["symptom"],
+                                platforms=tuple(r.get("platforms") or ()),
+                                verdict=Verdict(r["verdict"]) if r.get("verdict") else None),
+                     tuple(r["local"]), F(r["fingerprint"])) for r in rows]
 
 T = TensorType((1, 8))
 
@@ -103,7 +117,7 @@ def test_amplification_is_not_blamed_on_the_operator_where_it_shows():
     assert res.node == "n2"  # localisation names Sub: the first node beyond tolerance
     b = blame(lane, res, "n2", None, until=1e12)
     assert b.node == "" and b.tried == ["n2", "n0", "n1"]  # Sub, then each Exp, right alone
-    key = _from_blame(Symptom.WRONG.value, {"op": "Sub"}, AMPLIFY, "n2", b, "")
+    key = _from_blame(Symptom.WRONG.value, F({"op": "Sub"}), AMPLIFY, "n2", b, "")
     # Not "Sub: wrong results": the pattern, and since Exp approximates (right alone, but beyond
     # float32 rounding), an amplified approximation: precision.
     assert key.ops == ("Sub",) and key.pattern == ("Exp", "Sub") and not key.isolated  # nothing was shown wrong alone
@@ -115,11 +129,11 @@ def test_a_pattern_of_exact_operators_is_a_wrong_result():
     # Each operator exact alone, the model wrong (a fused chain): the pattern is the defect.
     g = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]))
     b = Blame(tried=["n1", "n0"], max_error=0.0)
-    key = _from_blame(Symptom.WRONG.value, {"op": "Exp"}, g, "n1", b, "")
+    key = _from_blame(Symptom.WRONG.value, F({"op": "Exp"}), g, "n1", b, "")
     assert key.symptom == Symptom.WRONG.value and key.ops == ("Exp",) and key.pattern == ("Relu", "Exp")
     assert key.title == "Exp: wrong results after Relu (each right alone)"
     # Another pattern ending in the same operator is the same root cause (the report shows one).
-    other = _from_blame(Symptom.WRONG.value, {"op": "Exp"}, _graph(("n0", "Exp", ["in0"]), ("n1", "Exp", ["n0"])),
+    other = _from_blame(Symptom.WRONG.value, F({"op": "Exp"}), _graph(("n0", "Exp", ["in0"]), ("n1", "Exp", ["n0"])),
                         "n1", b, "")
     assert other.id == key.id
 
@@ -129,7 +143,7 @@ def test_a_wrong_operator_is_blamed_when_it_is_wrong_alone():
     res = _failing(lane, AMPLIFY, NEAR)
     b = blame(lane, res, "n2", None, until=1e12)
     assert b.node == "n2"
-    assert _from_blame(Symptom.WRONG.value, {"op": "Sub"}, AMPLIFY, "n2", b, "").ops == ("Sub",)
+    assert _from_blame(Symptom.WRONG.value, F({"op": "Sub"}), AMPLIFY, "n2", b, "").ops == ("Sub",)
     # Alone means alone: one node fed from graph inputs holding TensorFlow's values.
     iso = lane.runs[-1]
     assert [n.op for n in iso.nodes] == ["Sub"] and set(iso.inputs) == {"in0", "in1"}
@@ -152,18 +166,18 @@ def test_discontinuous_operator_right_alone_is_a_tie():
     ins = {"in0": X, "in1": np.exp(X) * np.float32(1 + 2e-4)}  # exp(x) a hair below in1: Greater flips
     res = _failing(lane, g, ins)
     b = blame(lane, res, res.node, None, until=1e12)
-    key = _from_blame(Symptom.WRONG.value, {"op": "Greater"}, g, res.node, b, "")
+    key = _from_blame(Symptom.WRONG.value, F({"op": "Greater"}), g, res.node, b, "")
     assert key.symptom == Symptom.TIE.value and policy_for(key.symptom) == "ignore"
     # The jump carried down: an exact operator after the step is right alone too, and the tie is
     # the step's (ONNX: Flatten after Ceil -> Conv, Sub after ArgMax were keyed as wrong results).
     down = _graph(("n0", "Exp", ["in0"]), ("n1", "Greater", ["n0", "in1"]), ("n2", "Relu", ["n1"]),
                   ("n3", "Neg", ["n2"]))
     b = Blame(tried=["n3", "n2", "n1", "n0"], max_error=0.0)
-    key = _from_blame(Symptom.WRONG.value, {"op": "Neg"}, down, "n3", b, "")
+    key = _from_blame(Symptom.WRONG.value, F({"op": "Neg"}), down, "n3", b, "")
     assert key.symptom == Symptom.TIE.value and key.ops == ("Greater",)
     # Without a step function above it, the same chain is a pattern (a wrong result).
     exact = _graph(("n0", "Exp", ["in0"]), ("n1", "Neg", ["n0"]))
-    assert _from_blame(Symptom.WRONG.value, {"op": "Neg"}, exact, "n1", b, "").symptom == Symptom.WRONG.value
+    assert _from_blame(Symptom.WRONG.value, F({"op": "Neg"}), exact, "n1", b, "").symptom == Symptom.WRONG.value
 
 
 def test_single_node_keeps_id_params_and_seed():
@@ -205,14 +219,14 @@ def test_variants_of_one_defect_share_a_key_and_different_defects_do_not():
     lrn = Graph({"in0": TensorType((1, 4, 4, 3))}, [Node("n0", "Lrn", ["in0"], {"depth_radius": 2},
                                                          TensorType((1, 4, 4, 3)), "Lrn")], ["n0"], 1)
     # Two fingerprints of one Lrn defect: different structure around the node.
-    a = root_key("wrong-result", _fp("Lrn", "in-degree 1, input ranks [4]"), lrn, blamed="n0", isolated=True)
-    b = root_key("wrong-result", _fp("Lrn", "in-degree 2, input ranks [4,4]"), lrn, blamed="n0", isolated=True)
+    a = root_key("wrong-result", F(_fp("Lrn", "in-degree 1, input ranks [4]")), lrn, blamed="n0", isolated=True)
+    b = root_key("wrong-result", F(_fp("Lrn", "in-degree 2, input ranks [4,4]")), lrn, blamed="n0", isolated=True)
     assert a == b and a.title == "Lrn: wrong results"
-    assert local_key("wrong-result", _fp("Lrn", "x")) == local_key("wrong-result", _fp("Lrn", "y"))
+    assert local_key("wrong-result", F(_fp("Lrn", "x"))) == local_key("wrong-result", F(_fp("Lrn", "y")))
     # Not the same defect: another symptom, another direction, another operator.
-    nan1 = root_key("nan-inf", _fp("Relu", "", "nan"), None, minimized=False, direction="NaN->finite")
-    nan2 = root_key("nan-inf", _fp("Relu", "", "inf"), None, minimized=False, direction="Inf->finite")
-    prec = root_key("precision", _fp("Lrn", ""), lrn, blamed="n0")
+    nan1 = root_key("nan-inf", F(_fp("Relu", "", "nan")), None, minimized=False, direction="NaN->finite")
+    nan2 = root_key("nan-inf", F(_fp("Relu", "", "inf")), None, minimized=False, direction="Inf->finite")
+    prec = root_key("precision", F(_fp("Lrn", "")), lrn, blamed="n0")
     assert len({a.id, nan1.id, nan2.id, prec.id}) == 4
     assert nan1.title == "Relu maps NaN to a finite number"
 
@@ -232,7 +246,7 @@ def test_assemble_merges_variants_into_one_issue_and_keeps_defects_apart():
     # f3 minimised to Lrn too (the defect only showed at Concat); f4 is a pattern of its own.
     diagnosed = {"f1": Diagnosed(lrn, 1), "f3": Diagnosed(lrn, 2),
                  "f4": Diagnosed(RootKey("wrong-result", ("Reshape", "Concat"), "", True), 2)}
-    causes = assemble(rows, diagnosed, policy_for)
+    causes = assemble(_sightings(rows), diagnosed, policy_for)
     assert [sorted(rc.fingerprints) for rc in causes] == [["f1", "f2", "f3"], ["f4"]]
     top = causes[0]
     assert top.count == 10 and top.platforms == ["arm64-qemu", "x86_64"] and top.canonical == "f1"
@@ -242,7 +256,7 @@ def test_assemble_merges_variants_into_one_issue_and_keeps_defects_apart():
 def test_a_pre_existing_variant_makes_the_root_cause_pre_existing():
     rows = [{"key": k, "count": 1, "platforms": [], "symptom": "wrong-result", "local": ["wrong-result", "Lrn", ""],
              "fingerprint": _fp("Lrn", k), "verdict": v} for k, v in (("f1", "new"), ("f2", "pre-existing"))]
-    (rc,) = assemble(rows, {}, policy_for)
+    (rc,) = assemble(_sightings(rows), {}, policy_for)
     assert rc.verdict == "pre-existing"
 
 
@@ -288,10 +302,10 @@ def test_no_difference_counts_only_when_every_output_was_compared():
 def test_a_wrong_shape_and_wrong_values_are_two_defects():
     dw = Graph({"in0": TensorType((1, 4, 4, 2))}, [Node("n0", "Depthwise", ["in0"], {"multiplier": 2},
                                                         TensorType((1, 4, 4, 4)), "Depthwise")], ["n0"], 1)
-    shape = root_key("wrong-result", _fp("Depthwise", "", "shape"), dw, blamed="n0", isolated=True)
-    values = root_key("wrong-result", _fp("Depthwise", "", "values"), dw, blamed="n0", isolated=True)
+    shape = root_key("wrong-result", F(_fp("Depthwise", "", "shape")), dw, blamed="n0", isolated=True)
+    values = root_key("wrong-result", F(_fp("Depthwise", "", "values")), dw, blamed="n0", isolated=True)
     assert shape.id != values.id and shape.title == "Depthwise: wrong results (wrong shape)"
-    assert local_key("wrong-result", _fp("Depthwise", "", "shape")) != local_key("wrong-result", _fp("Depthwise", ""))
+    assert local_key("wrong-result", F(_fp("Depthwise", "", "shape"))) != local_key("wrong-result", F(_fp("Depthwise", "")))
 
 
 def test_garbage_read_names_the_parameters_it_needs_as_a_wrong_result_does():
@@ -313,7 +327,7 @@ def test_a_node_is_keyed_by_the_operator_it_lowers_to():
     def key(op: str, params: dict[str, Any]) -> RootKey:
         g = Graph({"in0": TensorType((1, 4, 4, 2))}, [Node("n0", op, ["in0"], {"h": 7, "w": 9, **params},
                                                            TensorType((1, 7, 9, 2)), op)], ["n0"], 1)
-        return root_key("wrong-result", _fp(op, ""), g, blamed="n0", isolated=True)
+        return root_key("wrong-result", F(_fp(op, "")), g, blamed="n0", isolated=True)
 
     resize, native = key("Resize", {"method": "nearest"}), key("Resizenearestneighbor", simplest)
     assert resize.id == native.id and resize.title == "Resizenearestneighbor: wrong results"
@@ -324,8 +338,8 @@ def test_a_parameter_proven_needed_names_the_defect_whatever_its_shape():
     # A reverse GRU's wrong Y shape and its wrong Y_h values: the proven trigger is one.
     dw = Graph({"in0": TensorType((1, 4, 4, 2))}, [Node("n0", "Depthwise", ["in0"], {"multiplier": 1, "padding": "VALID"},
                                                         TensorType((1, 4, 4, 2)), "Depthwise")], ["n0"], 1)
-    shape = root_key("wrong-result", _fp("Depthwise", "", "shape"), dw, blamed="n0", isolated=True)
-    values = root_key("wrong-result", _fp("Depthwise", "", "values"), dw, blamed="n0", isolated=True)
+    shape = root_key("wrong-result", F(_fp("Depthwise", "", "shape")), dw, blamed="n0", isolated=True)
+    values = root_key("wrong-result", F(_fp("Depthwise", "", "values")), dw, blamed="n0", isolated=True)
     assert shape.id == values.id and shape.title == "Depthwise: wrong results (padding=VALID)"
 
 
@@ -384,17 +398,17 @@ def test_a_crash_is_blamed_on_the_operator_that_crashes_alone():
     res = lane.run(0, g, 10)
     assert res.symptom == "crash"
     assert _first_failing_alone(lane, res, "crash", None, until=1e12) == "n1"
-    key = root_key("crash", {"op": "Sub", "code": "SIGSEGV", "kind": "signal"}, g, blamed="n1", isolated=True)
+    key = root_key("crash", F({"op": "Sub", "code": "SIGSEGV", "kind": "signal"}), g, blamed="n1", isolated=True)
     # One out-of-bounds write shows as SIGSEGV or SIGABRT from run to run: one root cause.
-    same = root_key("crash", {"op": "Relu", "code": "SIGABRT", "kind": "signal"}, g, blamed="n1", isolated=True)
+    same = root_key("crash", F({"op": "Relu", "code": "SIGABRT", "kind": "signal"}), g, blamed="n1", isolated=True)
     assert key == same and key.title == "memory error with Exp"
-    assert root_key("crash", {"code": "SIGFPE"}, g, blamed="n1").id != key.id
+    assert root_key("crash", F({"code": "SIGFPE"}), g, blamed="n1").id != key.id
 
 
 def test_every_missing_output_message_is_one_detail():
     g = _graph(("n0", "Exp", ["in0"]))
-    a = root_key("conversion-error", {"kind": "missing-output", "code": ""}, g, blamed="n0")
-    b = root_key("conversion-error", {"kind": "error", "code": "RuntimeError: MNN returned N of N outputs"}, g,
+    a = root_key("conversion-error", F({"kind": "missing-output", "code": ""}), g, blamed="n0")
+    b = root_key("conversion-error", F({"kind": "error", "code": "RuntimeError: MNN returned N of N outputs"}), g,
                  blamed="n0")
     assert a == b and a.title == "conversion error with Exp: a model output is missing"
 
@@ -452,7 +466,7 @@ def test_node_rules_never_raise_on_shapes_an_engine_reports_differently():
 def test_inconclusive_isolation_proves_no_tie_or_pattern():
     g = _graph(("n0", "Exp", ["in0"]), ("n1", "Greater", ["n0", "in1"]))
     b = Blame(tried=["n1"], inconclusive=True)
-    key = _from_blame(Symptom.WRONG.value, {"op": "Greater"}, g, "n1", b, "")
+    key = _from_blame(Symptom.WRONG.value, F({"op": "Greater"}), g, "n1", b, "")
     assert key.symptom == Symptom.WRONG.value and key.ops == ("Greater",)
 
 
@@ -554,12 +568,12 @@ def test_a_nan_from_an_operator_that_only_moves_data_is_its_wrong_result():
     g = Graph({"in0": TensorType((1, 4, 4, 1))},
               [Node("n0", "Batchtospacend", ["in0"], {}, TensorType((1, 4, 4, 1)), "Batchtospacend")], ["n0"], 1)
     fp = {"op": "Batchtospacend", "kind": "mismatch", "code": "nan"}
-    garbage = root_key(Symptom.NAN_INF.value, fp, g, blamed="n0", isolated=True, direction="finite->NaN")
-    wrong = root_key(Symptom.WRONG.value, {**fp, "code": "values"}, g, blamed="n0", isolated=True)
+    garbage = root_key(Symptom.NAN_INF.value, F(fp), g, blamed="n0", isolated=True, direction="finite->NaN")
+    wrong = root_key(Symptom.WRONG.value, F({**fp, "code": "values"}), g, blamed="n0", isolated=True)
     assert garbage == wrong and garbage.symptom == Symptom.WRONG.value
     # An operator that computes can make a NaN: that stays its own nan-inf root cause.
     e = Graph({"in0": TensorType((1, 4))}, [Node("n0", "Exp", ["in0"], {}, TensorType((1, 4)), "Exp")], ["n0"], 1)
-    key = root_key(Symptom.NAN_INF.value, {"op": "Exp"}, e, blamed="n0", isolated=True, direction="NaN->finite")
+    key = root_key(Symptom.NAN_INF.value, F({"op": "Exp"}), e, blamed="n0", isolated=True, direction="NaN->finite")
     assert key.symptom == Symptom.NAN_INF.value and key.detail == "NaN->finite"
 
 
@@ -601,17 +615,17 @@ def test_an_unproven_blame_names_the_block_an_adapter_carries_not_the_adapter():
                      ("n2", "Greater", ["a1", "in0"], "block"))
     via_reshape = _chain(("n0", "Shape", ["in0"], "block"), ("n1", "Fusedbatchnorm", ["n0"], "block"),
                          ("a0", "Reshape", ["n1"], "adapter"), ("n2", "Concat", ["a0", "in0"], "block"))
-    k1 = _from_blame(Symptom.WRONG.value, fp, via_pad, "a1", inconclusive, "")
-    k2 = _from_blame(Symptom.WRONG.value, {**fp, "op": "Reshape"}, via_reshape, "a0", inconclusive, "")
+    k1 = _from_blame(Symptom.WRONG.value, F(fp), via_pad, "a1", inconclusive, "")
+    k2 = _from_blame(Symptom.WRONG.value, F({**fp, "op": "Reshape"}), via_reshape, "a0", inconclusive, "")
     assert k1.ops == k2.ops == ("Fusedbatchnorm",) and k1.id == k2.id and not k1.isolated
     # A view block (Reshape) carries its producer's value too.
     via_view = _chain(("n0", "Shape", ["in0"], "block"), ("n1", "Fusedbatchnorm", ["n0"], "block"),
                       ("n2", "Reshape", ["n1"], "block"), ("n3", "Concat", ["n2", "in0"], "block"))
-    assert _from_blame(Symptom.WRONG.value, {**fp, "op": "Reshape"}, via_view, "n2", inconclusive, "").id == k1.id
+    assert _from_blame(Symptom.WRONG.value, F({**fp, "op": "Reshape"}), via_view, "n2", inconclusive, "").id == k1.id
     # A block operator stands for itself, and an adapter fed by the model input stays itself.
-    assert _from_blame(Symptom.WRONG.value, fp, via_pad, "n2", inconclusive, "").ops == ("Greater",)
+    assert _from_blame(Symptom.WRONG.value, F(fp), via_pad, "n2", inconclusive, "").ops == ("Greater",)
     fed = _chain(("a0", "Pad", ["in0"], "adapter"), ("n0", "Relu", ["a0"], "block"))
-    assert _from_blame(Symptom.WRONG.value, fp, fed, "a0", inconclusive, "").ops == ("Pad",)
+    assert _from_blame(Symptom.WRONG.value, F(fp), fed, "a0", inconclusive, "").ops == ("Pad",)
 
 
 def test_a_pattern_showing_at_glue_is_keyed_by_the_block_it_carries():
@@ -622,19 +636,19 @@ def test_a_pattern_showing_at_glue_is_keyed_by_the_block_it_carries():
     g = _chain(("n0", "Fill", ["in0"], "block"), ("n1", "Fusedbatchnorm", ["n0"], "block"),
                ("n2", "Reshape", ["n1"], "block"), ("a0", "Pad", ["n2"], "adapter"),
                ("n3", "Concat", ["a0", "in0"], "block"))
-    k = in_pattern(Symptom.WRONG.value, fp, g, "a0")
+    k = in_pattern(Symptom.WRONG.value, F(fp), g, "a0")
     assert k.ops == ("Fusedbatchnorm",) and not k.isolated  # a guess: listed in the tracking issue
-    assert k.id == _from_blame(Symptom.WRONG.value, fp, g, "a0", Blame(tried=["a0"], inconclusive=True), "").id
+    assert k.id == _from_blame(Symptom.WRONG.value, F(fp), g, "a0", Blame(tried=["a0"], inconclusive=True), "").id
     assert k.title.startswith("Fusedbatchnorm: wrong results")
     # Where it shows at a block operator, that operator keys it, as before.
-    assert in_pattern(Symptom.WRONG.value, fp, g, "n3").ops == ("Concat",)
+    assert in_pattern(Symptom.WRONG.value, F(fp), g, "n3").ops == ("Concat",)
     # A NaN lost there (run8 and run10: a Slice of Reshape(Concat) read zeros) is the same
     # pattern's wrong result: Concat only moves data, it cannot drop a NaN.
-    lost = in_pattern(Symptom.NAN_INF.value, {**fp, "op": "Concat", "code": "nan"}, g, "n3", "NaN->finite")
-    assert lost.id == in_pattern(Symptom.WRONG.value, {**fp, "op": "Concat"}, g, "n3").id
+    lost = in_pattern(Symptom.NAN_INF.value, F({**fp, "op": "Concat", "code": "nan"}), g, "n3", "NaN->finite")
+    assert lost.id == in_pattern(Symptom.WRONG.value, F({**fp, "op": "Concat"}), g, "n3").id
     assert lost.title.startswith("Concat: wrong results after")
     # An operator that computes keeps its NaN/Inf key in a pattern too.
-    assert in_pattern(Symptom.NAN_INF.value, fp, g, "n1", "NaN->finite").symptom == Symptom.NAN_INF.value
+    assert in_pattern(Symptom.NAN_INF.value, F(fp), g, "n1", "NaN->finite").symptom == Symptom.NAN_INF.value
 
 
 def test_a_pattern_no_chain_of_which_fails_alone_is_tracked_a_proven_chain_is_filed():
@@ -645,12 +659,12 @@ def test_a_pattern_no_chain_of_which_fails_alone_is_tracked_a_proven_chain_is_fi
     rows = [{"key": "f1", "count": 1, "platforms": [], "symptom": "wrong-result", "local": ["wrong-result", "Relu", ""],
              "fingerprint": fp, "verdict": ""}, {**_fp_row("f2")}]
     chain = RootKey(Symptom.WRONG.value, ("Squeeze", "Less"), "", True)  # failing_window's key
-    causes = assemble(rows, {"f1": Diagnosed(in_pattern(Symptom.WRONG.value, fp, g, "n2"), 3),
+    causes = assemble(_sightings(rows), {"f1": Diagnosed(in_pattern(Symptom.WRONG.value, F(fp), g, "n2"), 3),
                              "f2": Diagnosed(chain, 2)}, lambda s: "report")
     listed = {rc.key.ops: tracking_class(rc.to_row()) for rc in causes}
     assert listed == {("Relu",): UNISOLATED, ("Squeeze", "Less"): ""}
     # Garbage at the sink is the same class: the guess is tracked too.
-    garbage = in_pattern(Symptom.NONDETERMINISTIC.value, fp, g, "n2")
+    garbage = in_pattern(Symptom.NONDETERMINISTIC.value, F(fp), g, "n2")
     row = replace(causes[0].to_row(), symptom=garbage.symptom, isolated=garbage.isolated)
     assert tracking_class(row) == UNISOLATED
 
@@ -711,7 +725,7 @@ def test_a_root_cause_is_settled_once_any_diagnosis_of_it_settled():
     # f4 never diagnosed (minimisation off): keyed by its own operator and filed as before.
     diagnosed = {"f1": Diagnosed(realdiv, 29, settled=False), "f2": Diagnosed(realdiv, 3),
                  "f3": Diagnosed(greater, 7, settled=False)}
-    causes = {rc.key.ops[0]: rc for rc in assemble(rows, diagnosed, policy_for)}
+    causes = {rc.key.ops[0]: rc for rc in assemble(_sightings(rows), diagnosed, policy_for)}
     assert causes["Realdiv"].settled and causes["Realdiv"].filed and causes["Realdiv"].canonical == "f2"
     assert not causes["Greater"].settled and not causes["Greater"].filed
     assert causes["Greater"].to_json()["settled"] is False and causes["Greater"].policy == "report"
@@ -722,19 +736,19 @@ def test_garbage_is_keyed_by_the_operator_that_computes_where_to_read():
     fp = {"op": "Minimum", "kind": "mismatch", "code": "values"}
     s2b = _chain(("n0", "Conv2d", ["in0"], "block"), ("n1", "Spacetobatchnd", ["n0"], "block"),
                  ("a0", "Reshape", ["n1"], "adapter"), ("n2", "Minimum", ["a0", "in0"], "block"))
-    garbage = root_key(Symptom.NONDETERMINISTIC.value, fp, s2b, blamed="n2")
+    garbage = root_key(Symptom.NONDETERMINISTIC.value, F(fp), s2b, blamed="n2")
     assert garbage.ops == ("Spacetobatchnd",) and "uninitialised memory" in garbage.title
     # The same operator's deterministic wrong values are the same defect: one key.
-    wrong = root_key(Symptom.WRONG.value, {**fp, "op": "Spacetobatchnd"}, s2b, blamed="n1", isolated=True)
+    wrong = root_key(Symptom.WRONG.value, F({**fp, "op": "Spacetobatchnd"}), s2b, blamed="n1", isolated=True)
     assert garbage.id == wrong.id
     # Wrong values of another operator, and garbage with two address-computing suspects, stay apart.
-    assert root_key(Symptom.WRONG.value, fp, s2b, blamed="n2").id != wrong.id
+    assert root_key(Symptom.WRONG.value, F(fp), s2b, blamed="n2").id != wrong.id
     two = _chain(("n0", "Pad", ["in0"], "block"), ("n1", "Spacetobatchnd", ["n0"], "block"),
                  ("n2", "Minimum", ["n1", "in0"], "block"))
-    assert root_key(Symptom.NONDETERMINISTIC.value, fp, two, blamed="n2").ops == ("Minimum",)
+    assert root_key(Symptom.NONDETERMINISTIC.value, F(fp), two, blamed="n2").ops == ("Minimum",)
     # A Concat copies whole inputs in order: garbage it passes on was read by its producer.
     concat = _chain(("n0", "Spacetobatchnd", ["in0"], "block"), ("n1", "Concat", ["n0", "in0"], "block"))
-    assert root_key(Symptom.NONDETERMINISTIC.value, {**fp, "op": "Concat"}, concat, blamed="n1").id == wrong.id
+    assert root_key(Symptom.NONDETERMINISTIC.value, F({**fp, "op": "Concat"}), concat, blamed="n1").id == wrong.id
 
 
 def test_a_difference_only_the_whole_model_shows_is_keyed_by_its_addressing_operator():
@@ -744,25 +758,25 @@ def test_a_difference_only_the_whole_model_shows_is_keyed_by_its_addressing_oper
                ("n1", "Batchtospacend", ["a0"], "block"), ("n2", "Greater", ["n1", "in0"], "block"))
     fp = {"op": "Greater", "kind": "mismatch", "code": "values"}
     every = Blame(tried=["n0", "a0", "n1", "n2"], unlocalised=True, max_error=1e-5)
-    key = _from_blame(Symptom.WRONG.value, fp, g, "n2", every, "")
-    alone = root_key(Symptom.WRONG.value, {**fp, "op": "Batchtospacend"}, g, blamed="n1", isolated=True)
+    key = _from_blame(Symptom.WRONG.value, F(fp), g, "n2", every, "")
+    alone = root_key(Symptom.WRONG.value, F({**fp, "op": "Batchtospacend"}), g, blamed="n1", isolated=True)
     # Not a tie at Greater, not precision (an amplified approximation shows exposed too).
     assert key.ops == ("Batchtospacend",) and key.id == alone.id and not key.isolated
     assert key.symptom == Symptom.WRONG.value and "Deconv2d" in key.pattern
     assert key.title == "Batchtospacend: wrong results in Deconv2d -> Pad -> Batchtospacend -> Greater (each right alone)"
     # Without one addressing operator: the pattern, keyed where it shows.
     plain = _chain(("n0", "Exp", ["in0"], "block"), ("n1", "Greater", ["n0", "in0"], "block"))
-    k2 = _from_blame(Symptom.WRONG.value, fp, plain, "n1", Blame(tried=["n0", "n1"], unlocalised=True), "")
+    k2 = _from_blame(Symptom.WRONG.value, F(fp), plain, "n1", Blame(tried=["n0", "n1"], unlocalised=True), "")
     assert k2.ops == ("Greater",) and k2.pattern == ("Exp", "Greater")
     # An addressing operator further up is not blamed: the pattern is.
     far = _chain(("n0", "Tile", ["in0"], "block"), ("n1", "Fusedbatchnorm", ["n0"], "block"),
                  ("n2", "Concat", ["n1", "in0"], "block"))
-    k3 = _from_blame(Symptom.WRONG.value, {**fp, "op": "Concat"}, far, "n2",
+    k3 = _from_blame(Symptom.WRONG.value, F({**fp, "op": "Concat"}), far, "n2",
                      Blame(tried=["n0", "n1", "n2"], unlocalised=True), "")
     assert k3.ops == ("Concat",) and k3.pattern == ("Tile", "Fusedbatchnorm", "Concat")
     # A walk that did not reach every node proves nothing: the case's own operator stands in.
     part = Blame(tried=["n1", "n2"], unlocalised=True, inconclusive=True)
-    assert _from_blame(Symptom.WRONG.value, fp, g, "n2", part, "").ops == ("Greater",)
+    assert _from_blame(Symptom.WRONG.value, F(fp), g, "n2", part, "").ops == ("Greater",)
 
 
 def test_a_merged_root_cause_is_titled_by_its_smallest_model():
@@ -772,7 +786,7 @@ def test_a_merged_root_cause_is_titled_by_its_smallest_model():
                  "fingerprint": {"op": "Minimum"}},
                 {"key": "f2", "count": 2, "symptom": "wrong-result", "local": ["wrong-result", "Spacetobatchnd", ""],
                  "fingerprint": {"op": "Spacetobatchnd"}}]
-    causes = assemble(failures, {"f1": Diagnosed(big, 3), "f2": Diagnosed(small, 1)}, policy_for)
+    causes = assemble(_sightings(failures), {"f1": Diagnosed(big, 3), "f2": Diagnosed(small, 1)}, policy_for)
     assert len(causes) == 1 and causes[0].count == 7 and causes[0].canonical == "f2"
     assert causes[0].key.title == "Spacetobatchnd: wrong results"
 
@@ -787,13 +801,13 @@ def test_a_crash_no_operator_repeats_alone_is_keyed_by_the_operator_computing_ad
     monkeypatch.setattr(D, "run_graph", lambda *a, **k: crashed)  # comes back on fresh workers
     monkeypatch.setattr(D, "_first_failing_alone", lambda *a, **k: "")  # nothing crashes alone
     fp = {"op": "Realdiv", "code": "SIGSEGV", "kind": "signal"}
-    key, node = D._key_alone(None, Symptom.CRASH.value, fp, g, None, until=1e12)
-    alone = root_key(Symptom.CRASH.value, {**fp, "code": "SIGABRT"}, g, blamed="n1", isolated=True)
+    key, node = D._key_alone(None, Symptom.CRASH.value, F(fp), g, None, until=1e12)
+    alone = root_key(Symptom.CRASH.value, F({**fp, "code": "SIGABRT"}), g, blamed="n1", isolated=True)
     assert key.ops == ("Batchtospacend",) and key.id == alone.id and not key.isolated and node == "" and node == ""
     # Without one such operator the crash stays "no operator crashes alone".
     plain = _chain(("n0", "Relu", ["in0"], "block"), ("n1", "Exp", ["n0"], "block"))
     crashed.graph = plain
-    assert D._key_alone(None, Symptom.CRASH.value, fp, plain, None, until=1e12)[0].ops == ()
+    assert D._key_alone(None, Symptom.CRASH.value, F(fp), plain, None, until=1e12)[0].ops == ()
 
 
 def test_every_lane_diagnoses_fingerprints_of_its_own_front_end(monkeypatch):
@@ -854,11 +868,11 @@ def test_a_pattern_is_keyed_by_its_smallest_chain_wrong_on_its_own():
     assert b.node == "" and b.tried == ["n2", "n1", "n0"] and _a_pattern("wrong-result", g, "n2", b)
     b.window = failing_window(lane, res, None, until=1e12)
     assert b.window == ["n1", "n2"]  # Sub -> Relu is right on its own, Relu -> Exp is not
-    key = _from_blame(Symptom.WRONG.value, {"op": "Exp"}, g, "n2", b, "")
+    key = _from_blame(Symptom.WRONG.value, F({"op": "Exp"}), g, "n2", b, "")
     assert key.ops == ("Relu", "Exp") and key.isolated and key.title == "the pattern Relu -> Exp: wrong results"
     # The same chain showing at another sink is the same root cause.
     other = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]), ("n2", "Greater", ["n1", "in1"]))
-    assert _from_blame(Symptom.WRONG.value, {"op": "Greater"}, other, "n2", Blame(tried=["n2"], window=["n0", "n1"]),
+    assert _from_blame(Symptom.WRONG.value, F({"op": "Greater"}), other, "n2", Blame(tried=["n2"], window=["n0", "n1"]),
                        "").id == key.id
 
 
@@ -907,13 +921,13 @@ def test_a_parameter_whose_simpler_values_the_reference_rejects_is_not_named():
                   ["n0"], 1)
         res = lane.run(0, g, 10)
         small = needed_params(lane, res, "n0", res.symptom, None, until=1e12)
-        keys.append(root_key(res.symptom, {"op": "Resizenearestneighbor"}, small, blamed="n0", isolated=True))
+        keys.append(root_key(res.symptom, F({"op": "Resizenearestneighbor"}), small, blamed="n0", isolated=True))
     assert keys[0].id == keys[1].id and keys[0].title == "Resizenearestneighbor: wrong results"
     # A value the reference takes still decides: right with align_corners put back, it is named.
     right = RightAligned()
     g = replace(g, nodes=[replace(g.nodes[0], params={**g.nodes[0].params, "half_pixel_centers": False})])
     small = needed_params(right, right.run(0, g, 10), "n0", Symptom.WRONG.value, None, until=1e12)
-    assert root_key(Symptom.WRONG.value, {"op": "Resizenearestneighbor"}, small, blamed="n0",
+    assert root_key(Symptom.WRONG.value, F({"op": "Resizenearestneighbor"}), small, blamed="n0",
                     isolated=True).title == "Resizenearestneighbor: wrong results (align_corners=False)"
 
 
@@ -986,7 +1000,7 @@ def test_a_crash_no_operator_gives_alone_is_the_proven_crashers_of_its_model():
     def row(fid: str) -> dict[str, Any]:
         return {"key": fid, "count": 1, "platforms": [], "symptom": crash, "local": [crash, "X", "memory error"],
                 "fingerprint": {"op": "X", "kind": "signal", "code": "SIGSEGV"}, "verdict": ""}
-    causes = assemble([row("f1"), row("f2"), row("f3")], {"f1": Diagnosed(alone, 1), "f2": Diagnosed(damage, 3),
+    causes = assemble(_sightings([row("f1"), row("f2"), row("f3")]), {"f1": Diagnosed(alone, 1), "f2": Diagnosed(damage, 3),
                                                           "f3": Diagnosed(other, 2)}, lambda s: "report")
     assert sorted((rc.key.title, sorted(rc.fingerprints)) for rc in causes) == [
         ("memory error with Batchtospacend", ["f1", "f2"]),
@@ -995,7 +1009,7 @@ def test_a_crash_no_operator_gives_alone_is_the_proven_crashers_of_its_model():
     abort = RootKey(crash, ("Lrn",), "SIGFPE", True)
     both = RootKey(crash, (), "memory error", False, ("Lrn", "Batchtospacend", "Stridedslice"))
     strided = RootKey(crash, ("Stridedslice",), "memory error", True)
-    causes = assemble([row("f1"), row("f2"), row("f3"), row("f4")],
+    causes = assemble(_sightings([row("f1"), row("f2"), row("f3"), row("f4")]),
                       {"f1": Diagnosed(alone, 1), "f2": Diagnosed(abort, 1), "f3": Diagnosed(strided, 1),
                        "f4": Diagnosed(both, 3)}, lambda s: "report")
     assert len(causes) == 4

@@ -30,6 +30,7 @@ from ..oracle import DISCONTINUOUS, Status
 from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
 from ..records.bundle import BundleMeta
+from ..records.keys import Fingerprint
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
 from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, in_pattern, local_key,
                         UNPROVEN, root_key, same_class, simpler_choices, suspect, suspect_node)
@@ -252,7 +253,7 @@ def _symptom(meta: BundleMeta) -> str:
 def _key(lane: Lane, meta: BundleMeta, small: Graph, until: float) -> tuple[RootKey, Graph | None]:
     """The root key of the minimised model ``small``, and the blamed operator alone when it
     shows the bug so (the model the repro then shows)."""
-    symptom, fp = _symptom(meta), meta.fingerprint.to_json()
+    symptom, fp = _symptom(meta), meta.fingerprint
     where = bug_platforms(lane, meta, cheapest=True)
     if symptom in ALONE:
         key, node = _key_alone(lane, symptom, fp, small, where, until)
@@ -269,7 +270,7 @@ def _key_wrong(lane: Lane, meta: BundleMeta, small: Graph, where: list[str] | No
     """The key of a wrong value, the model it was made from (its blamed node's parameters put
     back to their simplest where the defect does not need them) and the node shown wrong alone
     ("" for none)."""
-    symptom, fp, direction = _symptom(meta), meta.fingerprint.to_json(), meta.direction
+    symptom, fp, direction = _symptom(meta), meta.fingerprint, meta.direction
     # On fresh workers: heap damage left by the models before would move the first difference.
     res = run_graph(lane, small, max(REPLAY_S, until - time.monotonic()), fresh=True, platforms=where,
                     base=needs_base(meta.fingerprint))
@@ -277,7 +278,7 @@ def _key_wrong(lane: Lane, meta: BundleMeta, small: Graph, where: list[str] | No
         if res.aborted or "expected" not in res.arrays:  # the replay said nothing: keep the case's key
             return root_key(symptom, fp, small, direction=direction, minimized=False), small, ""
         hit = showing(res, local_key(symptom, fp, direction)) or next(
-            (r for r in res.per_platform() if r.status in DCF_LIKE and r.op == fp.get("op")), None)
+            (r for r in res.per_platform() if r.status in DCF_LIKE and r.op == fp.op), None)
         if hit is None:
             # The minimised model showed it on the used workers, not on fresh ones: it depends on
             # the heap state earlier models left (garbage read, damage done), like a crash that
@@ -307,7 +308,7 @@ def _key_wrong(lane: Lane, meta: BundleMeta, small: Graph, where: list[str] | No
 ALONE = (Symptom.CRASH.value, Symptom.CONVERSION.value, Symptom.API.value, Symptom.TIMEOUT.value)
 
 
-def _key_alone(lane: Lane, symptom: str, fp: dict[str, Any], small: Graph, where: list[str] | None,
+def _key_alone(lane: Lane, symptom: str, fp: Fingerprint, small: Graph, where: list[str] | None,
                until: float) -> tuple[RootKey, str]:
     """A crash is attributed only if it comes back on fresh workers (every platform it was seen
     on): one that does not was heap damage left by earlier models.  Then each operator of the
@@ -331,7 +332,7 @@ def _key_alone(lane: Lane, symptom: str, fp: dict[str, Any], small: Graph, where
         # (an out-of-bounds write earlier), keyed by the one operator that computes addresses,
         # if the model has one; else one root cause for these, the models listed in it.
         culprit = suspect(small)
-        return RootKey(symptom, (culprit,) if culprit else (), crash_class(fp.get("code", "")), False, pattern), ""
+        return RootKey(symptom, (culprit,) if culprit else (), crash_class(fp.code), False, pattern), ""
     if not node and len(small.block_nodes()) > 1:
         # No operator fails alone: a converter rewrite of the pattern (a fusion losing an output
         # name); keyed by what the engine said, the minimised patterns listed in the report.
@@ -415,7 +416,7 @@ def _a_pattern(symptom: str, small: Graph, node: str, b: Blame) -> bool:
             and small.values != "special" and not any(n.op in DISCONTINUOUS for n in small.nodes))
 
 
-def _from_blame(symptom: str, fp: dict[str, Any], small: Graph, node: str, b: Blame, direction: str) -> RootKey:
+def _from_blame(symptom: str, fp: Fingerprint, small: Graph, node: str, b: Blame, direction: str) -> RootKey:
     if b.node:
         # The operator alone tells the class: a NaN made upstream and dropped here is nan-inf,
         # and so is a different answer for NaN/Inf inputs (a comparison's bool output).

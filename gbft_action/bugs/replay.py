@@ -69,7 +69,7 @@ def local_key_of(r: CaseResult) -> tuple[str, str, str] | None:
     """bugs.rootcause.local_key of one judged result (None for a pass)."""
     if r.fingerprint is None or not r.symptom:
         return None
-    return local_key(r.symptom, r.fingerprint.to_json(), r.direction)
+    return local_key(r.symptom, r.fingerprint, r.direction)
 
 
 def showing(res: CaseResult, key: tuple[str, str, str]) -> CaseResult | None:
@@ -99,7 +99,7 @@ def bug_platforms(lane: Lane, meta: BundleMeta, cheapest: bool = False) -> list[
 def bundle_key(meta: BundleMeta) -> tuple[str, str, str] | None:
     """The local key (symptom, operator, direction) a bundle's minimiser keeps; None for older
     bundles without a symptom (their minimiser kept the fingerprint)."""
-    return local_key(meta.symptom.value, meta.fingerprint.to_json(), meta.direction) if meta.symptom else None
+    return local_key(meta.symptom.value, meta.fingerprint, meta.direction) if meta.symptom else None
 
 
 def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0, fresh: bool = True,

@@ -24,8 +24,9 @@ from typing import Any, Callable
 
 from ..graph.ir import Graph, Node
 from ..records.enums import Policy, Symptom, Verdict
-from ..records.summary import RootCauseRow
-from ..records.keys import SPECIAL_INPUT, RootKey, same_class  # noqa: F401 - SPECIAL_INPUT, same_class re-exported
+from ..records.summary import FailureRow, RootCauseRow
+from ..records.keys import (  # noqa: F401 - SPECIAL_INPUT, same_class re-exported
+    SPECIAL_INPUT, Fingerprint, RootKey, same_class)
 from ..ops.domains import Choice
 from ..ops.registry import registry
 from ..ops.recorded import RecordedSpec
@@ -80,20 +81,20 @@ def with_second_reference(symptom: str, disagree: bool) -> str:
 MAX_PATTERN = 4  # a minimised model with more operators than this names no pattern
 
 
-def local_key(symptom: str, fp: dict[str, Any], direction: str = "") -> tuple[str, str, str]:
+def local_key(symptom: str, fp: Fingerprint, direction: str = "") -> tuple[str, str, str]:
     """What a single case says of its root cause before minimisation: the symptom, the operator
     it names, and the NaN/Inf direction or error code.  The minimiser keeps it fixed (no
     slippage to another defect) and the campaign groups fingerprints by it."""
     if symptom == Symptom.NAN_INF.value:
-        return symptom, fp.get("op", ""), direction
+        return symptom, fp.op, direction
     if symptom in (Symptom.CRASH.value, Symptom.HEAP_DAMAGE.value):
-        return symptom, "" if symptom == Symptom.HEAP_DAMAGE.value else fp.get("op", ""), crash_class(fp.get("code", ""))
+        return symptom, "" if symptom == Symptom.HEAP_DAMAGE.value else fp.op, crash_class(fp.code)
     if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
-        return symptom, fp.get("op", ""), _shape(fp)
-    return symptom, fp.get("op", ""), fp.get("kind", "") + ":" + fp.get("code", "")
+        return symptom, fp.op, _shape(fp)
+    return symptom, fp.op, fp.kind + ":" + fp.code
 
 
-def in_pattern(symptom: str, fp: dict[str, Any], small: Graph, node: str, direction: str = "") -> RootKey:
+def in_pattern(symptom: str, fp: Fingerprint, small: Graph, node: str, direction: str = "") -> RootKey:
     """Every operator of the minimised model right alone: the defect shows at ``node``'s operator
     only after these producers (a fused chain, a layout one producer leaves): keyed by that
     operator, the pattern kept for the report."""
@@ -192,20 +193,20 @@ def simpler_choices(g: Graph, node: str) -> dict[str, list[Any]]:
     return out
 
 
-def root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str = "", isolated: bool = False,
+def root_key(symptom: str, fp: Fingerprint, small: Graph | None, blamed: str = "", isolated: bool = False,
              direction: str = "", minimized: bool = True) -> RootKey:
     """The key of a (minimised) failure.  ``blamed``: the node found wrong in isolation ("" when
     every operator was right alone: the key names the minimised model's operators); for an
     unminimised failure the case's own operator stands in.  The fingerprint's front end
     carries over."""
     key = _root_key(symptom, fp, small, blamed, isolated, direction, minimized)
-    return replace(key, frontend=str(fp.get("frontend", "")))
+    return replace(key, frontend=fp.frontend)
 
 
-def _root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str, isolated: bool,
+def _root_key(symptom: str, fp: Fingerprint, small: Graph | None, blamed: str, isolated: bool,
               direction: str, minimized: bool) -> RootKey:
     if symptom in (Symptom.HEAP_DAMAGE.value,):
-        return RootKey(symptom, (), _signal_only(fp.get("code", "")))
+        return RootKey(symptom, (), _signal_only(fp.code))
     ops: tuple[str, ...]
     if symptom == Symptom.NONDETERMINISTIC.value and not isolated and suspect(small):
         ops = (suspect(small),)  # not where the garbage showed: where it was read from
@@ -214,7 +215,7 @@ def _root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str
     elif minimized and small is not None and len(pattern_ops(small)) <= MAX_PATTERN:
         ops = pattern_ops(small)
     else:  # not minimised far enough to name a pattern: the case's own operator stands in
-        ops = (fp["op"],) if fp.get("op") else ()
+        ops = (fp.op,) if fp.op else ()
     if symptom == Symptom.NAN_INF.value and moves_data(ops, small, blamed):
         # An operator that only moves elements cannot make or drop a NaN or an Inf: one that
         # appears or vanishes there was read from the wrong place, the operator's wrong result.
@@ -227,15 +228,15 @@ def _root_key(symptom: str, fp: dict[str, Any], small: Graph | None, blamed: str
     if symptom == Symptom.NAN_INF.value:
         return RootKey(symptom, ops, direction, isolated)
     if symptom == Symptom.CRASH.value:
-        return RootKey(symptom, ops, crash_class(fp.get("code", "")), isolated)
+        return RootKey(symptom, ops, crash_class(fp.code), isolated)
     if symptom == Symptom.TIMEOUT.value:
-        return RootKey(symptom, ops, fp.get("stage", ""), isolated)
+        return RootKey(symptom, ops, fp.stage, isolated)
     if symptom == Symptom.REFERENCE.value:
         return RootKey(symptom, ops, "", isolated)
     if symptom == Symptom.UNSUPPORTED.value:
-        return RootKey(symptom, (fp["op"],) if fp.get("op") else ops, "", isolated)
-    missing = fp.get("kind") == "missing-output" or _MISSING_OUTPUT.search(fp.get("code", ""))
-    code = "a model output is missing" if missing else fp.get("code", "")
+        return RootKey(symptom, (fp.op,) if fp.op else ops, "", isolated)
+    missing = fp.kind == "missing-output" or _MISSING_OUTPUT.search(fp.code)
+    code = "a model output is missing" if missing else fp.code
     return RootKey(symptom, ops, code[:120], isolated)
 
 
@@ -284,10 +285,10 @@ def moves_data(ops: tuple[str, ...], small: Graph | None, blamed: str) -> bool:
     return ops[0] in DATA_MOVEMENT
 
 
-def _shape(fp: dict[str, Any]) -> str:
+def _shape(fp: Fingerprint) -> str:
     """A wrong shape and wrong values are different defects of one operator (a multiplier
     ignored, a padding misread)."""
-    return "wrong shape" if fp.get("kind") == "mismatch" and fp.get("code") == "shape" else ""
+    return "wrong shape" if fp.kind == "mismatch" and fp.code == "shape" else ""
 
 
 MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
@@ -361,32 +362,46 @@ class Diagnosed:
     settled: bool = True
 
 
-def assemble(failures: list[dict[str, Any]], diagnosed: dict[str, Diagnosed], policy: Callable[[str], str]) -> list[RootCause]:
-    """Merge the summary's failures (key, count, platforms, symptom, local, fingerprint, verdict)
-    into root causes.  A fingerprint not diagnosed in time joins a diagnosed one with the
-    same local key (symptom, operator, direction); failing that, its own operator keys it."""
+@dataclass(frozen=True)
+class Sighting:
+    """What assemble needs of one fingerprint: the summary's row of it (count, platforms,
+    symptom, verdict), its local key (symptom, operator, direction) and the fingerprint."""
+
+    row: FailureRow
+    local: tuple[str, str, str]
+    fingerprint: Fingerprint
+
+    @property
+    def key(self) -> str:
+        return self.row.key
+
+
+def assemble(failures: list[Sighting], diagnosed: dict[str, Diagnosed], policy: Callable[[str], str]) -> list[RootCause]:
+    """Merge the summary's failures into root causes.  A fingerprint not diagnosed in time
+    joins a diagnosed one with the same local key (symptom, operator, direction); failing
+    that, its own operator keys it."""
     owners = _crashers(diagnosed)
     diagnosed = {fid: replace(d, key=_owned(d.key, owners)) for fid, d in diagnosed.items()}
     by_local: dict[tuple[str, ...], RootKey] = {}
-    for f in sorted(failures, key=lambda f: diagnosed[f["key"]].size if f["key"] in diagnosed else 1 << 30):
+    for f in sorted(failures, key=lambda f: diagnosed[f.key].size if f.key in diagnosed else 1 << 30):
         # Only a key of the same symptom is passed on: a variant diagnosed as a tie or as heap
         # damage says nothing of an undiagnosed one (which may be the real defect).
-        if f["key"] in diagnosed and diagnosed[f["key"]].key.symptom == f["local"][0]:
-            by_local.setdefault(tuple(f["local"]), diagnosed[f["key"]].key)
+        if f.key in diagnosed and diagnosed[f.key].key.symptom == f.local[0]:
+            by_local.setdefault(f.local, diagnosed[f.key].key)
     causes: dict[str, RootCause] = {}
     for f in failures:
-        d = diagnosed.get(f["key"])
-        key = d.key if d else by_local.get(tuple(f["local"])) or root_key(
-            f["symptom"], f["fingerprint"], None, minimized=False, direction=f["local"][2])
-        rc = causes.setdefault(key.id, RootCause(key, policy(key.symptom), [], f["key"]))
-        rc.fingerprints.append(f["key"])
-        rc.count += int(f.get("count", 1))
-        rc.platforms = sorted(set(rc.platforms) | set(f.get("platforms") or []))
-        rc.verdict = _worse(rc.verdict, f.get("verdict", ""))
+        d = diagnosed.get(f.key)
+        key = d.key if d else by_local.get(f.local) or root_key(
+            f.row.symptom, f.fingerprint, None, minimized=False, direction=f.local[2])
+        rc = causes.setdefault(key.id, RootCause(key, policy(key.symptom), [], f.key))
+        rc.fingerprints.append(f.key)
+        rc.count += f.row.count
+        rc.platforms = sorted(set(rc.platforms) | set(f.row.platforms))
+        rc.verdict = _worse(rc.verdict, f.row.verdict.value if f.row.verdict else "")
         if d and (not rc.minimized or d.size < diagnosed[rc.canonical].size):
             # The smallest model's key names it (one id can hold two symptoms: nondeterministic
             # and wrong-result; the title is the one the canonical bundle shows).
-            rc.canonical, rc.minimized, rc.key = f["key"], True, d.key
+            rc.canonical, rc.minimized, rc.key = f.key, True, d.key
     for rc in causes.values():
         rc.settled = not rc.minimized or any(diagnosed[f].settled for f in rc.fingerprints if f in diagnosed)
     return sorted(causes.values(), key=lambda rc: (-rc.count, rc.key.id))
