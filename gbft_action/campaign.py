@@ -572,9 +572,9 @@ class Campaign:
             raise full
         rec = self.store.append(res)
         self.records.append(rec)
-        ctx = Found(self.cfg.seed, self.cfg.tolerance)
         for r in rec.per_platform():
-            self.bugs.observe(r, rec.case_dir, res.graph, self.platform_info.get(r.platform, self.engine_info), ctx)
+            hello = self.platform_info.get(r.platform, self.engine_info)
+            self.bugs.observe(r, rec.case_dir, res.graph, Found.of_hello(hello, self.cfg.seed, self.cfg.tolerance))
         self._pending.append((res.index, res.graph, rec))
         self._candidates.note(rec)
         self._groups.update(_local(r) for r in rec.failures()

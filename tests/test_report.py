@@ -57,7 +57,8 @@ def make_out(tmp: Path, bugs: list[tuple[Fingerprint, int, str, Graph]]) -> Path
         rec = CaseRecord.from_json({
             "index": i, "hash": g.structure_hash(), "status": fp.status, "stage": fp.stage, "op": fp.op, "node": "n0",
             "message": log.splitlines()[0] if log else "", "fingerprint": fp.to_json(), "key": fp.id})
-        book.observe(rec, f"cases/{i:06d}", g, {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}, Found(1))
+        book.observe(rec, f"cases/{i:06d}", g, Found.of_hello({"engine": "mnn", "version": "3.6.1", "machine": "x86_64"},
+                                                              1))
         failures.append({"key": fp.id, "count": count, "title": fp.title, "message": rec.message,
                          "status": fp.status, "op": fp.op})
     book.save()
@@ -166,7 +167,7 @@ def test_quota_is_respected_and_the_rest_listed(tmp_path, fake):
     out = make_out(tmp_path, bugs)
     res = run(out, fake, max_new=2)
     assert len(bot_issues(fake)) == 2
-    assert [x["reason"] for x in res.skipped] == ["not filed: quota"] * 3
+    assert [x.reason for x in res.skipped] == ["not filed: quota"] * 3
     assert "Not filed (quota)" in (out / "summary.md").read_text()
 
 
@@ -301,8 +302,8 @@ def test_check_fixes_closes_fixed_and_keeps_failing(tmp_path, fake, monkeypatch)
                  lane_factory=_replay_lane)
     states = {marker_ids(i["body"])[0]: i["state"] for i in bot_issues(fake)}
     assert states == {fixed.id: "closed", failing.id: "open"}
-    assert [x["fingerprint"] for x in res.closed] == [fixed.id]
-    assert [x["fingerprint"] for x in res.still_failing] == [failing.id]
+    assert [x.fingerprint for x in res.closed] == [fixed.id]
+    assert [x.fingerprint for x in res.still_failing] == [failing.id]
     closed = next(i for i in bot_issues(fake) if i["state"] == "closed")
     assert "Fixed" in fake.comments(REPO, closed["number"])[-1]["body"]
     assert not list(scratch.iterdir()), "a stopped replay lane left its work folder behind"
@@ -396,10 +397,10 @@ def test_a_refused_issue_is_recorded_and_the_rest_is_filed(tmp_path, fake, troub
     getattr(fake, {"locked": "lock_issue", "deleted": "delete_issue"}[trouble])(REPO, number)
     out = make_out(tmp_path, [(f, 1, "x", relu_graph(f.op)) for f in (a, b, c)])
     res = run(out, fake)
-    assert res.partial and [(x["fingerprint"], x["issue"]) for x in res.failed] == [(a.id, number)]
-    assert str(status) in res.failed[0]["reason"] and len(res.filed) == 2
+    assert res.partial and [(x.fingerprint, x.issue) for x in res.failed] == [(a.id, number)]
+    assert str(status) in res.failed[0].reason and len(res.filed) == 2
     rep = json.loads((out / "report.json").read_text())
-    assert rep["failed"][0]["reason"] == res.failed[0]["reason"] and len(rep["filed"]) == 2
+    assert rep["failed"][0]["reason"] == res.failed[0].reason and len(rep["filed"]) == 2
     assert "GitHub refused 1 write" in (out / "summary.md").read_text()
     before = stored(fake)
     run(out, fake)  # the same output again: nothing new is stored
@@ -412,7 +413,7 @@ def test_a_comment_stored_then_answered_502_is_not_posted_twice(tmp_path, fake):
     out = make_out(tmp_path, [(a, 1, "x", relu_graph("Lrn"))])
     fake.fail_next_comment_with_502()
     res = run(out, fake)
-    assert res.partial and "502" in res.failed[0]["reason"]
+    assert res.partial and "502" in res.failed[0].reason
     assert len(fake.comments(REPO, number)) == 1  # GitHub stored it all the same
     res = run(out, fake)  # the rerun finds the run's marker in that comment and only updates the body
     assert not res.partial and len(fake.comments(REPO, number)) == 1 and res.commented
@@ -428,7 +429,7 @@ def test_an_issue_closed_as_not_planned_stays_closed(tmp_path, fake):
     res = run(out, fake)
     issue = fake.issue(REPO, number)
     assert issue["state"] == "closed" and issue["state_reason"] == "not_planned" and not fake.comments(REPO, number)
-    assert res.skipped[0]["reason"] == "closed by maintainers (not planned)" and not res.reopened
+    assert res.skipped[0].reason == "closed by maintainers (not planned)" and not res.reopened
     assert f"Closed by maintainers as not planned (not reopened): #{number}" in (out / "summary.md").read_text()
 
 
@@ -517,7 +518,7 @@ def test_two_fingerprints_of_one_root_cause_file_one_issue_carrying_both(tmp_pat
     out = make_rc_out(tmp_path, [cause(RC1, "wrong-result", [a, b], count=5)], [a, b])
     res = run(out, fake)
     (issue,) = bot_issues(fake)
-    assert [x["root_cause"] for x in res.filed] == [RC1]
+    assert [x.root_cause for x in res.filed] == [RC1]
     assert issue["title"] == "[wrong result] Lrn: wrong results"
     body = issue["body"]
     assert marker_ids(body) == [RC1, a.id, b.id]
@@ -537,7 +538,7 @@ def test_a_later_run_with_another_canonical_fingerprint_updates_the_same_issue(t
     out2 = make_rc_out(tmp_path / "b", [cause(RC1, "wrong-result", [c, b], count=3, canonical=c)], [b, c])
     res = run(out2, fake)
     (issue,) = bot_issues(fake)
-    assert not res.filed and [x["root_cause"] for x in res.commented] == [RC1]
+    assert not res.filed and [x.root_cause for x in res.commented] == [RC1]
     assert marker_ids(issue["body"])[0] == RC1 and {a.id, b.id, c.id} <= set(marker_ids(issue["body"]))
     assert "| Occurrences | 8 (" in issue["body"] and f"| `{c.id}` (shown) |" in issue["body"]
     assert len(fake.comments(REPO, issue["number"])) == 1
@@ -565,7 +566,7 @@ def test_another_live_root_causes_issue_is_not_taken_over_through_a_shared_finge
     # b moved to a new root cause; RC1 is still alive: RC2 gets its own issue.
     out = make_rc_out(tmp_path / "b", [cause(RC1, "wrong-result", [a]), cause(RC2, "crash", [b, c])], [a, b, c])
     res = run(out, fake)
-    assert [x["root_cause"] for x in res.filed] == [RC2] and [x["root_cause"] for x in res.commented] == [RC1]
+    assert [x.root_cause for x in res.filed] == [RC2] and [x.root_cause for x in res.commented] == [RC1]
     assert len(bot_issues(fake)) == 2
 
 
@@ -588,7 +589,7 @@ def test_precision_root_causes_share_one_tracking_issue_updated_each_run(tmp_pat
     res2 = run(out2, fake)
     issues = bot_issues(fake)
     track = next(i for i in issues if i["number"] == track["number"])
-    assert len(issues) == 2 and not res2.filed and [x["root_cause"] for x in res2.commented] == [PRECISION_TRACKING]
+    assert len(issues) == 2 and not res2.filed and [x.root_cause for x in res2.commented] == [PRECISION_TRACKING]
     assert "| Lrn: precision | Lrn | arm64-qemu, x86_64 | 7 |" in track["body"]
     assert "| Exp: precision | Exp |" in track["body"]  # not seen in this run: kept
     (comment,) = fake.comments(REPO, track["number"])
@@ -610,7 +611,7 @@ def test_a_wrong_result_no_operator_gives_alone_is_listed_in_a_tracking_issue_no
     issues = bot_issues(fake)
     assert sorted(i["title"] for i in issues) == [
         "Wrong results not yet pinned on one operator, found by gbft (tracking)", "[wrong result] Lrn: wrong results"]
-    assert res.bugs_filed == 1 and [x["root_cause"] for x in res.skipped] == [RC3]
+    assert res.bugs_filed == 1 and [x.root_cause for x in res.skipped] == [RC3]
     track = next(i for i in issues if i["title"].startswith("Wrong results not yet pinned"))
     assert marker_ids(track["body"]) == ["gbft-unisolated-tracking"]
     assert "| Concat: wrong results (not yet shown wrong alone) | Concat |" in track["body"]
@@ -626,7 +627,7 @@ def test_ignored_and_summary_only_root_causes_are_never_filed(tmp_path, fake):
     out = make_rc_out(tmp_path, causes, [a, b, c])
     res = run(out, fake)
     (issue,) = bot_issues(fake)
-    assert marker_ids(issue["body"])[0] == RC1 and [x["root_cause"] for x in res.filed] == [RC1]
+    assert marker_ids(issue["body"])[0] == RC1 and [x.root_cause for x in res.filed] == [RC1]
     md = (out / "summary.md").read_text()
     assert "1 ignored: tie" in md and "Sigmoid: ties" not in md and RC2 not in md
     assert "| heap damage after Exp | heap damage | Exp | 1 | 1 | 1 | summary only |" in md
@@ -638,8 +639,8 @@ def test_the_quota_counts_root_causes(tmp_path, fake):
     causes = [cause(k, "wrong-result", fps[2 * i: 2 * i + 2]) for i, k in enumerate((RC1, RC2, RC3))]
     out = make_rc_out(tmp_path, causes, fps)
     res = run(out, fake, max_new=2)
-    assert len(bot_issues(fake)) == 2 and [x["root_cause"] for x in res.filed] == [RC1, RC2]
-    assert [(x["root_cause"], x["reason"]) for x in res.skipped] == [(RC3, "not filed: quota")]
+    assert len(bot_issues(fake)) == 2 and [x.root_cause for x in res.filed] == [RC1, RC2]
+    assert [(x.root_cause, x.reason) for x in res.skipped] == [(RC3, "not filed: quota")]
     assert f"Not filed (quota): {RC3}" in (out / "summary.md").read_text()
 
 
@@ -650,17 +651,17 @@ def test_an_unsettled_root_cause_is_listed_not_filed(tmp_path, fake):
     causes = [cause(RC1, "wrong-result", [a]), cause(RC2, "wrong-result", [b], isolated=False, settled=False)]
     out = make_rc_out(tmp_path, causes, [a, b])
     res = run(out, fake, max_new=5)
-    assert [x["root_cause"] for x in res.filed] == [RC1] and res.bugs_filed == 1
-    assert [(x["root_cause"], x["reason"]) for x in res.skipped] == [(RC2, "not filed: diagnosis cut short")]
+    assert [x.root_cause for x in res.filed] == [RC1] and res.bugs_filed == 1
+    assert [(x.root_cause, x.reason) for x in res.skipped] == [(RC2, "not filed: diagnosis cut short")]
     assert len(bot_issues(fake)) == 1
     row = next(line for line in (out / "summary.md").read_text().splitlines() if "Sigmoid: wrong results" in line)
     assert "not filed: diagnosis cut short" in row
     # Filed in an earlier run (settled then): seen again unsettled, its issue is still updated.
     out2 = make_rc_out(tmp_path / "b", [cause(RC3, "wrong-result", [b])], [b])
-    (issue_b,) = [x["issue"] for x in run(out2, fake, max_new=5).filed]
+    (issue_b,) = [x.issue for x in run(out2, fake, max_new=5).filed]
     out3 = make_rc_out(tmp_path / "c", [cause(RC3, "wrong-result", [b], isolated=False, settled=False)], [b])
     res3 = run(out3, fake, max_new=5)
-    assert not res3.filed and [x["issue"] for x in res3.commented] == [issue_b]
+    assert not res3.filed and [x.issue for x in res3.commented] == [issue_b]
 
 
 def test_a_hostile_root_cause_lands_inert(tmp_path, fake):
@@ -732,7 +733,7 @@ def test_check_fixes_replays_a_root_causes_canonical_bundle(tmp_path, fake, monk
     monkeypatch.setattr(replay_mod, "replay", fake_replay)
     res = report(ReportConfig(make_out(tmp_path / "now", []), check_fixes=True, corpus=corpus / "bugs"),
                  tracker(fake), CTX, lane_factory=lambda meta: Lane())
-    assert replayed == [b.id] and [(x["root_cause"], x["fingerprint"]) for x in res.closed] == [(RC1, b.id)]
+    assert replayed == [b.id] and [(x.root_cause, x.fingerprint) for x in res.closed] == [(RC1, b.id)]
     states = {marker_ids(i["body"])[0]: i["state"] for i in bot_issues(fake)}
     assert states == {RC1: "closed", PRECISION_TRACKING: "open"}
 

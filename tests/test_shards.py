@@ -271,9 +271,9 @@ def test_report_of_the_merged_output_files_one_issue_per_root_cause(shards, tmp_
         issues = bot_issues(fake)
         fake.assert_no_violations()
     # One issue per reported root cause, and a tracking issue per class summarised (NaN/Inf...).
-    bugs = [x for x in res.filed if not x["root_cause"].endswith("-tracking")]
+    bugs = [x for x in res.filed if not x.root_cause.endswith("-tracking")]
     assert len(issues) == len(res.filed) and len(bugs) == res.bugs_filed == len(reported)
-    assert sorted(x["root_cause"] for x in bugs) == sorted(rc.key for rc in reported)
+    assert sorted(x.root_cause for x in bugs) == sorted(rc.key for rc in reported)
     assert "One campaign merged from 2 shards." in (m / "summary.md").read_text()
 
 

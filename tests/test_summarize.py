@@ -37,7 +37,7 @@ def _records(book: BugBook) -> list[CaseRecord]:
             rec.update(fingerprint=fp.to_json(), key=fp.id, symptom=symptom, case_dir=f"cases/{i:06d}")
         out.append(CaseRecord.from_json(rec))
         if op:
-            book.observe(out[-1], out[-1].case_dir, _graph(op), ENGINE, Found(1))
+            book.observe(out[-1], out[-1].case_dir, _graph(op), Found.of_hello(ENGINE, 1))
     return out
 
 

@@ -45,10 +45,17 @@ def known_of(out: Path) -> dict[str, KnownBug]:
 
 @dataclass(frozen=True)
 class Found:
-    """What a bundle records of the campaign that found it."""
+    """What a bundle records of the campaign and the worker that found it."""
 
     seed: int | None = None
     tolerance: Tolerance = Tolerance()
+    engine: EngineInfo = EngineInfo()
+    platform: str = ""  # the platform's label or name (bundles and issues list where a bug shows)
+
+    @staticmethod
+    def of_hello(hello: dict[str, Any], seed: int | None = None, tolerance: Tolerance = Tolerance()) -> Found:
+        """From an engine worker's hello: its label or platform name, else its machine."""
+        return Found(seed, tolerance, EngineInfo.of_hello(hello), str(hello.get("platform") or hello.get("machine", "")))
 
 
 class BugBook:
@@ -64,21 +71,20 @@ class BugBook:
                                             keep_trailing_newline=True, autoescape=False)
 
     # -- recording ------------------------------------------------------------------
-    def observe(self, rec: PlatformRecord, case_dir: str, graph: Graph, engine: dict[str, Any],
-                ctx: Found) -> bool:
+    def observe(self, rec: PlatformRecord, case_dir: str, graph: Graph, ctx: Found) -> bool:
         """Count one failing case (``case_dir``: its model's kept folder); True when its
         fingerprint is new in this run."""
         if rec.fingerprint is None:
             return False
         fid = rec.key
-        platform = platform_of(engine)
+        platform = ctx.platform
         entry = self.known.get(fid) or KnownBug(rec.fingerprint, rec.fingerprint.title, now())
         platforms = entry.platforms + ((platform,) if platform and platform not in entry.platforms else ())
         entry = replace(entry, count=entry.count + 1, last_seen=now(), platforms=platforms)
         first = fid not in self.seen_this_run
         self.seen_this_run[fid] = self.seen_this_run.get(fid, 0) + 1
         if first:
-            entry = replace(entry, bundle=str(self.write_bundle(rec, case_dir, graph, engine, ctx)))
+            entry = replace(entry, bundle=str(self.write_bundle(rec, case_dir, graph, ctx)))
         self.known[fid] = entry
         return first
 
@@ -136,8 +142,7 @@ class BugBook:
     def bundle_dir(self, fid: str) -> Path:
         return self.dir / fid
 
-    def write_bundle(self, rec: PlatformRecord, case_dir: str, graph: Graph, engine: dict[str, Any],
-                     ctx: Found) -> Path:
+    def write_bundle(self, rec: PlatformRecord, case_dir: str, graph: Graph, ctx: Found) -> Path:
         fp = rec.fingerprint
         assert fp is not None, "a bundle is written for a failure"
         d = self.bundle_dir(rec.key)
@@ -153,10 +158,10 @@ class BugBook:
         size = len(graph.block_nodes())
         meta = BundleMeta(
             id=rec.key, fingerprint=fp, title=fp.title, status=rec.status, stage=rec.stage,
-            engine=EngineInfo.of_hello(engine), op=rec.op, node=rec.node, message=rec.message, seed=ctx.seed,
+            engine=ctx.engine, op=rec.op, node=rec.node, message=rec.message, seed=ctx.seed,
             symptom=rec.symptom, direction=rec.direction, after=rec.after, crosscheck=rec.crosscheck,
             case_index=rec.index, case_seed=graph.seed, graph_hash=rec.hash, tool_version=__version__,
-            platforms=(platform_of(engine),), occurrences=1, first_seen=now(), last_seen=now(),
+            platforms=(ctx.platform,), occurrences=1, first_seen=now(), last_seen=now(),
             tolerance=ctx.tolerance, original_size=size, minimized_size=size)
         meta.write(d)
         (d / "graph.json").write_text(graph.to_json())
@@ -197,11 +202,6 @@ class BugBook:
         """repro.py (TensorFlow rebuilds the model) and, when the model and its data are small,
         repro_engine.py (they are embedded: only the engine is needed)."""
         write_repros(self.templates, d, graph, meta)
-
-
-def platform_of(engine: dict[str, Any]) -> str:
-    """The platform a worker's hello names (its label or platform name, else its machine)."""
-    return engine.get("platform") or engine.get("machine", "")
 
 
 def mermaid(g: Graph, highlight: str = "") -> str:

@@ -19,7 +19,7 @@ from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .minimize import minimize
 from .rootcause import local_key
-from .triage import Round, Verdict, confirm
+from .triage import BuildOutputs, Round, Verdict, confirm
 
 # A call the minimiser starts near its time limit may run this much past it, at least
 # CALL_MIN_S: never a whole stage timeout (30 s of an engine hang) past the campaign's deadline.
@@ -192,7 +192,7 @@ def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict,
             return Round(base, pr, outs, res.fingerprint is not None and not pr)
         return Round(pr, base, outs, res.base.fingerprint is not None and not base)
 
-    def same_outputs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    def same_outputs(a: BuildOutputs, b: BuildOutputs) -> bool:
         if target.status not in ("DCF", "XBF"):  # a crash or an error: its outputs are not the bug
             return True
         return all(set(a[k]) == set(b[k]) and all(d.ok for d in judge_outputs(a[k], b[k], sorted(a[k]), tol))

@@ -30,6 +30,7 @@ from ..records.keys import (  # noqa: F401 - SPECIAL_INPUT, same_class re-export
 from ..ops.domains import Choice
 from ..ops.registry import registry
 from ..ops.recorded import RecordedSpec
+from ..ops.specs import Params
 
 
 _MISSING_OUTPUT = re.compile(r"Can't find output|returned (?:\d+|N) of (?:\d+|N) outputs|output missing")
@@ -171,7 +172,7 @@ def _param_text(g: Graph, op: str, k: str, v: Any) -> str:
 UNPROVEN = "unproven_params"
 
 
-def simplest_choices(g: Graph, node: str) -> dict[str, Any]:
+def simplest_choices(g: Graph, node: str) -> Params:
     """Node ``node``'s choice parameters that are not at their simplest value: each one's
     simplest value (the first of its domain)."""
     return {k: others[0] for k, others in simpler_choices(g, node).items()}

@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from .fingerprint import Fingerprint
 from ..records.case import CaseRecord, PlatformRecord
 from ..records.enums import Policy, Verdict
@@ -179,18 +181,22 @@ def candidates(verdicts: dict[str, BugVerdict], kinds: tuple[Verdict, ...] = BLA
 
 # --------------------------------------------------------------------------- confirmation
 
+# Each build's ("pr", "base") outputs of one replay, by output name.
+BuildOutputs = dict[str, dict[str, np.ndarray]]
+
+
 @dataclass
 class Round:
     """One replay of a model on fresh workers of both builds."""
 
     pr_shows: bool | None  # None: the deadline cut the replay short
     base_shows: bool = False
-    outputs: dict[str, Any] = field(default_factory=dict)  # both builds' outputs, to catch nondeterminism
+    outputs: BuildOutputs = field(default_factory=dict)  # both builds' outputs, to catch nondeterminism
     base_other: bool = False  # the other build failed, but not with this fingerprint
 
 
 def confirm(replay_round: Callable[[float], Round], verdict: Verdict, until: float, rounds: int = ROUNDS,
-            same_outputs: Callable[[dict[str, Any], dict[str, Any]], bool] = lambda a, b: True) -> tuple[Verdict, str]:
+            same_outputs: Callable[[BuildOutputs, BuildOutputs], bool] = lambda a, b: True) -> tuple[Verdict, str]:
     """Replay a new, changed or fixed fingerprint; (final verdict, what the replays showed).
 
     Pre-existing as soon as the other build shows it too; flaky as soon as its own

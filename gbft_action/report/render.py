@@ -21,7 +21,7 @@ from markupsafe import Markup
 from ..bugs.bundle import ALONE_FILE, TEMPLATES, mermaid
 from ..bugs.repro import STATUS_TEXT, engine_needs, render_repro
 from ..graph.ir import Graph
-from ..records.bundle import BundleMeta
+from ..records.bundle import BundleMeta, EngineInfo
 from ..records.report import ReportEntry
 from ..records.summary import RootCauseRow, ShardRun, Summary
 from .markers import IssueState, TrackedRow
@@ -184,9 +184,9 @@ class Renderer:
             rows=rows, regressed=regressed, pr_link=Markup(ctx.pr_link), commit=ctx.commit,
             run_link=Markup(ctx.run_link), what=symptom_text(symptom)))
 
-    def fixed(self, engine: dict[str, Any], ctx: RunContext, platforms: list[str], closing: bool) -> str:
+    def fixed(self, engine: EngineInfo, ctx: RunContext, platforms: list[str], closing: bool) -> str:
         return self.env.get_template("fixed.md.j2").render(
-            engine={"name": engine.get("engine", ""), "version": engine.get("version", "")}, commit=ctx.commit,
+            engine={"name": engine.engine, "version": engine.version}, commit=ctx.commit,
             platforms=platforms or ["?"], closing=closing, run_link=Markup(ctx.run_link))
 
     def summary(self, summary: Summary, headline: str, sections: list[dict[str, Any]],

@@ -24,7 +24,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..bugs.rootcause import same_class
-from ..records import BundleMeta, FailureRow, Policy, RecordError, RootCauseRow, Summary
+from ..records import BundleMeta, EngineInfo, FailureRow, Policy, RecordError, RootCauseRow, Summary
 from ..records.report import ReportEntry
 from .markers import IssueState, TrackedRow
 from .render import TRACKING_TITLES, Renderer, RunContext, symptom_text
@@ -514,7 +514,8 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
             v = replay(lane, small or g, meta.fingerprint, key=bundle_key(meta) if small is not None else None)
             entry = replace(entry, title=meta.title)
             if v.outcome == "passes":
-                tracker.comment(issue.number, render.fixed(lane.eng.hello, ctx, [lane.eng.hello.get("machine", "")],
+                engine = EngineInfo.of_hello(lane.eng.hello)
+                tracker.comment(issue.number, render.fixed(engine, ctx, [engine.machine],
                                                            cfg.close_fixed))
                 if cfg.close_fixed:
                     tracker.close(issue.number)
