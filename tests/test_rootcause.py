@@ -1013,3 +1013,27 @@ def test_a_crash_no_operator_gives_alone_is_the_proven_crashers_of_its_model():
                       {"f1": Diagnosed(alone, 1), "f2": Diagnosed(abort, 1), "f3": Diagnosed(strided, 1),
                        "f4": Diagnosed(both, 3)}, lambda s: "report")
     assert len(causes) == 4
+
+
+def test_a_needed_parameter_names_every_value_its_defect_shows_with():
+    # MNN reads Resize's nearest_mode ceil and round_prefer_ceil alike (s3n: two keys, one per
+    # value): each diagnosis tries the other values alone, and both name both, in one key.
+    from gbft_action.bugs.rootcause import salient_params
+
+    def pad(mode: str) -> Graph:
+        return Graph({"in0": TensorType((1, 2, 3, 3), "float32")},
+                     [Node("n0", "Pad", ["in0"], {"mode": mode, "pads": [[1, 1], [0, 0], [0, 0], [0, 0]], "value": 0.0},
+                           TensorType((3, 2, 3, 3), "float32"))], ["n0"], 1, {"frontend": "onnx"})
+
+    lane = PadLane({"edge": Symptom.WRONG, "reflect": Symptom.WRONG})
+    texts = set()
+    for mode in ("edge", "reflect"):
+        res = lane.run(0, pad(mode), 10)
+        small = needed_params(lane, res, "n0", res.symptom, None, until=1e12)
+        assert small.node("n0").params["mode"] == mode  # right in constant mode: needed
+        texts.add(salient_params(small, "n0"))
+    assert texts == {"mode=reflect or edge"}
+    # One failing value: named alone, as before.
+    one = PadLane({"edge": Symptom.WRONG})
+    res = one.run(0, pad("edge"), 10)
+    assert salient_params(needed_params(one, res, "n0", res.symptom, None, until=1e12), "n0") == "mode=edge"

@@ -33,7 +33,8 @@ from ..records.bundle import BundleMeta
 from ..records.keys import Fingerprint
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
 from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, in_pattern, local_key,
-                        UNPROVEN, root_key, same_class, simpler_choices, suspect, suspect_node)
+                        FAILING_VALUES, UNPROVEN, choice_domain, root_key, same_class, simpler_choices, suspect,
+                        suspect_node)
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
@@ -175,7 +176,7 @@ def needed_params(lane: Lane, res: CaseResult, node: str, symptom: str, where: l
     values = lane.reference_values(res, until - time.monotonic())
     if values is None:
         return g
-    unproven = []
+    unproven, failing = [], {}
     for k, simpler in simpler_choices(g, node).items():
         said = None
         for v in simpler:
@@ -188,7 +189,34 @@ def needed_params(lane: Lane, res: CaseResult, node: str, symptom: str, where: l
                 break
         if said is None:  # no simpler value is valid with the others (align_corners, half-pixel)
             unproven.append(k)
-    return replace(g, meta={**g.meta, UNPROVEN: unproven}) if unproven else g
+        elif not said:  # needed: which of its other values are as wrong names the defect
+            failing[k] = failing_values(lane, g, node, k, values, where, until, symptom, known_right=v)
+    meta = {**g.meta, **({UNPROVEN: unproven} if unproven else {}),
+            **({FAILING_VALUES: failing} if any(len(x) > 1 for x in failing.values()) else {})}
+    return replace(g, meta=meta) if meta != g.meta else g
+
+
+# A parameter with more values than this is not swept (a recorded operator's instance index).
+MAX_SWEPT = 8
+
+
+def failing_values(lane: Lane, g: Graph, node: str, k: str, values: dict[str, np.ndarray], where: list[str] | None,
+                   until: float, symptom: str, known_right: Any) -> list[Any]:
+    """The values of ``node``'s parameter ``k`` (needed by its defect) with which the node alone
+    is as wrong, its own first, then in its domain's order: "nearest_mode=ceil" and
+    "nearest_mode=round_prefer_ceil" are one defect (MNN reads both as floor) when each fails
+    with the other's value too, and the key names both."""
+    own = g.node(node).params[k]
+    domain = list(choice_domain(g, node, k))
+    if len(domain) > MAX_SWEPT:
+        return [own]
+    wrong = [own]
+    for v in domain:
+        if v in (own, known_right) or time.monotonic() > until:
+            continue
+        if _still_wrong(run_alone(lane, _with_param(g, node, k, v), node, values, where, until), symptom):
+            wrong.append(v)
+    return wrong
 
 
 def _still_wrong(iso: CaseResult | None, symptom: str) -> bool | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..graph.ir import Graph, Node
@@ -147,7 +148,11 @@ def salient_params(g: Graph, node: str) -> str:
     except KeyError:
         return ""
     skip = set(g.meta.get(UNPROVEN, ())) | {keyed_op(g, n)[1]}
-    return ", ".join(_param_text(g, n.op, k, n.params[k]) for k in simplest_choices(g, node) if k not in skip)
+    failing = g.meta.get(FAILING_VALUES) or {}
+    # The values a defect shows with, in the domain's order: the same text from either of them.
+    in_order = lambda k: [x for x in choice_domain(g, node, k) if x in failing.get(k, ())]  # noqa: E731
+    return ", ".join(_param_text(g, n.op, k, n.params[k], in_order(k)) for k in simplest_choices(g, node)
+                     if k not in skip)
 
 
 def keyed_op(g: Graph, n: Node) -> tuple[str, str]:
@@ -158,18 +163,31 @@ def keyed_op(g: Graph, n: Node) -> tuple[str, str]:
     return lowered if lowered else (n.op, "")
 
 
-def _param_text(g: Graph, op: str, k: str, v: Any) -> str:
-    """``k=v``; a recorded operator's instance as what sets it apart (ops.recorded): "instance=7"
-    tells a maintainer nothing, "equation=ij,jk->ik, int32 input" does."""
+def _param_text(g: Graph, op: str, k: str, v: Any, failing: Sequence[Any] = ()) -> str:
+    """``k=v`` (``k=v or w`` where the defect shows with each of ``failing``); a recorded
+    operator's instance as what sets it apart (ops.recorded): "instance=7" tells a maintainer
+    nothing, "equation=ij,jk->ik, int32 input" does."""
     spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(op)
     if k == "instance" and isinstance(spec, RecordedSpec) and isinstance(v, int) and 0 <= v < len(spec.instances):
         return spec.instances[v].describe() or f"{k}={v}"
+    if len(failing) > 1:
+        return f"{k}=" + " or ".join(str(x) for x in failing)
     return f"{k}={v}"
 
 
 # Graph meta: the blamed node's parameters that no valid simpler value could be tried for
 # (bugs.diagnose.needed_params): not shown to be needed, so not named in the key.
 UNPROVEN = "unproven_params"
+# Graph meta: for a parameter the defect needs, every value the node alone is as wrong with
+# (bugs.diagnose.failing_values): the key names them all.
+FAILING_VALUES = "failing_values"
+
+
+def choice_domain(g: Graph, node: str, k: str) -> tuple[Any, ...]:
+    """The values node ``node``'s choice parameter ``k`` takes (() for another kind of parameter)."""
+    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(g.node(node).op)
+    dom = spec.domains.get(k) if spec is not None else None
+    return tuple(dom.values) if isinstance(dom, Choice) else ()
 
 
 def simplest_choices(g: Graph, node: str) -> Params:
