@@ -1037,3 +1037,22 @@ def test_a_needed_parameter_names_every_value_its_defect_shows_with():
     one = PadLane({"edge": Symptom.WRONG})
     res = one.run(0, pad("edge"), 10)
     assert salient_params(needed_params(one, res, "n0", res.symptom, None, until=1e12), "n0") == "mode=edge"
+
+
+def test_a_simpler_value_right_with_one_draw_of_its_constants_is_tried_with_others():
+    # Less of two negatives is wrong in MNN whatever its operand's form; a simpler form that drew
+    # a positive constant said "right", and the key named operand=scalar (s3n, beside "Less").
+    class DrawLane(PadLane):
+        def run(self, index, g, budget, platforms=None, base=False, inputs=None):
+            res = super().run(index, g, budget, platforms, base, inputs)
+            if g.seed % 3 == 2:  # this draw of the constants shows the defect in constant mode too
+                res.status, res.node, res.symptom = Status.DCF, g.outputs[0], Symptom.WRONG.value
+            return res
+
+    g = Graph({"in0": TensorType((1, 2, 3, 3), "float32")},
+              [Node("n0", "Pad", ["in0"], {"mode": "edge", "pads": [[1, 1], [0, 0], [0, 0], [0, 0]], "value": 0.0},
+                    TensorType((3, 2, 3, 3), "float32"))], ["n0"], 1, {"frontend": "onnx"})
+    lane = DrawLane({"edge": Symptom.WRONG})
+    res = lane.run(0, g, 10)
+    small = needed_params(lane, res, "n0", res.symptom, None, until=1e12)
+    assert small.node("n0").params["mode"] == "constant" and small.seed == 2  # the draw that showed it

@@ -182,8 +182,7 @@ def needed_params(lane: Lane, res: CaseResult, node: str, symptom: str, where: l
         for v in simpler:
             if time.monotonic() > until:
                 return g
-            trial = _with_param(g, node, k, v)
-            said = _still_wrong(run_alone(lane, trial, node, values, where, until), symptom)
+            said, trial = still_wrong_redrawn(lane, _with_param(g, node, k, v), node, values, where, until, symptom)
             if said is not None:  # the simplest value the reference takes decides
                 g = trial if said else g  # as wrong without it: the defect does not hinge on k
                 break
@@ -214,9 +213,29 @@ def failing_values(lane: Lane, g: Graph, node: str, k: str, values: dict[str, np
     for v in domain:
         if v in (own, known_right) or time.monotonic() > until:
             continue
-        if _still_wrong(run_alone(lane, _with_param(g, node, k, v), node, values, where, until), symptom):
+        if still_wrong_redrawn(lane, _with_param(g, node, k, v), node, values, where, until, symptom)[0]:
             wrong.append(v)
     return wrong
+
+
+# Other draws of a trial's constants (its graph seed) before calling a parameter value right.
+REDRAWS = 2
+
+
+def still_wrong_redrawn(lane: Lane, trial: Graph, node: str, values: dict[str, np.ndarray], where: list[str] | None,
+                        until: float, symptom: str) -> tuple[bool | None, Graph]:
+    """Whether ``node`` alone in ``trial`` is still wrong (bugs.diagnose._still_wrong), and the
+    trial that said so.  Right with one draw of its constants is tried with REDRAWS others: a
+    value-dependent defect (Less of two negatives) is not a parameter's when the simpler form
+    only drew a positive constant (s3n keyed "Less (operand=scalar)" beside "Less")."""
+    said = _still_wrong(run_alone(lane, trial, node, values, where, until), symptom)
+    for j in range(1, REDRAWS + 1):
+        if said is not False or time.monotonic() > until:
+            break
+        again = replace(trial, seed=trial.seed + j)
+        if _still_wrong(run_alone(lane, again, node, values, where, until), symptom):
+            return True, again
+    return said, trial
 
 
 def _still_wrong(iso: CaseResult | None, symptom: str) -> bool | None:
