@@ -18,6 +18,7 @@ May import: bugs (bundle, minimize, replay, rootcause), graph, oracle, pipeline.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import time
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..graph.ir import Graph, Node
+from ..ops.domains import FloatRange
+from ..ops.registry import registry
 from ..oracle import DISCONTINUOUS, Status
 from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
@@ -225,14 +228,15 @@ REDRAWS = 2
 def still_wrong_redrawn(lane: Lane, trial: Graph, node: str, values: dict[str, np.ndarray], where: list[str] | None,
                         until: float, symptom: str) -> tuple[bool | None, Graph]:
     """Whether ``node`` alone in ``trial`` is still wrong (bugs.diagnose._still_wrong), and the
-    trial that said so.  Right with one draw of its constants is tried with REDRAWS others: a
-    value-dependent defect (Less of two negatives) is not a parameter's when the simpler form
-    only drew a positive constant (s3n keyed "Less (operand=scalar)" beside "Less")."""
+    trial that said so.  Right with one draw of its constants and real-valued parameters is
+    tried with REDRAWS others: a value-dependent defect is not a parameter's when the simpler
+    form only drew a positive constant (s3n keyed "Less (operand=scalar)" beside "Less"), or a
+    constant-mode Pad padded with the 0 MNN writes (pad-batch keyed with and without mode=edge)."""
     said = _still_wrong(run_alone(lane, trial, node, values, where, until), symptom)
     for j in range(1, REDRAWS + 1):
         if said is not False or time.monotonic() > until:
             break
-        again = replace(trial, seed=trial.seed + j)
+        again = _redrawn(trial, node, j)
         if _still_wrong(run_alone(lane, again, node, values, where, until), symptom):
             return True, again
     return said, trial
@@ -249,6 +253,17 @@ def _still_wrong(iso: CaseResult | None, symptom: str) -> bool | None:
     if any(r.status in DCF_LIKE and same_class(r.symptom) == same_class(symptom) for r in runs):
         return True
     return False if runs and all(r.status == Status.DCP for r in runs) else None
+
+
+def _redrawn(g: Graph, node: str, j: int) -> Graph:
+    """g with another draw (``j``) of its constants (the graph seed) and of ``node``'s real-valued
+    parameters (a Pad's value, a LeakyRelu's alpha): nothing that changes a shape or a choice."""
+    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(g.node(node).op)
+    rng = random.Random(g.seed + j)
+    for k, dom in sorted(spec.domains.items()) if spec is not None else ():
+        if isinstance(dom, FloatRange) and k in g.node(node).params:
+            g = _with_param(g, node, k, dom.draw(rng))
+    return replace(g, seed=g.seed + j)
 
 
 def _with_param(g: Graph, node: str, k: str, v: Any) -> Graph:
