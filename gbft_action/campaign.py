@@ -53,7 +53,7 @@ from .oracle import Status, Tolerance
 from .records.enums import Policy, StopReason, Symptom, Verdict
 from .records.campaign import CampaignRecord, Session
 from .records.case import CaseRecord, PlatformRecord
-from .records.summary import EngineSummary, FailureRow, HarnessErrors, Summary, TriageSummary
+from .records.summary import Diagnosis, EngineSummary, FailureRow, HarnessErrors, Summary, TriageSummary
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource, shard_text
 from .search.guided import GuidedSource
@@ -233,7 +233,7 @@ class Campaign:
         if cfg.base is not None and (len(self.platforms) > 1 or self.platforms[0].prefix):
             raise ValueError("a base build runs on this machine only: use it with one native platform")
         self.sessions: list[Session] = []
-        self.minimized: dict[str, dict[str, Any]] = {}
+        self.minimized: dict[str, Diagnosis] = {}
         self.confirmed: dict[str, tuple[triage.Verdict, str]] = {}  # fingerprint -> (verdict, how)
         self._candidates = triage.Candidates()  # what confirmation will replay (_confirm_tail)
         self._rounds: list[float] = []  # wall time of each confirmation round so far
@@ -638,7 +638,7 @@ class Diagnoser:
     book: BugBook
     limit: float  # seconds at most per fingerprint
     symptom_policy: dict[str, str]
-    minimized: dict[str, Any]
+    minimized: dict[str, Diagnosis]
     diagnosed: set[tuple[str, str, str]]
     stopped: Callable[[], bool] = lambda: False
 
@@ -647,7 +647,7 @@ class Diagnoser:
         heads, rest = diagnosis_order(firsts, self.book.seen_this_run, self.symptom_policy)
         # Each pass shares what is left fairly among its own fingerprints (heads first: they
         # decide the keys); then the minimisations a share cut short go on once.
-        unfinished = lambda f: f in self.minimized and not self.minimized[f].get("complete", True)  # noqa: E731
+        unfinished = lambda f: f in self.minimized and not self.minimized[f].complete  # noqa: E731
         for group, resume in ((heads, False), (rest, False), ([*heads, *rest], True)):
             todo = [f for f in group if unfinished(f)] if resume else [f for f in group if f not in self.minimized]
             self._all(lanes, firsts, todo, resume, deadline)
@@ -682,7 +682,7 @@ class Diagnoser:
                 f.result()
 
 
-def _diagnosed_or_error(lane: Lane, book: BugBook, fid: str, limit: float, resume: bool) -> dict[str, Any]:
+def _diagnosed_or_error(lane: Lane, book: BugBook, fid: str, limit: float, resume: bool) -> Diagnosis:
     """diagnose(), or, when the harness itself raised on this fingerprint, its error as the
     diagnosis's stats: one bundle the harness cannot diagnose (numpy's "array is too big" once,
     in an emulated arm64 run) must not take the campaign's judged models and summary with it.
@@ -692,19 +692,18 @@ def _diagnosed_or_error(lane: Lane, book: BugBook, fid: str, limit: float, resum
     except Exception as e:  # noqa: BLE001 - a harness defect on one bundle: counted, not fatal
         import traceback
 
-        return {"complete": True, "error": f"diagnosis: {type(e).__name__}: {e}"[:300],
-                "trace": traceback.format_exc()[-2000:]}
+        return Diagnosis(error=f"diagnosis: {type(e).__name__}: {e}"[:300], trace=traceback.format_exc()[-2000:])
 
 
 # --------------------------------------------------------------------------- planning
 # The budget's plan as functions of what the campaign has seen (tested without a Campaign).
 
 
-def reserve(share: float, budget: float, diagnoses: list[dict[str, Any]], undiagnosed: int) -> float:
+def reserve(share: float, budget: float, diagnoses: list[Diagnosis], undiagnosed: int) -> float:
     """Seconds kept at the end for confirming and diagnosing: ``share``, or more (up to
     MAX_RESERVE of the budget) when more distinct failures (local keys) are ``undiagnosed``
     than the share can diagnose, at the seconds the last ``diagnoses`` took each."""
-    recent = [d.get("wall", d.get("seconds", 0.0)) for d in diagnoses[-20:]]
+    recent = [d.seconds for d in diagnoses[-20:]]
     each = sum(recent) / len(recent) if recent else DIAG_ESTIMATE_S
     return max(share, min(MAX_RESERVE * budget, undiagnosed * each))
 
@@ -757,7 +756,7 @@ class SummaryInputs:
     book: BugBook
     new_ids: list[str]  # fingerprints not seen before (--state), not flaky
     run_id: str
-    minimized: dict[str, Any]
+    minimized: dict[str, Diagnosis]
     bugs_dir: str
     triage: TriageInputs | None = None
     coverage: dict[str, Any] | None = None
@@ -791,7 +790,7 @@ def summarize(inp: SummaryInputs) -> Summary:
                             tuple(bv.to_row() for k, bv in sorted(verdicts.items()) if k not in seen))
     rows = tuple(replace(f, root_cause=of[f.key]) for f in failures)
     # Diagnoses the harness failed on count with the results it failed on (_diagnosed_or_error).
-    failed = [m["error"] for m in inp.minimized.values() if isinstance(m, dict) and m.get("error")]
+    failed = [m.error for m in inp.minimized.values() if m.error]
     counts = _counts(inp.records, inp.sessions, {"engine": inp.cfg.engine, **inp.engine}, inp.platform_info)
     harness = counts.harness_errors
     return replace(

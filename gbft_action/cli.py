@@ -367,7 +367,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
                 (bugs / meta.id).symlink_to(Path(args.bundle).resolve())
                 book = BugBook(bugs.parent)
                 stats = minimize_bug(lane, book, meta.id, args.time_limit)
-                print(json.dumps(stats, indent=2))
+                print(json.dumps(stats.to_json(), indent=2))
                 return EXIT_OK
             target = meta.fingerprint
             model = g if args.original or small is None else small

@@ -43,7 +43,7 @@ from . import __version__
 from .bugs import triage
 from .bugs.bundle import BugBook, known_of
 from .records import BundleMeta, RecordError, Summary
-from .records.summary import ShardRun
+from .records.summary import Diagnosis, ShardRun
 from .records.known import KnownBug
 from .records.campaign import CampaignRecord, ShardPart
 from .records.case import CASES_FILE, CaseRecord, read_cases
@@ -407,12 +407,12 @@ def _confirmed(parts: list[Part]) -> dict[str, tuple[triage.Verdict, str]]:
             for bv in [min(bvs, key=lambda b: json.dumps(b.to_json(), sort_keys=True))]}
 
 
-def _minimized(summaries: list[Summary]) -> dict[str, Any]:
-    every: dict[str, list[dict[str, Any]]] = {}
+def _minimized(summaries: list[Summary]) -> dict[str, Diagnosis]:
+    every: dict[str, list[Diagnosis]] = {}
     for s in summaries:
         for fid, stats in s.minimized.items():
             every.setdefault(fid, []).append(stats)
-    return {fid: _pick(v) for fid, v in sorted(every.items())}
+    return {fid: min(v, key=lambda d: json.dumps(d.to_json(), sort_keys=True)) for fid, v in sorted(every.items())}
 
 
 def _campaign_record(parts: list[Part], shards: dict[str, ShardPart], stage: Path) -> None:

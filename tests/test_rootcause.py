@@ -11,7 +11,8 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from gbft_action.records import FailureRow, Fingerprint, Verdict
+from gbft_action.records import FailureRow, Fingerprint, MinimizeStats, Verdict
+from gbft_action.records.summary import Diagnosis
 from gbft_action.bugs.diagnose import Blame, _from_blame, blame, candidates, needed_params, single_node
 from gbft_action.bugs.policy import policy_for
 from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Sighting, Symptom, assemble, classify, in_pattern, local_key,
@@ -499,7 +500,7 @@ def test_the_reserve_goes_to_one_fingerprint_per_local_key_first(monkeypatch):
 
     def fake_diagnose(lane, book, fid, limit, resume):
         calls.append((fid, limit, resume))
-        return {"complete": fid != "h1" or resume, "wall": limit}
+        return Diagnosis(MinimizeStats(complete=fid != "h1" or resume), wall=limit)
 
     monkeypatch.setattr(C, "diagnose", fake_diagnose)
     rec = lambda fid, op, n: {"key": fid, "status": "DCF", "symptom": "wrong-result", "fingerprint": {"op": op},  # noqa: E731
@@ -821,7 +822,7 @@ def test_every_lane_diagnoses_fingerprints_of_its_own_front_end(monkeypatch):
     def fake_diagnose(lane, book, fid, limit, resume):
         seen.append((fid, lane.name, threading.current_thread().name))
         _time.sleep(0.05)
-        return {"complete": True}
+        return Diagnosis()
 
     monkeypatch.setattr(C, "diagnose", fake_diagnose)
     rec = lambda fid, op, fe: {"key": fid, "status": "DCF", "symptom": "wrong-result", "n_nodes": 3,  # noqa: E731

@@ -16,6 +16,7 @@ from gbft_action.campaign import FuzzConfig, SummaryInputs, StopReason, summariz
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.records import HarnessErrors, Summary
 from gbft_action.records.case import CaseRecord, PlatformRecord
+from gbft_action.records.summary import Diagnosis
 
 ENGINE = {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}
 
@@ -69,8 +70,8 @@ def test_the_reserve_grows_with_undiagnosed_keys_up_to_its_cap():
 
     assert reserve(60.0, 600.0, [], 0) == 60.0  # the configured share at least
     assert reserve(60.0, 600.0, [], 10) == max(60.0, 10 * DIAG_ESTIMATE_S)  # no diagnosis yet: the estimate
-    assert reserve(60.0, 600.0, [{"wall": 8.0}] * 5, 20) == 160.0  # 20 keys at the 8 s the last ones took
-    assert reserve(60.0, 600.0, [{"wall": 8.0}], 1000) == MAX_RESERVE * 600.0  # never past the cap
+    assert reserve(60.0, 600.0, [Diagnosis(wall=8.0)] * 5, 20) == 160.0  # 20 keys at the 8 s the last ones took
+    assert reserve(60.0, 600.0, [Diagnosis(wall=8.0)], 1000) == MAX_RESERVE * 600.0  # never past the cap
 
 
 def test_diagnosis_order_puts_one_reportable_fingerprint_per_local_key_first():
@@ -99,15 +100,16 @@ def test_a_diagnosis_the_harness_fails_on_is_counted_not_fatal(tmp_path: Path, m
 
     monkeypatch.setattr(C, "diagnose", broken)
     stats = C._diagnosed_or_error(None, None, "f1", 5.0, False)  # type: ignore[arg-type]
-    assert stats["complete"] and stats["error"].startswith("diagnosis: ValueError: array is too big")
-    assert "broken" in stats["trace"]  # where it raised, for the harness's maintainers
+    assert stats.complete and stats.error.startswith("diagnosis: ValueError: array is too big")
+    assert "broken" in stats.trace  # where it raised, for the harness's maintainers
     book = BugBook(tmp_path)
     records = _records(book)
     s = summarize(SummaryInputs(records=records, sessions=[Session(1.0, 4, "x")],
                                 cfg=FuzzConfig(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}},
                                 book=book, new_ids=sorted(book.seen_this_run), run_id="r",
                                 minimized={"f1": stats}, bugs_dir=""))
-    assert s.harness_errors == HarnessErrors(1, stats["error"])  # shown in the job summary
+    assert s.harness_errors == HarnessErrors(1, stats.error)  # shown in the job summary
+    assert Summary.from_json(json.loads(json.dumps(s.to_json()))).minimized["f1"] == stats  # read back the same
 
 
 def test_one_fuzz_configuration_checked_once_names_the_bad_setting(tmp_path, capsys):

@@ -34,6 +34,7 @@ from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
 from ..records.bundle import BundleMeta
 from ..records.keys import Fingerprint
+from ..records.summary import Diagnosis
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
 from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, in_pattern, local_key,
                         FAILING_VALUES, UNPROVEN, choice_domain, root_key, same_class, simpler_choices, suspect,
@@ -290,7 +291,7 @@ def relative_error(r: CaseResult) -> float:
 ROUNDING = 1e-6
 
 
-def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: bool = False) -> dict[str, Any]:
+def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: bool = False) -> Diagnosis:
     """Minimise bundle ``fid`` (``resume``: on from its minimised model), then key it
     (bugs.rootcause); the key goes into its meta.json as "root_cause".  Returns the
     minimiser's stats with the key."""
@@ -304,8 +305,8 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
     book.set_root_cause(fid, key)
     if alone is not None:
         book.add_alone(fid, alone)
-    return {**stats, "root_cause": key.id, "symptom_was": _symptom(meta0),
-            "wall": round(time.monotonic() - until + time_limit, 2)}  # minimising and isolating
+    return replace(stats, root_cause=key.id, symptom_was=_symptom(meta0),
+                   wall=round(time.monotonic() - until + time_limit, 2))  # minimising and isolating
 
 
 def _symptom(meta: BundleMeta) -> str:

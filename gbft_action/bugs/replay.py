@@ -7,7 +7,6 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from ..graph.ir import Graph
 from ..oracle import Status, judge_outputs
 from ..pipeline import CaseResult, Lane
 from ..records.bundle import BundleMeta
+from ..records.summary import Diagnosis
 from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .minimize import minimize
@@ -136,7 +136,7 @@ def load_bundle(bundle: Path) -> tuple[BundleMeta, Graph, Graph | None]:
 
 
 def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_flaky: bool = True,
-                 resume: bool = False) -> dict[str, Any]:
+                 resume: bool = False) -> Diagnosis:
     """Minimise bundle ``fid`` keeping its fingerprint; then (``check_flaky``) check it for flakiness.
     ``resume``: go on from the minimised model (a run cut short by its time limit)."""
     bundle = book.bundle_dir(fid)
@@ -165,10 +165,10 @@ def minimize_bug(lane: Lane, book: BugBook, fid: str, time_limit: float, check_f
     run_graph(lane, small, budget(), platforms=where, keep=bundle)  # its model and data, for the repro
     book.add_minimized(fid, small, node if node and node != "-" else "", stats)
     if not check_flaky:
-        return stats.to_json()
+        return Diagnosis(stats)
     flaky = is_flaky(lane, small, target, platforms=where)
     book.set_flaky(fid, flaky)
-    return {**stats.to_json(), "flaky": flaky}
+    return Diagnosis(stats, flaky)
 
 
 def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict, until: float,

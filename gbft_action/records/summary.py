@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bugs.policy import policy_for
+from .bundle import MinimizeStats
 from .enums import Policy, Verdict
 from .io import Fields, RecordError, read_record, write_record
 from .keys import Fingerprint
@@ -51,6 +52,47 @@ class HarnessErrors:
     @staticmethod
     def from_json(f: Fields) -> HarnessErrors:
         return HarnessErrors(f.int("count", 0, 0), f.str("first"))
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What one fingerprint's diagnosis did (summary.json's "minimized"): the minimiser's stats,
+    whether its model's replays disagreed, the root-cause key it gave, the symptom before it and
+    its wall time; or the error the harness raised on it (counted, never fatal)."""
+
+    stats: MinimizeStats = MinimizeStats()
+    flaky: bool | None = None  # None: not checked
+    root_cause: str = ""
+    symptom_was: str = ""
+    wall: float | None = None  # None: the minimiser alone ran (gbft minimize)
+    error: str = ""
+    trace: str = ""
+
+    @property
+    def complete(self) -> bool:
+        """Not cut short by its time (a harness error is done with too)."""
+        return True if self.error else self.stats.complete
+
+    @property
+    def seconds(self) -> float:
+        return self.wall if self.wall is not None else self.stats.seconds
+
+    def to_json(self) -> dict[str, Any]:
+        if self.error:
+            return {"complete": True, "error": self.error, "trace": self.trace}
+        d = self.stats.to_json()
+        if self.flaky is not None:
+            d["flaky"] = self.flaky
+        if self.wall is not None:
+            d.update(root_cause=self.root_cause, symptom_was=self.symptom_was, wall=self.wall)
+        return d
+
+    @staticmethod
+    def from_json(f: Fields) -> Diagnosis:
+        if f.str("error"):
+            return Diagnosis(error=f.str("error"), trace=f.str("trace"))
+        return Diagnosis(MinimizeStats.from_json(f), f.opt_bool("flaky"), f.str("root_cause"), f.str("symptom_was"),
+                         f.float("wall") if f.d.get("wall") is not None else None)
 
 
 @dataclass(frozen=True)
@@ -232,7 +274,7 @@ class Summary:
     root_causes: tuple[RootCauseRow, ...] | None = None  # None: an output from before root causes
     symptom_policy: dict[str, Policy] = field(default_factory=dict)
     run_id: str = ""
-    minimized: dict[str, Any] = field(default_factory=dict)  # per fingerprint: what its diagnosis did
+    minimized: Mapping[str, Diagnosis] = field(default_factory=dict)  # per fingerprint: what its diagnosis did
     bugs_dir: str = ""
     tool_version: str = ""
     triage: TriageSummary | None = None  # with a base build
@@ -267,7 +309,7 @@ class Summary:
             "harness_errors": self.harness_errors.to_json(), "failures": [f.to_json() for f in self.failures],
             "new_failures": list(self.new_failures),
             "symptom_policy": {k: v.value for k, v in self.symptom_policy.items()}, "run_id": self.run_id,
-            "minimized": dict(self.minimized), "bugs_dir": self.bugs_dir}
+            "minimized": {k: v.to_json() for k, v in self.minimized.items()}, "bugs_dir": self.bugs_dir}
         if self.root_causes is not None:
             d["root_causes"] = [rc.to_json() for rc in self.root_causes]
         if self.triage is not None:
@@ -290,9 +332,14 @@ class Summary:
             harness_errors=HarnessErrors.from_json(f.obj("harness_errors")),
             failures=tuple(FailureRow.from_json(x, f"{where}: failures[{i}]") for i, x in enumerate(f.list("failures"))),
             new_failures=f.strs("new_failures"), root_causes=_root_causes(f, policy), symptom_policy=policy,
-            run_id=f.str("run_id"), minimized=f.mapping("minimized") or {}, bugs_dir=f.str("bugs_dir"),
+            run_id=f.str("run_id"), minimized=_diagnoses(f), bugs_dir=f.str("bugs_dir"),
             tool_version=f.str("tool_version"), triage=f.opt("triage", TriageSummary.from_json),
             coverage=f.mapping("coverage"), frontends=f.mapping("frontends"), shards=_shards(f))
+
+
+def _diagnoses(f: Fields) -> dict[str, Diagnosis]:
+    return {str(k): Diagnosis.from_json(Fields(v, f"{f.where}: minimized: {k}"))
+            for k, v in (f.mapping("minimized") or {}).items()}
 
 
 def _shards(f: Fields) -> dict[str, ShardRun] | None:
