@@ -53,7 +53,7 @@ from .oracle import Status, Tolerance
 from .records.enums import Policy, StopReason, Symptom, Verdict
 from .records.campaign import CampaignRecord, Session
 from .records.case import CaseRecord, PlatformRecord
-from .records.summary import Diagnosis, EngineSummary, FailureRow, HarnessErrors, Summary, TriageSummary
+from .records.summary import Diagnosis, EngineSummary, FailureRow, HarnessErrors, Outcomes, Summary, TriageSummary
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource, shard_text
 from .search.guided import GuidedSource
@@ -906,27 +906,26 @@ def harness_errors(flat: list[PlatformRecord]) -> HarnessErrors:
 
 
 def frontend_counts(records: list[CaseRecord], names: list[str],
-                    coverage: dict[str, Any]) -> dict[str, Any]:
+                    coverage: dict[str, Any]) -> dict[str, Outcomes]:
     """Per front end of a mixed campaign: models judged, outcomes, distinct failures, coverage."""
-    out: dict[str, Any] = {}
+    out: dict[str, Outcomes] = {}
     for name in names:
         mine = [rec for rec in records if rec.frontend == name]
         by = Counter(rec.status.value for rec in mine)
         keys = {r.key for rec in mine for r in rec.failures()}
-        out[name] = {"models": len(mine), "by_status": {s.value: by.get(s.value, 0) for s in Status},
-                     "unique_failures": len(keys), "coverage": coverage.get(name, {})}
+        out[name] = Outcomes(len(mine), {s.value: by.get(s.value, 0) for s in Status}, len(keys),
+                             coverage=coverage.get(name, {}))
     return out
 
 
-def platform_counts(flat: list[PlatformRecord], info: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def platform_counts(flat: list[PlatformRecord], info: dict[str, dict[str, Any]]) -> dict[str, Outcomes]:
     """Per platform: models judged there, outcomes, distinct failures, what its worker ran on."""
-    out: dict[str, Any] = {}
+    out: dict[str, Outcomes] = {}
     for name in dict.fromkeys([*info, *(r.platform for r in flat)]):
         mine = [r for r in flat if r.platform == name]
         by = Counter(r.status.value for r in mine)
-        out[name or "?"] = {"models": len(mine), "by_status": {s.value: by.get(s.value, 0) for s in Status},
-                            "unique_failures": len({r.key for r in mine if r.failed}),
-                            "machine": info.get(name, {}).get("machine", "")}
+        out[name or "?"] = Outcomes(len(mine), {s.value: by.get(s.value, 0) for s in Status},
+                                    len({r.key for r in mine if r.failed}), str(info.get(name, {}).get("machine", "")))
     return out
 
 

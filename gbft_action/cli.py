@@ -515,8 +515,8 @@ def print_summary(s: Summary, out: Path) -> None:
     if len(plats) > 1:  # one column per platform
         print(f"{'status':8s}" + "".join(f" {p:>12s}" for p in plats))
         for k in s.by_status:
-            print(f"{k:8s}" + "".join(f" {c['by_status'].get(k, 0):12d}" for c in plats.values()))
-        print(f"{'models':8s}" + "".join(f" {c['models']:12d}" for c in plats.values()))
+            print(f"{k:8s}" + "".join(f" {c.by_status.get(k, 0):12d}" for c in plats.values()))
+        print(f"{'models':8s}" + "".join(f" {c.models:12d}" for c in plats.values()))
     else:
         print(f"{'status':8s} {'count':>7s}")
         for k, v in s.by_status.items():
@@ -524,8 +524,8 @@ def print_summary(s: Summary, out: Path) -> None:
     if s.coverage:
         print("coverage: " + _coverage_line(s.coverage))
     for name, fe in (s.frontends or {}).items():  # a mixed campaign: each front end apart
-        print(f"{name:8s} {fe['models']:5d} models, {fe['unique_failures']} unique failures; "
-              f"coverage: {_coverage_line(fe['coverage']) if fe.get('coverage') else '-'}")
+        print(f"{name:8s} {fe.models:5d} models, {fe.unique_failures} unique failures; "
+              f"coverage: {_coverage_line(fe.coverage) if fe.coverage else '-'}")
     print(f"unique failures: {s.unique_failures}")
     for f in s.failures[:20]:
         where = f"  [{', '.join(f.platforms)}]" if len(plats) > 1 and f.platforms else ""

@@ -353,7 +353,7 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
     cfg = FuzzConfig(out=out, seed=rec.seed, blocks=rec.blocks, symptom_policy=rec.symptom_policy)
     sessions = [s for v in shards.values() for s in v.sessions]
     summaries = [p.summary for p in parts if p.summary is not None]
-    platform_info = {name: {"machine": str((s.platforms.get(name) or {}).get("machine", ""))}
+    platform_info = {name: {"machine": s.platforms[name].machine or "" if name in s.platforms else ""}
                      for s in summaries for name in s.platform_order}
     eng = min((s.engine for s in summaries), key=lambda e: json.dumps(e.to_json(), sort_keys=True), default=None)
     engine = {"engine": (eng.name if eng else "") or rec.engine, "version": eng.version if eng else "",

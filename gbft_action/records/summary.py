@@ -55,6 +55,29 @@ class HarnessErrors:
 
 
 @dataclass(frozen=True)
+class Outcomes:
+    """The models one part of a campaign judged (a platform, or a mixed campaign's front end),
+    their statuses and distinct failures; a platform's worker machine, a front end's coverage."""
+
+    models: int = 0
+    by_status: Mapping[str, int] = field(default_factory=dict)
+    unique_failures: int = 0
+    machine: str | None = None  # a platform's
+    coverage: dict[str, Any] | None = None  # a front end's (search.coverage's metrics)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"models": self.models, "by_status": dict(self.by_status),
+                             "unique_failures": self.unique_failures}
+        return {**d, **{k: v for k, v in (("machine", self.machine), ("coverage", self.coverage)) if v is not None}}
+
+    @staticmethod
+    def from_json(f: Fields) -> Outcomes:
+        return Outcomes(f.int("models", 0, 0), f.int_map("by_status"), f.int("unique_failures", 0, 0),
+                        f.str("machine") if "machine" in f.d else None,
+                        (f.mapping("coverage") or {}) if "coverage" in f.d else None)
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """What one fingerprint's diagnosis did (summary.json's "minimized"): the minimiser's stats,
     whether its model's replays disagreed, the root-cause key it gave, the symptom before it and
@@ -264,7 +287,7 @@ class Summary:
     seed: int | None = None
     blocks: tuple[int, ...] = ()
     engine: EngineSummary = EngineSummary()
-    platforms: dict[str, Any] = field(default_factory=dict)  # per platform: models, by_status, unique_failures, machine
+    platforms: Mapping[str, Outcomes] = field(default_factory=dict)  # per platform, with its worker's machine
     platform_order: tuple[str, ...] = ()
     stop_reason: str = ""
     sessions: int = 0
@@ -280,7 +303,7 @@ class Summary:
     triage: TriageSummary | None = None  # with a base build
     # Shown as they are (the job summary's coverage and front ends): JSON objects.
     coverage: dict[str, Any] | None = None
-    frontends: dict[str, Any] | None = None
+    frontends: Mapping[str, Outcomes] | None = None  # a mixed campaign: per front end, with its coverage
     shards: Mapping[str, ShardRun] | None = None  # a merged campaign's shards ("2/3") and how far each got
     version: int = SUMMARY_VERSION
 
@@ -304,7 +327,7 @@ class Summary:
             "version": self.version, "tool_version": self.tool_version, "models": self.models,
             "elapsed_s": self.elapsed_s, "models_per_s": self.models_per_s, "by_status": dict(self.by_status),
             "unique_failures": self.unique_failures, "seed": self.seed, "blocks": list(self.blocks),
-            "engine": self.engine.to_json(), "platforms": dict(self.platforms),
+            "engine": self.engine.to_json(), "platforms": {k: v.to_json() for k, v in self.platforms.items()},
             "platform_order": list(self.platform_order), "stop_reason": self.stop_reason, "sessions": self.sessions,
             "harness_errors": self.harness_errors.to_json(), "failures": [f.to_json() for f in self.failures],
             "new_failures": list(self.new_failures),
@@ -315,7 +338,8 @@ class Summary:
         if self.triage is not None:
             d["triage"] = self.triage.to_json()
         shards = {k: v.to_json() for k, v in self.shards.items()} if self.shards is not None else None
-        optional = {"coverage": self.coverage, "frontends": self.frontends, "shards": shards}
+        frontends = {k: v.to_json() for k, v in self.frontends.items()} if self.frontends is not None else None
+        optional = {"coverage": self.coverage, "frontends": frontends, "shards": shards}
         return {**d, **{k: v for k, v in optional.items() if v is not None}}
 
     @staticmethod
@@ -327,14 +351,20 @@ class Summary:
             models=f.int("models", 0, 0), elapsed_s=f.float("elapsed_s"), models_per_s=f.float("models_per_s"),
             by_status=f.int_map("by_status"), unique_failures=f.int("unique_failures", 0, 0),
             seed=f.opt_int("seed"), blocks=f.ints("blocks"), engine=EngineSummary.from_json(f.obj("engine")),
-            platforms=f.mapping("platforms") or {}, platform_order=f.strs("platform_order"),
+            platforms=_outcomes(f, "platforms") or {}, platform_order=f.strs("platform_order"),
             stop_reason=f.str("stop_reason"), sessions=f.int("sessions", 0, 0),
             harness_errors=HarnessErrors.from_json(f.obj("harness_errors")),
             failures=tuple(FailureRow.from_json(x, f"{where}: failures[{i}]") for i, x in enumerate(f.list("failures"))),
             new_failures=f.strs("new_failures"), root_causes=_root_causes(f, policy), symptom_policy=policy,
             run_id=f.str("run_id"), minimized=_diagnoses(f), bugs_dir=f.str("bugs_dir"),
             tool_version=f.str("tool_version"), triage=f.opt("triage", TriageSummary.from_json),
-            coverage=f.mapping("coverage"), frontends=f.mapping("frontends"), shards=_shards(f))
+            coverage=f.mapping("coverage"), frontends=_outcomes(f, "frontends"), shards=_shards(f))
+
+
+def _outcomes(f: Fields, key: str) -> dict[str, Outcomes] | None:
+    parts = f.mapping(key)
+    return None if parts is None else {str(k): Outcomes.from_json(Fields(v, f"{f.where}: {key}: {k}"))
+                                       for k, v in parts.items()}
 
 
 def _diagnoses(f: Fields) -> dict[str, Diagnosis]:
