@@ -1057,3 +1057,21 @@ def test_a_simpler_value_right_with_one_draw_of_its_constants_is_tried_with_othe
     res = lane.run(0, g, 10)
     small = needed_params(lane, res, "n0", res.symptom, None, until=1e12)
     assert small.node("n0").params["mode"] == "constant" and small.seed == 2  # the draw that showed it
+
+
+def test_a_root_cause_whose_parameter_values_a_broader_one_covers_joins_it():
+    # s3o: one Conv diagnosis found SAME_LOWER failing alone, another SAME_UPPER and SAME_LOWER
+    # (its data showed both): one defect of the auto_pad handling, one issue under the broad key.
+    wrong = Symptom.WRONG.value
+    narrow = RootKey(wrong, ("Conv",), "auto_pad=SAME_LOWER", True, frontend="onnx")
+    broad = RootKey(wrong, ("Conv",), "auto_pad=SAME_UPPER or SAME_LOWER", True, frontend="onnx")
+    other = RootKey(wrong, ("Conv",), "auto_pad=VALID", True, frontend="onnx")  # disjoint: its own
+    shape = RootKey(wrong, ("Conv",), "wrong shape", True, frontend="onnx")  # no parameter: its own
+    rows = [{"key": f, "count": 1, "platforms": [], "symptom": wrong, "local": [wrong, "Conv", ""],
+             "fingerprint": {"op": "Conv"}, "verdict": ""} for f in ("f1", "f2", "f3", "f4")]
+    causes = assemble(_sightings(rows), {"f1": Diagnosed(narrow, 1), "f2": Diagnosed(broad, 3),
+                                         "f3": Diagnosed(other, 2), "f4": Diagnosed(shape, 2)}, policy_for)
+    by = {rc.key.detail: rc for rc in causes}
+    assert set(by) == {"auto_pad=SAME_UPPER or SAME_LOWER", "auto_pad=VALID", "wrong shape"}
+    merged = by["auto_pad=SAME_UPPER or SAME_LOWER"]
+    assert sorted(merged.fingerprints) == ["f1", "f2"] and merged.count == 2 and merged.canonical == "f1"

@@ -421,9 +421,55 @@ def assemble(failures: list[Sighting], diagnosed: dict[str, Diagnosed], policy: 
             # The smallest model's key names it (one id can hold two symptoms: nondeterministic
             # and wrong-result; the title is the one the canonical bundle shows).
             rc.canonical, rc.minimized, rc.key = f.key, True, d.key
-    for rc in causes.values():
+    merged = _merge_covered(list(causes.values()), diagnosed)
+    for rc in merged:
         rc.settled = not rc.minimized or any(diagnosed[f].settled for f in rc.fingerprints if f in diagnosed)
-    return sorted(causes.values(), key=lambda rc: (-rc.count, rc.key.id))
+    return sorted(merged, key=lambda rc: (-rc.count, rc.key.id))
+
+
+def _merge_covered(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> list[RootCause]:
+    """Root causes of one operator whose parameter values a broader one's cover, merged into it.
+    The values a diagnosis finds failing depend on its model's data: one Conv keyed
+    "auto_pad=SAME_LOWER" and another "auto_pad=SAME_UPPER or SAME_LOWER" are one defect (s3o)."""
+    kept: list[RootCause] = []
+    for rc in sorted(causes, key=lambda rc: (-_breadth(rc.key), rc.key.id)):  # broadest first
+        host = next((k for k in kept if _covers(k.key, rc.key)), None)
+        if host is None:
+            kept.append(rc)
+            continue
+        host.fingerprints += rc.fingerprints
+        host.count += rc.count
+        host.platforms = sorted(set(host.platforms) | set(rc.platforms))
+        host.verdict = _worse(host.verdict, rc.verdict)
+        if rc.minimized and (not host.minimized or diagnosed[rc.canonical].size < diagnosed[host.canonical].size):
+            host.canonical, host.minimized = rc.canonical, True  # the smallest model shows it; the broad key names it
+    return kept
+
+
+def _param_values(detail: str) -> dict[str, frozenset[str]] | None:
+    """A key's detail as parameter -> the values it fails with ("auto_pad=SAME_UPPER or
+    SAME_LOWER"); None for any other detail (a shape, a direction, a recorded instance)."""
+    out = {}
+    for part in detail.split(", ") if detail else ():
+        k, eq, v = part.partition("=")
+        if not eq or not k.isidentifier():
+            return None
+        out[k] = frozenset(v.split(" or "))
+    return out or None
+
+
+def _breadth(key: RootKey) -> int:
+    return sum(len(v) for v in (_param_values(key.detail) or {}).values())
+
+
+def _covers(a: RootKey, b: RootKey) -> bool:
+    """Whether key ``a`` names the same operator and parameters as ``b``, with every value ``b``
+    fails with among ``a``'s (and more)."""
+    if (a.symptom, a.ops, a.isolated, a.pattern, a.frontend) != (b.symptom, b.ops, b.isolated, b.pattern, b.frontend):
+        return False
+    pa, pb = _param_values(a.detail), _param_values(b.detail)
+    return pa is not None and pb is not None and pa.keys() == pb.keys() and pa != pb and all(
+        pa[k] >= pb[k] for k in pa)
 
 
 def _crashers(diagnosed: dict[str, Diagnosed]) -> dict[tuple[str, str], RootKey]:
