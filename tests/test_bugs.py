@@ -141,7 +141,11 @@ def test_bundles_hold_everything(campaign_out):
 def test_repro_and_replay_agree_on_minimised_bugs(campaign_out):
     metas = {b: json.loads((b / "meta.json").read_text()) for b in sorted((campaign_out / "bugs").iterdir())}
     # The smallest minimised, non-flaky bugs: heap corruption in MNN makes some big models nondeterministic.
-    done = sorted((m["minimized_size"], b.name, b) for b, m in metas.items() if m.get("minimized") and not m.get("flaky"))
+    # Not heap damage: a root cause the diagnosis found does not come back on fresh workers (its
+    # repro met another heap state: "malloc(): invalid size", exit 2, once in a fresh clone's run).
+    damage = {b for b, m in metas.items() if (m.get("root_cause") or {}).get("symptom") == "heap-damage"}
+    done = sorted((m["minimized_size"], b.name, b) for b, m in metas.items()
+                  if m.get("minimized") and not m.get("flaky") and b not in damage)
     assert done
     for _, _, b in done[:3]:
         meta = json.loads((b / "meta.json").read_text())
