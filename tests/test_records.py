@@ -92,6 +92,7 @@ def test_a_case_line_reads_back_as_the_same_line_and_a_torn_one_is_dropped(tmp_p
 @pytest.mark.parametrize("field, value, words", [
     ("status", "PASS", "'status' must be one of"), ("index", "7", "'index' must be a whole number"),
     ("after", ["x"], "'after' must be a list of whole numbers"), ("verdict", "maybe", "'verdict' must be one of"),
+    ("symptom", "odd", "'symptom' must be one of"), ("timings", {"infer": "1"}, "'timings' must be an object of names"),
 ])
 def test_a_case_line_that_is_not_a_case_names_its_line_and_field(tmp_path, field, value, words):
     from gbft_action.records.case import CaseRecord, read_cases

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .enums import Status, Symptom, Verdict
-from .io import Fields, RecordError
+from .io import Fields
 from .keys import Fingerprint
 
 CASES_FILE = "cases.jsonl"
@@ -89,15 +89,12 @@ class PlatformRecord:
 
 def _platform_fields(f: Fields) -> dict[str, Any]:
     fp = f.opt("fingerprint", lambda x: Fingerprint.from_json(x.d, x.where))
-    timings = f.mapping("timings") or {}
-    if not all(type(v) in (int, float) for v in timings.values()):
-        raise RecordError(f"{f.where}: 'timings' must be an object of numbers")
     return dict(
         index=f.int("index", minimum=0), hash=f.str("hash"), seed=f.int("seed"), status=f.enum("status", Status),
         stage=f.str("stage"), op=f.str("op"), node=f.str("node"), message=f.str("message"),
-        timings={str(k): float(v) for k, v in timings.items()}, n_nodes=f.int("n_nodes"), n_blocks=f.int("n_blocks"),
+        timings=f.float_map("timings"), n_nodes=f.int("n_nodes"), n_blocks=f.int("n_blocks"),
         platform=f.str("platform"), frontend=f.str("frontend"), notes=f.strs("notes"),
-        harness_error=f.str("harness_error"), symptom=Symptom(f.str("symptom")) if f.str("symptom") else None,
+        harness_error=f.str("harness_error"), symptom=f.enum("symptom", Symptom) if f.str("symptom") else None,
         direction=f.str("direction"), crosscheck=f.str("crosscheck"), signal=f.opt_int("signal"),
         exit_code=f.opt_int("exit_code"), after=f.ints("after"), fingerprint=fp,
         key=f.str("key") or (fp.id if fp is not None else ""))

@@ -112,6 +112,13 @@ class Fields:
             raise self._bad(key, "an object of names to whole numbers")
         return {str(k): x for k, x in v.items()}
 
+    def float_map(self, key: str) -> dict[str, float]:
+        """An object of measures: names to numbers (whole or not)."""
+        v = self.mapping(key) or {}
+        if not all(type(x) in (int, float) for x in v.values()):
+            raise self._bad(key, "an object of names to numbers")
+        return {str(k): float(x) for k, x in v.items()}
+
     def str_map(self, key: str) -> dict[str, str]:
         v = self.d.get(key) or {}
         if not isinstance(v, Mapping):

@@ -39,9 +39,6 @@ class ShardSearch:
         arms = f.d.get("graph_arms")
         if arms is not None and not (isinstance(arms, list) and all(isinstance(a, Mapping) for a in arms)):
             raise RecordError(f"{where}: 'graph_arms' must be a list of objects")
-        graph = f.mapping("graph") or {}
-        if not all(type(v) in (int, float) for v in graph.values()):
-            raise RecordError(f"{where}: 'graph' must be an object of numbers")
         return ShardSearch(f.mapping("mcts"), [dict(a) for a in arms] if arms is not None else None,
-                           f.int("generated"), f.int("discarded"), {str(k): float(v) for k, v in graph.items()},
+                           f.int("generated"), f.int("discarded"), f.float_map("graph"),
                            f.int("models"))
