@@ -28,7 +28,6 @@ import numpy as np
 
 from ..graph.ir import Graph, Node
 from ..ops.domains import FloatRange
-from ..ops.registry import registry
 from ..oracle import DISCONTINUOUS, Status
 from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
@@ -37,8 +36,8 @@ from ..records.keys import Fingerprint
 from ..records.summary import Diagnosis
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
 from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, in_pattern, local_key,
-                        FAILING_VALUES, UNPROVEN, choice_domain, root_key, same_class, simpler_choices, suspect,
-                        suspect_node)
+                        FAILING_VALUES, UNPROVEN, choice_domain, root_key, same_class, simpler_choices, spec_of,
+                        suspect, suspect_node)
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
@@ -259,7 +258,7 @@ def _still_wrong(iso: CaseResult | None, symptom: str) -> bool | None:
 def _redrawn(g: Graph, node: str, j: int) -> Graph:
     """g with another draw (``j``) of its constants (the graph seed) and of ``node``'s real-valued
     parameters (a Pad's value, a LeakyRelu's alpha): nothing that changes a shape or a choice."""
-    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(g.node(node).op)
+    spec = spec_of(g, g.node(node).op)
     rng = random.Random(g.seed + j)
     for k, dom in sorted(spec.domains.items()) if spec is not None else ():
         if isinstance(dom, FloatRange) and k in g.node(node).params:

@@ -31,7 +31,7 @@ from ..records.keys import (  # noqa: F401 - SPECIAL_INPUT, same_class re-export
 from ..ops.domains import Choice
 from ..ops.registry import registry
 from ..ops.recorded import RecordedSpec
-from ..ops.specs import Params
+from ..ops.specs import Params, Spec
 
 
 _MISSING_OUTPUT = re.compile(r"Can't find output|returned (?:\d+|N) of (?:\d+|N) outputs|output missing")
@@ -155,10 +155,15 @@ def salient_params(g: Graph, node: str) -> str:
                      if k not in skip)
 
 
+def spec_of(g: Graph, op: str) -> Spec | None:
+    """The spec of operator ``op`` in g's front end (None for an operator it has none of)."""
+    return registry(str(g.meta.get("frontend", "tf"))).specs.get(op)
+
+
 def keyed_op(g: Graph, n: Node) -> tuple[str, str]:
     """The operator a root cause names for node ``n``, and the parameter that chose it ("":
     none): the operator the engine converts (ops.specs.Spec.lowers_to)."""
-    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(n.op)
+    spec = spec_of(g, n.op)
     lowered = spec.lowers_to(n.params) if spec is not None else None
     return lowered if lowered else (n.op, "")
 
@@ -167,7 +172,7 @@ def _param_text(g: Graph, op: str, k: str, v: Any, failing: Sequence[Any] = ()) 
     """``k=v`` (``k=v or w`` where the defect shows with each of ``failing``); a recorded
     operator's instance as what sets it apart (ops.recorded): "instance=7" tells a maintainer
     nothing, "equation=ij,jk->ik, int32 input" does."""
-    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(op)
+    spec = spec_of(g, op)
     if k == "instance" and isinstance(spec, RecordedSpec) and isinstance(v, int) and 0 <= v < len(spec.instances):
         return spec.instances[v].describe() or f"{k}={v}"
     if len(failing) > 1:
@@ -185,7 +190,7 @@ FAILING_VALUES = "failing_values"
 
 def choice_domain(g: Graph, node: str, k: str) -> tuple[Any, ...]:
     """The values node ``node``'s choice parameter ``k`` takes (() for another kind of parameter)."""
-    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(g.node(node).op)
+    spec = spec_of(g, g.node(node).op)
     dom = spec.domains.get(k) if spec is not None else None
     return tuple(dom.values) if isinstance(dom, Choice) else ()
 
@@ -201,7 +206,7 @@ def simpler_choices(g: Graph, node: str) -> dict[str, list[Any]]:
     its own in its domain, simplest first (the simplest may not be valid with the others:
     TensorFlow takes no half-pixel centres with align_corners)."""
     n = g.node(node)
-    spec = registry(str(g.meta.get("frontend", "tf"))).specs.get(n.op)
+    spec = spec_of(g, n.op)
     if spec is None:
         return {}
     out = {}
