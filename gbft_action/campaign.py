@@ -572,7 +572,7 @@ class Campaign:
             raise full
         rec = self.store.append(res)
         self.records.append(rec)
-        for r in rec.per_platform():
+        for r in rec.failures():  # a bundle's worker description only for what it records
             hello = self.platform_info.get(r.platform, self.engine_info)
             self.bugs.observe(r, rec.case_dir, res.graph, Found.of_hello(hello, self.cfg.seed, self.cfg.tolerance))
         self._pending.append((res.index, res.graph, rec))
@@ -655,7 +655,7 @@ class Diagnoser:
     def _all(self, lanes: list[Lane], firsts: dict[str, PlatformRecord], todo: list[str], resume: bool,
              deadline: float) -> None:
         lock = threading.Lock()
-        serves = {f: lane_for(lanes, _frontend(firsts[f])).cfg.frontend.name for f in todo}
+        serves = {f: lane_for(lanes, _fp(firsts[f]).frontend).cfg.frontend.name for f in todo}
 
         def work(lane: Lane) -> None:
             name = lane.cfg.frontend.name
@@ -851,10 +851,6 @@ def first_records(records: list[CaseRecord]) -> dict[str, PlatformRecord]:
 def _fp(r: PlatformRecord) -> Fingerprint:
     assert r.fingerprint is not None, "a failure's record has its fingerprint"
     return r.fingerprint
-
-
-def _frontend(r: PlatformRecord) -> str:
-    return r.fingerprint.frontend if r.fingerprint is not None else ""
 
 
 def _local(r: PlatformRecord) -> tuple[str, str, str]:
