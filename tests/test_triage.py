@@ -21,6 +21,10 @@ from gbft_action.records.case import CaseRecord
 A = Fingerprint("convert", "MCF", "error", "a", "Tanh")
 B = Fingerprint("convert", "MCF", "error", "b", "Tanh")
 X = Fingerprint("compare", "XBF", "mismatch", "values", "Realdiv", "in-degree 2")
+# One heap overflow, two runs: a segfault in one operator, glibc's abort in the next.
+SEGV = Fingerprint("infer", "IF", "signal", "SIGSEGV", "Concat")
+ABRT = Fingerprint("infer", "IF", "signal", "SIGABRT in free", "Reshape")
+FPE = Fingerprint("infer", "IF", "signal", "SIGFPE", "Concat")
 
 
 @pytest.mark.parametrize("pr, base, verdict", [
@@ -30,6 +34,8 @@ X = Fingerprint("compare", "XBF", "mismatch", "values", "Realdiv", "in-degree 2"
     (None, A, Verdict.FIXED),
     (A, B, Verdict.CHANGED),
     (X, None, Verdict.CHANGED),  # both agree with TensorFlow alike, but differ from each other
+    (SEGV, ABRT, Verdict.PRE_EXISTING),  # a memory error on both builds: the same damage
+    (SEGV, FPE, Verdict.CHANGED),  # a division by zero is another failure
 ])
 def test_case_verdict(pr, base, verdict):
     assert case_verdict(pr, base) is verdict
@@ -91,6 +97,16 @@ def test_confirm_changed_outputs_between_replays_are_flaky():
 def test_confirm_fixed_is_flaky_fixed_when_the_base_build_misses_it():
     play, _ = scripted([(True, False), (False, False)])  # for fixed, pr_shows = the base build showed it
     assert confirm(play, Verdict.FIXED, time.monotonic() + 60)[0] is Verdict.FLAKY_FIXED
+
+
+def test_a_round_reads_any_memory_error_as_the_same_crash():
+    assert triage.round_of(SEGV, SEGV, ABRT, fixed=False) == Round(True, True, {}, False)  # pre-existing
+    assert triage.round_of(SEGV, SEGV, FPE, fixed=False) == Round(True, False, {}, True)  # changed
+    assert triage.round_of(A, A, None, fixed=False) == Round(True, False, {}, False)
+    assert triage.round_of(A, None, A, fixed=True) == Round(True, False, {}, False)  # fixed: the base shows it
+    assert triage.round_of(A, B, A, fixed=True) == Round(True, False, {}, True)
+    play = iter([triage.round_of(SEGV, ABRT, SEGV, fixed=False)])
+    assert confirm(lambda left: next(play), Verdict.NEW, time.monotonic() + 60)[0] is Verdict.PRE_EXISTING
 
 
 def test_no_time_left_means_unchecked_without_replaying():

@@ -19,7 +19,7 @@ from .bundle import BugBook
 from .fingerprint import Fingerprint
 from .minimize import minimize
 from .rootcause import local_key
-from .triage import BuildOutputs, Round, Verdict, confirm
+from .triage import BuildOutputs, Round, Verdict, confirm, round_of
 
 # A call the minimiser starts near its time limit may run this much past it, at least
 # CALL_MIN_S: never a whole stage timeout (30 s of an engine hang) past the campaign's deadline.
@@ -186,11 +186,8 @@ def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict,
             durations.append(time.monotonic() - t0)
         if res.aborted or res.base is None:
             return Round(None)
-        pr, base = res.fingerprint == target, res.base.fingerprint == target
         outs = {"pr": res.arrays.get("actual", {}), "base": res.base.arrays.get("actual", {})}
-        if fixed:
-            return Round(base, pr, outs, res.fingerprint is not None and not pr)
-        return Round(pr, base, outs, res.base.fingerprint is not None and not base)
+        return round_of(target, res.fingerprint, res.base.fingerprint, fixed, outs)
 
     def same_outputs(a: BuildOutputs, b: BuildOutputs) -> bool:
         if target.status not in ("DCF", "XBF"):  # a crash or an error: its outputs are not the bug

@@ -27,7 +27,7 @@ from ..graph.ir import Graph, Node
 from ..records.enums import Policy, Symptom, Verdict
 from ..records.summary import FailureRow, RootCauseRow
 from ..records.keys import (  # noqa: F401 - SPECIAL_INPUT, same_class re-exported
-    SPECIAL_INPUT, Fingerprint, RootKey, same_class)
+    MEMORY_SIGNALS, SPECIAL_INPUT, Fingerprint, RootKey, same_class)
 from ..ops.domains import Choice
 from ..ops.registry import registry
 from ..ops.recorded import RecordedSpec
@@ -313,9 +313,6 @@ def _shape(fp: Fingerprint) -> str:
     """A wrong shape and wrong values are different defects of one operator (a multiplier
     ignored, a padding misread)."""
     return "wrong shape" if fp.kind == "mismatch" and fp.code == "shape" else ""
-
-
-MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
 
 
 def crash_class(code: str) -> str:

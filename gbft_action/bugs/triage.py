@@ -66,7 +66,7 @@ def case_verdict(pr: Fingerprint | None, base: Fingerprint | None) -> Verdict | 
         return Verdict.CHANGED
     if base is None:
         return Verdict.NEW
-    return Verdict.PRE_EXISTING if pr == base else Verdict.CHANGED
+    return Verdict.PRE_EXISTING if pr.same_failure(base) else Verdict.CHANGED
 
 
 @dataclass
@@ -193,6 +193,15 @@ class Round:
     base_shows: bool = False
     outputs: BuildOutputs = field(default_factory=dict)  # both builds' outputs, to catch nondeterminism
     base_other: bool = False  # the other build failed, but not with this fingerprint
+
+
+def round_of(target: Fingerprint, pr: Fingerprint | None, base: Fingerprint | None, fixed: bool,
+             outputs: BuildOutputs | None = None) -> Round:
+    """One replay's round from each build's failure (None: passed).  For a fixed fingerprint the
+    base build is the one that must show it.  A memory error shows as any memory error."""
+    own, other = (base, pr) if fixed else (pr, base)
+    return Round(target.same_failure(own), target.same_failure(other), outputs or {},
+                 other is not None and not target.same_failure(other))
 
 
 def confirm(replay_round: Callable[[float], Round], verdict: Verdict, until: float, rounds: int = ROUNDS,

@@ -13,6 +13,10 @@ from .enums import Symptom
 from .io import Fields
 
 
+# Memory errors: one class, whichever signal shows (Fingerprint.same_failure).
+MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
+
+
 @dataclass(frozen=True, order=True)
 class Fingerprint:
     stage: str  # convert | infer | compare | reference
@@ -30,6 +34,18 @@ class Fingerprint:
         parts = (self.stage, self.status, self.kind, self.code, self.op, self.structure)
         key = "|".join((*parts, self.frontend) if self.frontend else parts)
         return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+    @property
+    def memory_error(self) -> bool:
+        return self.kind == "signal" and self.code.split(" in ", 1)[0] in MEMORY_SIGNALS
+
+    def same_failure(self, seen: Fingerprint | None) -> bool:
+        """Whether ``seen`` is this failure again: the same fingerprint or, for a memory error,
+        any memory error.  One out-of-bounds write crashes with SIGSEGV, SIGBUS or glibc's
+        SIGABRT, at whichever operator next touches the damaged heap, from run to run: reading
+        the base build's memory error as "failing otherwise" blamed a pull request for a
+        pre-existing crash."""
+        return seen is not None and (seen == self or (seen.memory_error and self.memory_error))
 
     @property
     def title(self) -> str:
