@@ -423,7 +423,7 @@ def assemble(failures: list[Sighting], diagnosed: dict[str, Diagnosed], policy: 
             # The smallest model's key names it (one id can hold two symptoms: nondeterministic
             # and wrong-result; the title is the one the canonical bundle shows).
             rc.canonical, rc.minimized, rc.key = f.key, True, d.key
-    merged = _merge_covered(list(causes.values()), diagnosed)
+    merged = _merge_into_members(_merge_covered(list(causes.values()), diagnosed), diagnosed)
     for rc in merged:
         rc.settled = not rc.minimized or any(diagnosed[f].settled for f in rc.fingerprints if f in diagnosed)
     return sorted(merged, key=lambda rc: (-rc.count, rc.key.id))
@@ -438,14 +438,64 @@ def _merge_covered(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> 
         host = next((k for k in kept if _covers(k.key, rc.key)), None)
         if host is None:
             kept.append(rc)
-            continue
-        host.fingerprints += rc.fingerprints
-        host.count += rc.count
-        host.platforms = sorted(set(host.platforms) | set(rc.platforms))
-        host.verdict = _worse(host.verdict, rc.verdict)
-        if rc.minimized and (not host.minimized or diagnosed[rc.canonical].size < diagnosed[host.canonical].size):
-            host.canonical, host.minimized = rc.canonical, True  # the smallest model shows it; the broad key names it
+        else:
+            _absorb(host, rc, diagnosed)
     return kept
+
+
+def _absorb(host: RootCause, rc: RootCause, diagnosed: dict[str, Diagnosed]) -> None:
+    """``rc``'s fingerprints and counts join ``host``, whose key names the defect."""
+    host.fingerprints += rc.fingerprints
+    host.count += rc.count
+    host.platforms = sorted(set(host.platforms) | set(rc.platforms))
+    host.verdict = _worse(host.verdict, rc.verdict)
+    if rc.minimized and (not host.minimized or diagnosed[rc.canonical].size < diagnosed[host.canonical].size):
+        host.canonical, host.minimized = rc.canonical, True  # the smallest model shows it; the host's key names it
+
+
+def _merge_into_members(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> list[RootCause]:
+    """Keys that name no operator of their own, merged into the one operator this run showed
+    failing alone the same way, with no parameter condition:
+
+    - a chain shown wrong (each operator right alone) holding that operator and one that computes:
+      MNN's BatchToSpaceND with crops reads from the wrong places, and which consumer exposes it
+      depends on the layout, not on another defect (tfa37: "Pad -> Batchtospacend -> Deconv2d",
+      tfa41: "Batchtospacend -> Depthwise", beside "Batchtospacend").  A chain that only moves
+      data is a region MNN's geometry merges, a defect of the merge: a Concat fed by a Reshape of
+      a 1-D Pad loses an element where the Pad alone is right (s3o; ONNX catalogue);
+    - an error no operator gives alone with the operator's very message: the converter drops an
+      output it folds away, an identity Cast alone or a Conv2d -> Reshape (tfa37).
+    Two such operators: no proof which, the key stays."""
+    singles = {_single(rc.key): rc for rc in causes
+               if rc.key.isolated and len(rc.key.ops) == 1 and _param_values(rc.key.detail) is None}
+    kept: list[RootCause] = []
+    for rc in causes:
+        host = _member_host(rc.key, singles)
+        if host is None:
+            kept.append(rc)
+        else:
+            _absorb(host, rc, diagnosed)
+    return kept
+
+
+def _single(k: RootKey, op: str = "") -> tuple[str, str, str, str]:
+    return same_class(k.symptom), k.detail, k.frontend, op or k.ops[0]
+
+
+def _member_host(k: RootKey, singles: dict[tuple[str, str, str, str], RootCause]) -> RootCause | None:
+    if k.isolated and len(k.ops) > 1:
+        if all(op in DATA_MOVEMENT for op in k.ops):
+            return None
+        hosts = {id(h): h for h in (singles.get(_single(k, op)) for op in k.ops) if h is not None}
+    elif not k.ops and k.symptom in _ERRORS:
+        hosts = {id(h): h for s, h in singles.items() if s[:3] == _single(k, "-")[:3]}
+    else:
+        return None
+    return next(iter(hosts.values())) if len(hosts) == 1 else None
+
+
+# Errors a message identifies: a pattern of them with an operator's message is that operator's.
+_ERRORS = (Symptom.CONVERSION.value, Symptom.API.value)
 
 
 def _param_values(detail: str) -> dict[str, frozenset[str]] | None:
@@ -475,9 +525,15 @@ def _covers(a: RootKey, b: RootKey) -> bool:
 
 
 def _crashers(diagnosed: dict[str, Diagnosed]) -> dict[tuple[str, str], RootKey]:
-    """(crash class, operator) -> the key of an operator this run showed crashing alone so."""
-    return {(d.key.detail, d.key.ops[0]): d.key for d in diagnosed.values()
-            if d.key.symptom == Symptom.CRASH.value and d.key.isolated and len(d.key.ops) == 1}
+    """(crash class, operator) -> the key of an operator this run showed crashing alone so or,
+    failing that, saw crashing so on fresh workers (a heap overflow rarely kills alone: whether
+    it does depends on the heap's layout; tfa37 and tfa41 both keyed "memory error with
+    Batchtospacend" unisolated beside damage done by a Batchtospacend)."""
+    crashes = [d.key for d in diagnosed.values() if d.key.symptom == Symptom.CRASH.value and len(d.key.ops) == 1]
+    out: dict[tuple[str, str], RootKey] = {}
+    for k in sorted(crashes, key=lambda k: (not k.isolated, k.id)):  # shown alone first
+        out.setdefault((k.detail, k.ops[0]), k)
+    return out
 
 
 def _owned(key: RootKey, owners: dict[tuple[str, str], RootKey]) -> RootKey:
