@@ -1075,3 +1075,57 @@ def test_a_root_cause_whose_parameter_values_a_broader_one_covers_joins_it():
     assert set(by) == {"auto_pad=SAME_UPPER or SAME_LOWER", "auto_pad=VALID", "wrong shape"}
     merged = by["auto_pad=SAME_UPPER or SAME_LOWER"]
     assert sorted(merged.fingerprints) == ["f1", "f2"] and merged.count == 2 and merged.canonical == "f1"
+
+
+def _keyed(keys: dict[str, RootKey]) -> dict[str, list[str]]:
+    """assemble over one fingerprint per key (diagnosed with it): title -> its fingerprints."""
+    rows = [{"key": f, "count": 1, "platforms": [], "symptom": k.symptom, "local": [k.symptom, "X", ""],
+             "fingerprint": {"op": "X"}, "verdict": ""} for f, k in keys.items()]
+    causes = assemble(_sightings(rows), {f: Diagnosed(k, 1 + len(k.ops or k.pattern)) for f, k in keys.items()},
+                      lambda s: "report")
+    return {rc.key.title: sorted(rc.fingerprints) for rc in causes}
+
+
+def test_a_chain_through_a_computing_operator_joins_its_member_shown_wrong_alone():
+    # tfa37/tfa41: BatchToSpaceND with crops is wrong alone, and chains of it into a Deconv2d or a
+    # Depthwise were keyed apart (each right alone on its inputs): one defect, one issue.
+    wrong = Symptom.WRONG.value
+    got = _keyed({"f1": RootKey(Symptom.NONDETERMINISTIC.value, ("Batchtospacend",), "", True),
+                  "f2": RootKey(wrong, ("Pad", "Batchtospacend", "Deconv2d"), "", True),
+                  "f3": RootKey(wrong, ("Batchtospacend", "Depthwise"), "", True),
+                  # data movement only: a region merge of its own (s3o's 1-D Pad into a Concat)
+                  "f4": RootKey(wrong, ("Batchtospacend", "Concat"), "", True),
+                  # a wrong shape is another defect than wrong values
+                  "f5": RootKey(wrong, ("Batchtospacend", "Conv2d"), "wrong shape", True)})
+    assert got == {"Batchtospacend: output depends on uninitialised memory": ["f1", "f2", "f3"],
+                   "the pattern Batchtospacend -> Concat: wrong results": ["f4"],
+                   "the pattern Batchtospacend -> Conv2d: wrong results (wrong shape)": ["f5"]}
+    # Two members shown wrong alone, or one wrong only with a parameter value: no proof, keys stay.
+    got = _keyed({"f1": RootKey(wrong, ("Batchtospacend",), "", True), "f2": RootKey(wrong, ("Deconv2d",), "", True),
+                  "f3": RootKey(wrong, ("Batchtospacend", "Deconv2d"), "", True),
+                  "f4": RootKey(wrong, ("Conv2d",), "padding=EXPLICIT", True),
+                  "f5": RootKey(wrong, ("Conv2d", "Relu"), "", True)})
+    assert len(got) == 5
+
+
+def test_an_error_no_operator_gives_alone_joins_the_one_operator_with_its_message():
+    # tfa37: "a model output is missing" with Cast (an identity Cast is folded away with the
+    # output) and in a pattern (Conv2d -> Reshape): the converter's one output-dropping defect.
+    conv = Symptom.CONVERSION.value
+    got = _keyed({"f1": RootKey(conv, ("Cast",), "a model output is missing", True),
+                  "f2": RootKey(conv, (), "a model output is missing", False, ("Conv2d", "Reshape")),
+                  "f3": RootKey(conv, (), "output_shape is not consistent", False, ("Depthwise", "Deconv2d"))})
+    assert got == {"conversion error with Cast: a model output is missing": ["f1", "f2"],
+                   "conversion error: output_shape is not consistent in a pattern (no operator fails alone; "
+                   "e.g. Depthwise -> Deconv2d)": ["f3"]}
+
+
+def test_heap_damage_is_owned_by_an_operator_seen_crashing_on_fresh_workers():
+    # tfa37/tfa41: no operator crashed alone, and "memory error with Batchtospacend" (crashing on
+    # fresh workers, not alone) sat beside damage done in a model holding a Batchtospacend.
+    crash = Symptom.CRASH.value
+    got = _keyed({"f1": RootKey(crash, ("Batchtospacend",), "memory error", False),
+                  "f2": RootKey(crash, (), "memory error", False, ("Resizenearestneighbor", "Batchtospacend", "Maximum")),
+                  "f3": RootKey(crash, (), "memory error", False, ("Mul", "Sigmoid"))})
+    assert got == {"memory error with Batchtospacend": ["f1", "f2"],
+                   "memory error: no operator crashes alone (damage done earlier in the model)": ["f3"]}
