@@ -51,7 +51,7 @@ from .graph.ir import Graph
 from .graph.solver import GenError
 from .oracle import Status, Tolerance
 from .records.enums import Policy, StopReason, Symptom, Verdict
-from .records.campaign import CampaignRecord, Session
+from .records.campaign import CampaignIdentity, CampaignRecord, Session
 from .records.case import CaseRecord, PlatformRecord
 from .records.summary import Diagnosis, EngineSummary, FailureRow, HarnessErrors, Outcomes, Summary, TriageSummary
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
@@ -157,21 +157,20 @@ class FuzzConfig:
                              f"use your own)")
         return {fe.name: self.corpus or str(fe.default_corpus) for fe in fes}
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> CampaignIdentity:
         """What must match for a resumed campaign to be the same campaign."""
         state = Path(self.state) / STATE_FILE if self.state else None
-        # The front end only when not the first one: outputs written before it existed resume.
-        fe = {"frontend": self.frontend} if self.frontend != "tf" else {}
         shas = [_corpus_sha(c) for c in self.corpora().values()]
         # One front end: its corpus's hash, as before mixing; several: a hash of theirs, in order.
         corpus_sha = shas[0] if len(shas) == 1 else hashlib.sha256(",".join(shas).encode()).hexdigest()
-        # Likewise the shard only when there are shards: unsharded outputs keep their identity.
-        sh = {"shard": shard_text(self.shard)} if self.shard[1] > 1 else {}
-        return {**fe, **sh, "seed": self.seed, "blocks": list(self.blocks), "graph": self.graph, "engine": self.engine,
-                "corpus_sha256": corpus_sha, "chooser": self.chooser, "mutations": self.mutations,
-                "special_share": self.special_share,
-                "state_sha256": _sha(str(state)) if state else "", "platforms": list(self.platforms),
-                "base": self.base.source if self.base else ""}
+        return CampaignIdentity(
+            self.seed, tuple(self.blocks), self.graph, self.engine, corpus_sha, self.chooser, self.mutations,
+            self.special_share, _sha(str(state)) if state else "", tuple(self.platforms),
+            self.base.source if self.base else "",
+            # The front end only when not the first one, the shard only when there are shards:
+            # outputs written before either existed keep their identity.
+            self.frontend if self.frontend != "tf" else None,
+            shard_text(self.shard) if self.shard[1] > 1 else None)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -406,7 +405,8 @@ class Campaign:
         if path.exists():
             old = CampaignRecord.read(self.cfg.out)
             if old.identity != ident:
-                raise ValueError(f"{self.cfg.out} holds another campaign ({old.identity}); "
+                raise ValueError(f"{self.cfg.out} holds another campaign (it differs in "
+                                 f"{', '.join(old.identity.differs(ident))}); "
                                  f"use a new --out or the same seed/blocks/graph/engine/corpus")
             self.sessions = list(old.sessions)
         self._write_campaign()

@@ -45,7 +45,7 @@ from .bugs.bundle import BugBook, known_of
 from .records import BundleMeta, RecordError, Summary
 from .records.summary import Diagnosis, ShardRun
 from .records.known import KnownBug
-from .records.campaign import CampaignRecord, ShardPart
+from .records.campaign import CampaignIdentity, CampaignRecord, ShardPart
 from .records.case import CASES_FILE, CaseRecord, read_cases
 from .records.state import ShardSearch
 from .campaign import STATE_FILE, FuzzConfig, SummaryInputs, TriageInputs, first_records, summarize
@@ -55,9 +55,6 @@ from .search.guided import GraphArms
 from .search.mcts import combine_trees
 from .statefile import read_state
 from .store import ResultStore
-
-# Identity fields a shard may differ in and still be part of the same campaign.
-PER_SHARD = ("shard", "platforms")
 
 
 class MergeError(ValueError):
@@ -122,7 +119,7 @@ def _read(out: Path, warn: Callable[[str], None]) -> Part:
     if "," in record.frontend:  # its state is one per front end (search.mixed)
         raise MergeError(f"{out}: shards of a mixed front-end campaign ({record.frontend}) cannot be "
                          f"merged yet; run one front end per shard matrix")
-    shard = (1, int(record.identity["shards"])) if merged else parse_shard(record.shard)
+    shard = (1, record.identity.shards or 1) if merged else parse_shard(record.shard)
     part = Part(out, record, merged, shard[1])
     try:
         records, _, part.torn = read_cases(out / CASES_FILE)
@@ -165,9 +162,10 @@ def _check_out(inputs: list[Path], out: Path) -> None:
                          f"give a new folder (it would be replaced)")
 
 
-def _identity(part: Part) -> dict[str, Any]:
-    ident = {k: v for k, v in part.record.identity.items() if k not in PER_SHARD}
-    return {**ident, "shards": part.n}
+def _identity(part: Part) -> CampaignIdentity:
+    """A shard's identity as the merged campaign's: without what differs per shard (which shard,
+    and its platforms: a shard matrix may split them), with how many shards."""
+    return replace(part.record.identity, shard=None, platforms=None, shards=part.n)
 
 
 def _check_one_campaign(parts: list[Part]) -> None:
@@ -176,9 +174,9 @@ def _check_one_campaign(parts: list[Part]) -> None:
     first = _identity(parts[0])
     for p in parts[1:]:
         if _identity(p) != first:
-            diff = sorted(k for k in {*first, *_identity(p)} if first.get(k) != _identity(p).get(k))
             raise MergeError(f"{p.out} is another campaign than {parts[0].out} (they differ in "
-                             f"{', '.join(diff)}): merge only the shards of one seed, corpus and engine")
+                             f"{', '.join(first.differs(_identity(p)))}): merge only the shards of one seed, "
+                             f"corpus and engine")
 
 
 def _pick(candidates: list[dict[str, Any]]) -> dict[str, Any]:
@@ -366,7 +364,7 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
         run_id=hashlib.sha256(json.dumps({k: v.to_json() for k, v in shards.items()},
                                          sort_keys=True).encode()).hexdigest()[:16],
         minimized=_minimized(summaries), bugs_dir=str(out / "bugs"),
-        triage=TriageInputs(stage, _confirmed(parts), base) if head.record.identity.get("base") else None,
+        triage=TriageInputs(stage, _confirmed(parts), base) if head.record.identity.base else None,
         coverage=_coverage_summary(state) if state else None,
         # Per runner, over every shard's sessions (a campaign's own rate is its last session's).
         models_per_s=round(len(records) / elapsed, 3) if elapsed else 0.0,

@@ -88,8 +88,8 @@ def test_single_front_end_runs_generate_and_identify_as_before(tmp_path):
     alone = GuidedSource(load_corpus(FRONTENDS["tf"].default_corpus), GenOptions(), 4)
     assert isinstance(src, GuidedSource) and _hashes(src, range(4)) == _hashes(alone, range(4))
     ident = FuzzConfig(out=tmp_path / "a").identity()
-    assert "frontend" not in ident and ident["corpus_sha256"] == FuzzConfig(
-        out=tmp_path / "a", corpus=str(FRONTENDS["tf"].default_corpus)).identity()["corpus_sha256"]
+    assert "frontend" not in ident.to_json() and ident.corpus_sha256 == FuzzConfig(
+        out=tmp_path / "a", corpus=str(FRONTENDS["tf"].default_corpus)).identity().corpus_sha256
 
 
 def test_search_state_is_per_front_end_and_single_states_still_load(tmp_path):

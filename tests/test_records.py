@@ -9,7 +9,7 @@ import json
 import pytest
 
 from gbft_action.records import BundleMeta, EngineInfo, Fingerprint, RecordError, Status, Summary, Symptom
-from gbft_action.records.campaign import CampaignRecord, Session
+from gbft_action.records.campaign import CampaignIdentity, CampaignRecord, Session
 from gbft_action.records.known import KnownBug, read_known, write_known
 from gbft_action.statefile import StateFileError
 
@@ -24,7 +24,7 @@ def test_each_record_reads_back_what_it_wrote_and_today_s_files_as_version_0(tmp
     assert BundleMeta.read(tmp_path / "b") == meta
     old = {k: v for k, v in meta.to_json().items() if k != "version"}  # version 0: no version key
     assert BundleMeta.from_json(old) == meta and BundleMeta.read(tmp_path / "none") is None
-    rec = CampaignRecord({"seed": 3}, {"seed": 3, "shard": "2/4"}, (Session(1.5, 10, "budget reached"),), "0.1.0")
+    rec = CampaignRecord(CampaignIdentity(3), {"seed": 3, "shard": "2/4"}, (Session(1.5, 10, "budget reached"),), "0.1.0")
     rec.write(tmp_path)
     assert CampaignRecord.read(tmp_path) == rec and (rec.shard, rec.seed, rec.frontend) == ("2/4", 3, "tf")
     known = {FP.id: KnownBug(FP, FP.title, "2026-11-26T00:00:00Z", count=2, platforms=("x86_64",))}
@@ -35,7 +35,22 @@ def test_each_record_reads_back_what_it_wrote_and_today_s_files_as_version_0(tmp
     assert Summary.read(tmp_path) == s and Summary.from_json({"models": 4}).version == 1
 
 
+def test_a_campaign_identity_is_compared_whole_as_its_json_was():
+    today = {"seed": 3, "blocks": [1, 30], "graph": "both", "engine": "mnn==3.6.1", "corpus_sha256": "ab",
+             "chooser": "mcts", "mutations": True, "special_share": 0.1, "state_sha256": "", "platforms": ["x86_64"],
+             "base": "", "frontend": "onnx"}
+    ident = CampaignIdentity.from_json(today)
+    assert ident.to_json() == today and ident.frontend == "onnx" and ident.shard is None
+    # An older output that never wrote special_share is another campaign, as it was.
+    older = CampaignIdentity.from_json({k: v for k, v in today.items() if k != "special_share"})
+    assert older != ident and older.differs(ident) == ["special_share"]
+    # A key a newer gbft wrote counts too, and is written back.
+    newer = CampaignIdentity.from_json({**today, "quantise": "int8"})
+    assert newer != ident and newer.differs(ident) == ["quantise"] and newer.to_json()["quantise"] == "int8"
+
+
 @pytest.mark.parametrize("record, data, words", [
+    (CampaignRecord, {"identity": {"seed": "3"}}, "identity: 'seed' must be a whole number"),
     (Summary, {"version": 2, "models": 1}, "summary.json: version 2 is newer than this gbft reads (1)"),
     (Summary, {"models": "many"}, "'models' must be a whole number"),
     (Summary, {"models": 1, "failures": [{"key": "../x"}]}, "failures[0]: 'key' must be a fingerprint id"),

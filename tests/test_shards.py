@@ -314,7 +314,7 @@ def test_the_action_input_reaches_the_campaign(tmp_path, monkeypatch):
     cfg = ActionConfig.from_env({"INPUT_SHARD": "2/3", "GITHUB_WORKSPACE": str(tmp_path)}).validate()
     assert cfg.shard_pair == (2, 3)
     _campaign(cfg, tmp_path / "out", time.monotonic())
-    assert seen[0].shard == (2, 3) and seen[0].identity()["shard"] == "2/3"
+    assert seen[0].shard == (2, 3) and seen[0].identity().shard == "2/3"
 
 
 @pytest.mark.slow

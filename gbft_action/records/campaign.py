@@ -5,9 +5,10 @@ it through ``CampaignRecord.read``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .io import Fields, read_record, write_record
 
@@ -51,10 +52,59 @@ class ShardPart:
 
 
 @dataclass(frozen=True)
+class CampaignIdentity:
+    """What must match for a resumed run, or the shards of one merge, to be one campaign.
+    Compared whole.  None is a field the JSON does not hold: the front end when it is the first
+    one (tf) and the shard when unsharded, so outputs written before they existed still resume;
+    what an older output never wrote stays absent and makes it another campaign, as before."""
+
+    seed: int | None = None
+    blocks: tuple[int, ...] | None = None
+    graph: str | None = None
+    engine: str | None = None
+    corpus_sha256: str | None = None
+    chooser: str | None = None
+    mutations: bool | None = None
+    special_share: float | None = None
+    state_sha256: str | None = None
+    platforms: tuple[str, ...] | None = None
+    base: str | None = None  # the base build's source ("" without one)
+    frontend: str | None = None
+    shard: str | None = None  # I/N
+    shards: int | None = None  # a merged output: how many shards it joined
+    # Keys this gbft does not know (a newer writer's), kept so that they still count.
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in self._known().items() if v is not None}
+        return {**d, **{k: json.loads(v) for k, v in self.extra}}
+
+    def differs(self, other: CampaignIdentity) -> list[str]:
+        """The fields two identities differ in."""
+        a, b = self.to_json(), other.to_json()
+        return sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
+
+    def _known(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+
+    @staticmethod
+    def from_json(d: Any, where: str = "identity") -> CampaignIdentity:
+        f = Fields(d, where)
+        known = {x.name for x in fields(CampaignIdentity)} - {"extra"}
+        has = f.d.keys()
+        def opt(key: str, read: Callable[[str], Any]) -> Any:
+            return read(key) if key in has and f.d[key] is not None else None
+        return CampaignIdentity(
+            opt("seed", f.int), opt("blocks", f.ints), opt("graph", f.str), opt("engine", f.str),
+            opt("corpus_sha256", f.str), opt("chooser", f.str), opt("mutations", f.bool),
+            opt("special_share", f.float), opt("state_sha256", f.str), opt("platforms", f.strs),
+            opt("base", f.str), opt("frontend", f.str), opt("shard", f.str), opt("shards", f.int),
+            tuple(sorted((str(k), json.dumps(v, sort_keys=True)) for k, v in f.d.items() if k not in known)))
+
+
+@dataclass(frozen=True)
 class CampaignRecord:
-    # Compared whole (a resumed run, the shards of one merge): kept as the JSON objects the
-    # configuration wrote (campaign.FuzzConfig.identity and to_json).
-    identity: dict[str, Any]
+    identity: CampaignIdentity
     config: dict[str, Any]
     sessions: tuple[Session, ...] = ()
     tool_version: str = ""
@@ -97,7 +147,7 @@ class CampaignRecord:
         write_record(out / "campaign.json", self.to_json())
 
     def to_json(self) -> dict[str, Any]:
-        d = {"version": self.version, "identity": dict(self.identity), "config": dict(self.config),
+        d = {"version": self.version, "identity": self.identity.to_json(), "config": dict(self.config),
              "sessions": [s.to_json() for s in self.sessions], "tool_version": self.tool_version}
         if self.merged is not None:
             d["merged"] = {"shards": {k: v.to_json() for k, v in self.merged.items()}}
@@ -109,7 +159,8 @@ class CampaignRecord:
         f.version(CAMPAIGN_VERSION)
         merged = f.opt("merged", lambda m: {str(k): ShardPart.from_json(v, f"{where}: merged: {k}")
                                             for k, v in (m.mapping("shards") or {}).items()})
-        return CampaignRecord(f.mapping("identity") or {}, f.mapping("config") or {}, _sessions(f),
+        return CampaignRecord(CampaignIdentity.from_json(f.mapping("identity") or {}, f"{where}: identity"),
+                              f.mapping("config") or {}, _sessions(f),
                               f.str("tool_version"), merged)
 
 
