@@ -226,8 +226,10 @@ def cmd_onnx_records(out: Path | None) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(records, indent=1, sort_keys=True) + "\n")
     with_instances = [op for op, r in records["ops"].items() if r["instances"]]
+    every = [i for r in records["ops"].values() for i in r["instances"]]
     print(f"{path}: {len(records['ops'])} operators at opset {records['opset']}, {len(with_instances)} with "
-          f"{sum(len(r['instances']) for r in records['ops'].values())} valid instances")
+          f"{len(every)} valid instances ({sum('mutation' in i for i in every)} of them mutants); "
+          f"{sum(i.get('rule') == 'same' for i in every)} follow their input's shape")
     return EXIT_OK
 
 

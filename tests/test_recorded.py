@@ -164,3 +164,34 @@ def test_the_shipped_records_are_what_the_installed_onnx_gives():
         pytest.skip(f"records written with onnx {shipped['onnx']}, this venv has {onnx.__version__}")
     few = frozenset({"CumSum", "Einsum", "OneHot", "Mod"})
     assert build_records(only=few)["ops"] == {op: shipped["ops"][op] for op in few}
+
+
+def test_neuri_mutations_are_instances_the_oracle_took_and_rules_are_inferred_by_running():
+    """Each mutant is one change of a recorded instance (an integer attribute, a string from the
+    operator's other test cases, an optional input left out) that the oracle took; a flag only
+    flips; "same" is inferred where the output follows the input's every dimension."""
+    from gbft_action.reference.onnx_records import build_records
+
+    ops = build_records(only=frozenset({"ReduceL1", "LpNormalization", "Gather", "Pad"}))["ops"]
+    # ReduceL1's test cases are opset 18 (axes an input): at ours, the attribute again.
+    red = ops["ReduceL1"]["instances"]
+    assert red and all(len(i["inputs"]) == 1 for i in red) and any("axes" in i["attrs"] for i in red)
+    muts = [i for op in ops.values() for i in op["instances"] if "mutation" in i]
+    assert muts and all(i["case"].endswith(f"({i['mutation']})") for i in muts)
+    assert all(i["attrs"].get("keepdims", 0) in (0, 1) for i in red)  # never keepdims=2, which ORT takes
+    modes = {i["attrs"].get("mode") for i in ops["Pad"]["instances"] if "mutation" in i}
+    assert {"edge", "reflect"} & modes  # values of Pad's other test cases
+    assert all(i.get("rule") == "same" for i in ops["LpNormalization"]["instances"])
+    assert not any(i.get("rule") for i in ops["Gather"]["instances"])  # the indices pin the output
+
+
+def test_an_instance_whose_output_follows_its_input_is_placed_with_no_adapter():
+    same = [(op, k) for op, s in sorted(RECORDED.items()) for k, inst in enumerate(s.instances)
+            if inst.rule == "same" and len(inst.fed_type.shape) == 4 and inst.fed_type.dtype == "float32"]
+    assert len(same) >= 6
+    for op, k in same:
+        g = _alone(op, k)
+        assert [n.op for n in g.nodes] == [op] and g.node("n0").out.shape == (2, 3, 4, 5), (op, k)
+    pinned = next((op, k) for op, s in sorted(RECORDED.items()) for k, inst in enumerate(s.instances)
+                  if not inst.rule and inst.fed_type.shape != (2, 3, 4, 5) and inst.fed_type.dtype == "float32")
+    assert len(_alone(*pinned).nodes) > 1  # coerced to its recorded shape by an adapter

@@ -53,6 +53,11 @@ class Instance:
     outputs: tuple[TensorType, ...]
     outputs_named: int
     case: str = ""  # the ONNX node test case it comes from (onnx/backend/test/case/node)
+    # The shape relation inferred by running (reference.onnx_records.shape_rule): "same" when the
+    # output has the fed input's shape whatever its dimensions (the constants pin none): placed
+    # on any tensor of its rank, with no adapter to reshape it.  "": only at the recorded shape.
+    rule: str = ""
+    mutation: str = ""  # NeuRI's mutation of a recorded instance that made it ("axis=-1")
 
     @property
     def fed_type(self) -> TensorType:
@@ -64,7 +69,11 @@ class Instance:
     def from_json(d: dict[str, Any]) -> Instance:
         outs = tuple(TensorType(tuple(o["shape"]), o["dtype"]) for o in d["outputs"])
         return Instance(dict(d["attrs"]), tuple(d["inputs"]), int(d["fed"]), outs, int(d["outputs_named"]),
-                        str(d.get("case", "")))
+                        str(d.get("case", "")), str(d.get("rule", "")), str(d.get("mutation", "")))
+
+    def takes(self, t: TensorType) -> bool:
+        """Whether tensor ``t``'s shape can feed it as it is (its rule is "same", the rank its)."""
+        return self.rule == "same" and len(t.shape) == len(self.fed_type.shape)
 
     def describe(self) -> str:
         """What sets the instance apart, for a root-cause title: its scalar attributes and a
@@ -89,10 +98,16 @@ class RecordedSpec(Spec):
         return list(ins)  # the instance, drawn next, says what it wants (align)
 
     def align(self, ins: list[TensorType], p: Params) -> list[TensorType]:
-        return [self.instances[p["instance"]].fed_type]
+        inst = self.instances[p["instance"]]
+        if ins and inst.takes(ins[0]):  # any shape of its rank: only the element type is coerced
+            return [TensorType(ins[0].shape, inst.fed_type.dtype)]
+        return [inst.fed_type]
 
     def infer(self, ins: list[TensorType], p: Params) -> TensorType:
-        return self.instances[p["instance"]].outputs[0]
+        inst = self.instances[p["instance"]]
+        if ins and inst.takes(ins[0]):
+            return TensorType(ins[0].shape, inst.outputs[0].dtype)
+        return inst.outputs[0]
 
 
 def recorded_specs(path: Path = RECORDS_FILE, skip: frozenset[str] = frozenset()) -> dict[str, RecordedSpec]:

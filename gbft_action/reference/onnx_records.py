@@ -21,9 +21,11 @@ reference.onnx_emit, onnx, onnxruntime, numpy.
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import warnings
 from collections import defaultdict
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import onnx
@@ -48,15 +50,68 @@ def build_records(opset: int = OPSET, max_per_op: int = MAX_PER_OP, only: frozen
         warnings.simplefilter("ignore")  # the test cases' own overflow warnings
         cases = collect_testcases(None)
     schemas = {s.name: s for s in _schemas_at(opset) if not only or s.name in only}
-    found: dict[str, list[list[dict[str, Any]]]] = defaultdict(list)  # per operator, per test case
-    for case in cases:
-        node = case.model.graph.node[0] if len(case.model.graph.node) == 1 else None
-        if node is None or node.domain not in ("", "ai.onnx") or node.op_type not in schemas or not case.data_sets:
-            continue
-        found[node.op_type].append([{**v, "case": case.name} for v in _variants(case, node, schemas[node.op_type])])
+    nodes = [(c, c.model.graph.node[0]) for c in cases if len(c.model.graph.node) == 1 and c.data_sets]
+    nodes = [(c, n) for c, n in nodes if n.domain in ("", "ai.onnx") and n.op_type in schemas]
+    strings = _string_values(n for _, n in nodes)
+    by_op: dict[str, list[tuple[Any, onnx.NodeProto]]] = defaultdict(list)
+    for case, node in nodes:
+        by_op[node.op_type].append((case, node))
+    instances = {name: _isolated(lambda mutate: _of_op(by_op[name], s, strings[name] if mutate else {}, max_per_op,
+                                                       mutate))
+                 for name, s in sorted(schemas.items())}
     return {"version": RECORDS_VERSION, "onnx": onnx.__version__, "opset": opset,
-            "ops": {name: {"schema": _schema(s), "instances": _interleaved(found.get(name, []), max_per_op)}
-                    for name, s in sorted(schemas.items())}}
+            "ops": {name: {"schema": _schema(s), "instances": instances[name]} for name, s in sorted(schemas.items())}}
+
+
+def _of_op(nodes: list[tuple[Any, onnx.NodeProto]], schema: Any, strings: dict[str, set[str]], limit: int,
+           mutate: bool) -> list[dict[str, Any]]:
+    """One operator's instances from its test cases: the recorded ones, then (``mutate``) mutants."""
+    found, grown = [], []  # per test case
+    for case, node in nodes:
+        recorded, mutated = _variants(case, node, schema, strings, mutate)
+        found.append([{**v, "case": case.name} for v in recorded])
+        grown.append([{**v, "case": f"{case.name} ({v['mutation']})"} for v in mutated])
+    return _kept(found, grown, limit)
+
+
+def _isolated(build: Callable[[bool], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``build(True)`` in a child process; if the child dies (ONNX Runtime 1.32 segfaults on a
+    LayerNormalization with axis=0 and no bias, one of NeuRI's mutants), ``build(False)``, the
+    recorded instances alone, likewise; nothing if that dies too."""
+    ctx = multiprocessing.get_context("fork")  # the test cases, read once, are the child's too
+    for mutate in (True, False):
+        here, there = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=lambda: there.send(build(mutate)), daemon=True)
+        child.start()
+        there.close()
+        try:
+            got = here.recv()
+        except EOFError:  # the child died before it answered
+            got = None
+        child.join()
+        if got is not None and child.exitcode == 0:
+            return got
+    return []
+
+
+def _kept(found: list[list[dict[str, Any]]], grown: list[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+    """The recorded instances, then up to MAX_MUTANTS mutants that are no recorded instance."""
+    recorded = _interleaved(found, limit)
+    plain = [{k: v for k, v in i.items() if k not in ("case", "mutation", "rule")} for i in recorded]
+    fresh = [[m for m in ms if {k: v for k, v in m.items() if k not in ("case", "mutation", "rule")} not in plain]
+             for ms in grown]
+    return recorded + _interleaved(fresh, MAX_MUTANTS)
+
+
+def _string_values(nodes: Iterable[onnx.NodeProto]) -> dict[str, dict[str, set[str]]]:
+    """Per operator, per string attribute, the values its test cases use (the enum a schema
+    does not list: Resize's modes, Pad's)."""
+    out: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for n in nodes:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.STRING:
+                out[n.op_type][a.name].add(a.s.decode("utf-8", "replace"))
+    return out
 
 
 def _interleaved(per_case: list[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
@@ -99,26 +154,129 @@ def _schema(s: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- instances
 
 
-def _variants(case: Any, node: onnx.NodeProto, schema: Any) -> list[dict[str, Any]]:
-    """The valid instances of one test case: its fed input in each element type tried."""
+def _variants(case: Any, node: onnx.NodeProto, schema: Any, strings: dict[str, set[str]],
+              mutate: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The valid instances of one test case (its fed input in each element type tried), and the
+    valid mutants of its first."""
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS, onnx.AttributeProto.SPARSE_TENSOR)
            for a in node.attribute):
-        return []
+        return [], []
     values = dict(zip([i.name for i in case.model.graph.input], case.data_sets[0][0]))
     if not all(isinstance(v, (np.ndarray, np.generic)) for v in values.values()):
-        return []  # a sequence or optional input: not a tensor a graph could feed
+        return [], []  # a sequence or optional input: not a tensor a graph could feed
     arrays = [np.asarray(values[name]) if name in values else None for name in node.input]
     if any(name and name not in values for name in node.input):
-        return []  # an input the test case feeds some other way (an initializer): not kept simple
-    out = []
+        return [], []  # an input the test case feeds some other way (an initializer): not kept simple
+    node, arrays = _retargeted(node, arrays, schema)
     for fed in _feedable(arrays):
-        for dtype in _fed_types(schema, fed, arrays):
-            inst = _instance(node, arrays, fed, dtype, schema)
-            if inst is not None:
-                out.append(inst)
+        out = [(dtype, inst) for dtype in _fed_types(schema, fed, arrays)
+               if (inst := _instance(node, arrays, fed, dtype, schema)) is not None]
         if out:
-            return out
+            dtype = out[0][0]
+            grown = [{**inst, "mutation": m.what} for m in (mutants(node, arrays, fed, schema, strings) if mutate else [])
+                     if (inst := _instance(m.node, m.arrays, fed, dtype, schema)) is not None]
+            return [i for _, i in out], grown
+    return [], []
+
+
+def _retargeted(node: onnx.NodeProto, arrays: list[np.ndarray | None],
+                schema: Any) -> tuple[onnx.NodeProto, list[np.ndarray | None]]:
+    """A test case written for a later opset, at ours: an input our opset takes as an attribute
+    (ReduceL1's axes became an input in opset 18) moved back into the attribute."""
+    formal = [p.name for p in schema.inputs]
+    extra = [i for i in range(len(formal), len(arrays)) if arrays[i] is not None]
+    if len(extra) != 1 or schema.attributes.get("axes") is None or any(a.name == "axes" for a in node.attribute):
+        return node, arrays
+    axes = arrays[extra[0]]
+    assert axes is not None
+    if axes.dtype.kind != "i" or axes.ndim != 1 or axes.size == 0:  # no axes: another meaning at our opset
+        return node, arrays
+    n = copy.deepcopy(node)
+    del n.input[len(formal):]
+    n.attribute.append(helper.make_attribute("axes", [int(v) for v in axes]))
+    return n, arrays[:len(formal)]
+
+
+# --------------------------------------------------------------------------- NeuRI's mutations
+
+MAX_MUTANTS = 8  # mutated instances kept per operator, beside the recorded ones
+_INT = onnx.AttributeProto.INT
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutation of a valid instance: what changed, and the node and inputs it makes."""
+
+    what: str
+    node: onnx.NodeProto
+    arrays: list[np.ndarray | None]
+
+
+def mutants(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, schema: Any,
+            strings: dict[str, set[str]]) -> list[Mutant]:
+    """NeuRI's mutations of one valid instance, each one change: an integer attribute to its
+    neighbours and to -1 (an axis from the end); a string attribute to another value the
+    operator's test cases use (``strings``: name -> values); an optional constant input left
+    out.  The validity oracle then says which are instances."""
+    out = []
+    for a in node.attribute:
+        if a.type == _INT:
+            out += [Mutant(f"{a.name}={v}", _with_attr(node, a.name, v), arrays) for v in _int_values(a, schema)]
+        elif a.type == onnx.AttributeProto.STRING:
+            own = a.s.decode("utf-8", "replace")
+            out += [Mutant(f"{a.name}={v}", _with_attr(node, a.name, v), arrays)
+                    for v in sorted(strings.get(a.name, set()) - {own})]
+    for i, p in enumerate(schema.inputs[:len(arrays)]):
+        if i != fed and arrays[i] is not None and p.option.name == "Optional":
+            n = copy.deepcopy(node)
+            n.input[i] = ""
+            out.append(Mutant(f"without {p.name}", n, [None if j == i else a for j, a in enumerate(arrays)]))
     return out
+
+
+def _int_values(a: onnx.AttributeProto, schema: Any) -> list[int]:
+    """An integer attribute's mutations.  A flag (0 or 1, its default too) only flips: ONNX
+    Runtime reads keepdims=2 as true, but the spec allows 0 and 1 only, and an engine that reads
+    it otherwise is not wrong (a report a maintainer closes as "not a bug")."""
+    formal = schema.attributes.get(a.name)
+    default = helper.get_attribute_value(formal.default_value) if formal is not None and formal.default_value.name else None
+    if a.i in (0, 1) and default in (0, 1, None) and "axis" not in a.name:
+        return [1 - a.i]
+    return [v for v in dict.fromkeys((a.i + 1, a.i - 1, -1)) if v != a.i]
+
+
+def _with_attr(node: onnx.NodeProto, name: str, value: Any) -> onnx.NodeProto:
+    n = copy.deepcopy(node)
+    kept = [a for a in n.attribute if a.name != name]
+    del n.attribute[:]
+    n.attribute.extend([*kept, helper.make_attribute(name, value)])
+    return n
+
+
+def _reshaped(shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The shapes a "same" rule is checked at: each dimension one larger, and one (constants
+    that index the input, a ScatterND's, pin a dimension from below)."""
+    grown = [tuple(d + (k == i) for k, d in enumerate(shape)) for i in range(len(shape))]
+    ones = [tuple(1 if k == i else d for k, d in enumerate(shape)) for i in range(len(shape)) if shape[i] > 1]
+    return grown + ones
+
+
+def shape_rule(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, outs: list[dict[str, Any]]) -> str:
+    """The relation between the fed input's shape and the first output's (``outs``: the oracle's
+    output types at the recorded shape), inferred by running: "same" when the output has the
+    input's shape there and with each dimension grown by one or cut to one, all taken by the
+    oracle (the constants pin none of them: the operator can be placed on any tensor of that
+    rank without an adapter); "" otherwise."""
+    x = arrays[fed]
+    assert x is not None
+    if tuple(outs[0]["shape"]) != x.shape or outs[0]["dtype"] != str(x.dtype):
+        return ""
+    for shape in _reshaped(x.shape):
+        grown = [np.zeros(shape, x.dtype) if i == fed else a for i, a in enumerate(arrays)]
+        outs = _oracle(node, grown, fed)
+        if outs is None or tuple(outs[0]["shape"]) != tuple(shape):
+            return ""
+    return "same"
 
 
 def _feedable(arrays: list[np.ndarray | None]) -> list[int]:
@@ -150,11 +308,12 @@ def _instance(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, d
     outs = _oracle(node, arrays, fed)
     if outs is None:
         return None
+    rule = shape_rule(node, arrays, fed, outs)
     return {"attrs": {a.name: _attr_json(a) for a in node.attribute},
             "inputs": [None if a is None else {"dtype": str(a.dtype), "shape": list(a.shape),
                                                "value": None if i == fed else _tensor_json(a)}
                        for i, a in enumerate(arrays)],
-            "fed": fed, "outputs": outs, "outputs_named": len(node.output)}
+            "fed": fed, "outputs": outs, "outputs_named": len(node.output), **({"rule": rule} if rule else {})}
 
 
 def _retyped(arrays: list[np.ndarray | None], fed: int, dtype: str, schema: Any) -> list[np.ndarray | None]:
