@@ -1129,3 +1129,20 @@ def test_heap_damage_is_owned_by_an_operator_seen_crashing_on_fresh_workers():
                   "f3": RootKey(crash, (), "memory error", False, ("Mul", "Sigmoid"))})
     assert got == {"memory error with Batchtospacend": ["f1", "f2"],
                    "memory error: no operator crashes alone (damage done earlier in the model)": ["f3"]}
+
+
+def test_chains_that_only_move_data_through_a_view_are_one_region_merge():
+    # Every run keyed "Pad -> Reshape -> Concat" and "Concat -> Reshape -> Slice" apart: MNN merges
+    # a data-movement chain's regions into one copy and loses one; one defect, the largest names it.
+    wrong = Symptom.WRONG.value
+    rows = [{"key": f, "count": n, "platforms": [], "symptom": wrong, "local": [wrong, "X", ""],
+             "fingerprint": {"op": "X"}, "verdict": ""} for f, n in (("f1", 5), ("f2", 9), ("f3", 2), ("f4", 1))]
+    keys = {"f1": RootKey(wrong, ("Concat", "Reshape", "Slice"), "", True),
+            "f2": RootKey(wrong, ("Pad", "Reshape", "Concat"), "", True),
+            "f3": RootKey(wrong, ("Batchtospacend", "Concat"), "", True),  # no view: not a merge of views
+            "f4": RootKey(wrong, ("Pad", "Reshape", "Concat"), "", True, frontend="onnx")}  # another converter
+    causes = assemble(_sightings(rows), {f: Diagnosed(k, 3) for f, k in keys.items()}, policy_for)
+    got = {rc.key.title: (sorted(rc.fingerprints), rc.count) for rc in causes}
+    assert got == {"the pattern Pad -> Reshape -> Concat: wrong results": (["f1", "f2"], 14),
+                   "the pattern Batchtospacend -> Concat: wrong results": (["f3"], 2),
+                   "[onnx] the pattern Pad -> Reshape -> Concat: wrong results": (["f4"], 1)}

@@ -423,7 +423,8 @@ def assemble(failures: list[Sighting], diagnosed: dict[str, Diagnosed], policy: 
             # The smallest model's key names it (one id can hold two symptoms: nondeterministic
             # and wrong-result; the title is the one the canonical bundle shows).
             rc.canonical, rc.minimized, rc.key = f.key, True, d.key
-    merged = _merge_into_members(_merge_covered(list(causes.values()), diagnosed), diagnosed)
+    merged = _merge_region_chains(_merge_into_members(_merge_covered(list(causes.values()), diagnosed), diagnosed),
+                                  diagnosed)
     for rc in merged:
         rc.settled = not rc.minimized or any(diagnosed[f].settled for f in rc.fingerprints if f in diagnosed)
     return sorted(merged, key=lambda rc: (-rc.count, rc.key.id))
@@ -475,6 +476,28 @@ def _merge_into_members(causes: list[RootCause], diagnosed: dict[str, Diagnosed]
             kept.append(rc)
         else:
             _absorb(host, rc, diagnosed)
+    return kept
+
+
+def _merge_region_chains(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> list[RootCause]:
+    """Chains shown wrong that only move data through a view (a Reshape): one defect, MNN's
+    merge of their regions into one copy that loses one, whichever chain shows it (every run:
+    "Pad -> Reshape -> Concat" beside "Concat -> Reshape -> Slice", on TensorFlow and ONNX
+    models alike).  The largest names it; a chain without a view (BatchToSpaceND -> Concat) is
+    not a merge of views and stays apart."""
+    kept: list[RootCause] = []
+    hosts: dict[tuple[str, str, str], RootCause] = {}
+    for rc in sorted(causes, key=lambda rc: (-rc.count, rc.key.id)):
+        k = rc.key
+        region = (k.isolated and len(k.ops) > 1 and all(op in DATA_MOVEMENT for op in k.ops)
+                  and any(op in VIEW_OPS for op in k.ops))
+        host = hosts.get((same_class(k.symptom), k.detail, k.frontend)) if region else None
+        if host is not None:
+            _absorb(host, rc, diagnosed)
+            continue
+        if region:
+            hosts[(same_class(k.symptom), k.detail, k.frontend)] = rc
+        kept.append(rc)
     return kept
 
 
