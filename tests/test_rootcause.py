@@ -1146,3 +1146,15 @@ def test_chains_that_only_move_data_through_a_view_are_one_region_merge():
     assert got == {"the pattern Pad -> Reshape -> Concat: wrong results": (["f1", "f2"], 14),
                    "the pattern Batchtospacend -> Concat: wrong results": (["f3"], 2),
                    "[onnx] the pattern Pad -> Reshape -> Concat: wrong results": (["f4"], 1)}
+
+
+def test_chains_that_differ_only_in_their_last_operator_are_their_head_s_defect():
+    # Seed 59: "Fill -> Fusedbatchnorm ->" Reshape, Resizebilinear and Fusedbatchnorm, three keys
+    # of one defect (a FusedBatchNorm of a constant is skipped unless it is an output).
+    wrong = Symptom.WRONG.value
+    got = _keyed({"f1": RootKey(wrong, ("Fill", "Fusedbatchnorm", "Reshape"), "", True),
+                  "f2": RootKey(wrong, ("Fill", "Fusedbatchnorm", "Resizebilinear"), "", True),
+                  "f3": RootKey(wrong, ("Fill", "Fusedbatchnorm", "Fusedbatchnorm"), "", True),
+                  "f4": RootKey(wrong, ("Fill", "Relu", "Reshape"), "", True),  # another head
+                  "f5": RootKey(wrong, ("Fill", "Fusedbatchnorm"), "", True)})  # two: no consumer to vary
+    assert sorted(map(sorted, got.values())) == [["f1", "f2", "f3"], ["f4"], ["f5"]]

@@ -423,8 +423,9 @@ def assemble(failures: list[Sighting], diagnosed: dict[str, Diagnosed], policy: 
             # The smallest model's key names it (one id can hold two symptoms: nondeterministic
             # and wrong-result; the title is the one the canonical bundle shows).
             rc.canonical, rc.minimized, rc.key = f.key, True, d.key
-    merged = _merge_region_chains(_merge_into_members(_merge_covered(list(causes.values()), diagnosed), diagnosed),
-                                  diagnosed)
+    merged = list(causes.values())
+    for merge in (_merge_covered, _merge_into_members, _merge_region_chains, _merge_chain_heads):
+        merged = merge(merged, diagnosed)
     for rc in merged:
         rc.settled = not rc.minimized or any(diagnosed[f].settled for f in rc.fingerprints if f in diagnosed)
     return sorted(merged, key=lambda rc: (-rc.count, rc.key.id))
@@ -485,18 +486,33 @@ def _merge_region_chains(causes: list[RootCause], diagnosed: dict[str, Diagnosed
     "Pad -> Reshape -> Concat" beside "Concat -> Reshape -> Slice", on TensorFlow and ONNX
     models alike).  The largest names it; a chain without a view (BatchToSpaceND -> Concat) is
     not a merge of views and stays apart."""
+    return _merge_chains_by(causes, diagnosed, lambda k: "region" if all(op in DATA_MOVEMENT for op in k.ops)
+                            and any(op in VIEW_OPS for op in k.ops) else None)
+
+
+def _merge_chain_heads(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> list[RootCause]:
+    """Chains of three or more shown wrong that differ only in their last operator: one defect of
+    the head, which its consumer only exposes.  A FusedBatchNorm of a Fill is skipped (its
+    output right only when it is a model output): seed 59 keyed "Fill -> Fusedbatchnorm ->"
+    Reshape, Resizebilinear and Fusedbatchnorm apart.  The largest names it."""
+    return _merge_chains_by(causes, diagnosed, lambda k: k.ops[:-1] if len(k.ops) >= 3 else None)
+
+
+def _merge_chains_by(causes: list[RootCause], diagnosed: dict[str, Diagnosed],
+                     group: Callable[[RootKey], object | None]) -> list[RootCause]:
+    """Isolated chains of one symptom class, detail and front end that ``group`` puts together
+    (None: none), merged into the largest."""
     kept: list[RootCause] = []
-    hosts: dict[tuple[str, str, str], RootCause] = {}
+    hosts: dict[tuple[object, ...], RootCause] = {}
     for rc in sorted(causes, key=lambda rc: (-rc.count, rc.key.id)):
         k = rc.key
-        region = (k.isolated and len(k.ops) > 1 and all(op in DATA_MOVEMENT for op in k.ops)
-                  and any(op in VIEW_OPS for op in k.ops))
-        host = hosts.get((same_class(k.symptom), k.detail, k.frontend)) if region else None
-        if host is not None:
-            _absorb(host, rc, diagnosed)
+        g = group(k) if k.isolated and len(k.ops) > 1 else None
+        where = (g, same_class(k.symptom), k.detail, k.frontend)
+        if g is not None and where in hosts:
+            _absorb(hosts[where], rc, diagnosed)
             continue
-        if region:
-            hosts[(same_class(k.symptom), k.detail, k.frontend)] = rc
+        if g is not None:
+            hosts[where] = rc
         kept.append(rc)
     return kept
 
