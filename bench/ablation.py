@@ -41,7 +41,7 @@ def run_one(n: int, graph: str, mutations: bool, chooser: str, seed: int, models
         t0 = time.monotonic()
         s = Campaign(cfg).run()
         wall = time.monotonic() - t0
-    return s["coverage"]["OLC"], s["unique_failures"], s["models"] / wall
+    return (s.coverage or {})["OLC"], s.unique_failures, s.models / wall
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from gbft_action.campaign import Campaign, FuzzConfig
 from gbft_action.cli import parse_range
 from gbft_action.records.case import read_cases
+from gbft_action.records.summary import Summary
 
 
 def run(platforms: tuple[str, ...], a: argparse.Namespace) -> None:
@@ -35,7 +36,12 @@ def run(platforms: tuple[str, ...], a: argparse.Namespace) -> None:
         engine_ms[p] = f"{1000 * spent / max(1, len(mine)):.0f} ms/model on {len(mine)} models"
     print(f"{','.join(platforms):22s} models {s.models:5d}  models/s {s.models / wall:5.1f}  "
           f"engine: {'; '.join(f'{k} {v}' for k, v in engine_ms.items())}  "
-          f"failures: {s.unique_failures} ({s.platforms.get('arm64-qemu', {}).get('by_status', {}).get('XPF', 0)} XPF cases)")
+          f"failures: {s.unique_failures} ({_xpf(s)} XPF cases)")
+
+
+def _xpf(s: Summary) -> int:
+    arm = (s.platforms or {}).get("arm64-qemu")
+    return arm.by_status.get("XPF", 0) if arm else 0
 
 
 def main() -> None:

@@ -72,20 +72,20 @@ def main() -> None:
     print(f"engine {a.engine}, front end {','.join(fe.name for fe in a.frontend)}, "
           f"blocks {a.blocks[0]}-{a.blocks[1]}, jobs {a.jobs}, budget {a.budget:.0f} s, wall {wall:.1f} s, "
           f"base build: {a.base_build or 'none'}, minimize share {a.minimize_share}")
-    print(f"models {s['models']}, models/s {s['models'] / wall:.1f} (wall, including worker start-up)")
-    print(_shares(waited, lane_time, s["models"]))
+    print(f"models {s.models}, models/s {s.models / wall:.1f} (wall, including worker start-up)")
+    print(_shares(waited, lane_time, s.models))
     for kind, ops in waited.items():
         for op, (n, sec, busy) in sorted(ops.items(), key=lambda kv: -kv[1][1]):
             print(f"  {kind} {op}: {n} calls, {sec:.2f} s ({100 * sec / lane_time:.1f}% of lane time), "
                   f"{1000 * sec / max(n, 1):.1f} ms each, {1000 * busy / max(n, 1):.1f} ms of its CPU")
-    print(f"CPU: harness process {cpu[0]:.1f} s ({1000 * cpu[0] / max(s['models'], 1):.1f} ms a model, "
+    print(f"CPU: harness process {cpu[0]:.1f} s ({1000 * cpu[0] / max(s.models, 1):.1f} ms a model, "
           f"{100 * cpu[2] / max(cpu[0], 1e-9):.0f}% of it in the kernel: files, pipes), "
-          f"workers {cpu[1]:.1f} s ({1000 * cpu[1] / max(s['models'], 1):.1f} ms a model); "
+          f"workers {cpu[1]:.1f} s ({1000 * cpu[1] / max(s.models, 1):.1f} ms a model); "
           f"{(cpu[0] + cpu[1]) / wall:.2f} of the machine's cores busy on average")
-    print(_ceilings(waited, cpu, wall, s["models"], a.jobs, bool(a.base_build)))
-    print(f"by status: {s['by_status']}")
-    if s.get("triage"):
-        print(f"verdicts: {s['triage']['counts']}")
+    print(_ceilings(waited, cpu, wall, s.models, a.jobs, bool(a.base_build)))
+    print(f"by status: {dict(s.by_status)}")
+    if s.triage:
+        print(f"verdicts: {dict(s.triage.counts)}")
 
 
 def _shares(waited: dict[str, dict[str, tuple[int, float]]], lane_time: float, models: int) -> str:
