@@ -58,9 +58,11 @@ class ToyLane:
     """Lane.run's contract for tiny numpy graphs: TensorFlow is REF, the engine is REF with
     ``defects`` (op -> function replacing it)."""
 
-    def __init__(self, defects: dict[str, Callable[..., np.ndarray]], crashes: tuple[str, ...] = ()) -> None:
+    def __init__(self, defects: dict[str, Callable[..., np.ndarray]], crashes: tuple[str, ...] = (),
+                 errors: dict[str, str] | None = None) -> None:
         self.defects = defects
         self.crashes = crashes  # ops whose presence makes the engine crash
+        self.errors = errors or {}  # op -> the converter's message when the model holds it (the last one's wins)
         self.cfg = type("Cfg", (), {"tolerance": Tolerance()})()
         self.ids = itertools.count()
         self.runs: list[Graph] = []
@@ -85,6 +87,11 @@ class ToyLane:
         res.intermediates = ref
         if any(n.op in self.crashes for n in g.nodes):
             res.status, res.stage, res.signal, res.symptom = Status.IF, "infer", 11, Symptom.CRASH.value
+            return res
+        said = [(n.op, self.errors[n.op]) for n in g.nodes if n.op in self.errors]
+        if said:
+            res.status, res.stage, res.symptom = Status.MCF, "convert", Symptom.CONVERSION.value
+            res.fingerprint = Fingerprint("convert", "MCF", "error", said[-1][1], said[-1][0])
             return res
         if not all(d.ok for d in judge_outputs(res.arrays["expected"], res.arrays["actual"], g.outputs)):
             d = _first_difference(g, ref, eng, Tolerance())
@@ -1158,3 +1165,16 @@ def test_chains_that_differ_only_in_their_last_operator_are_their_head_s_defect(
                   "f4": RootKey(wrong, ("Fill", "Relu", "Reshape"), "", True),  # another head
                   "f5": RootKey(wrong, ("Fill", "Fusedbatchnorm"), "", True)})  # two: no consumer to vary
     assert sorted(map(sorted, got.values())) == [["f1", "f2", "f3"], ["f4"], ["f5"]]
+
+
+def test_an_error_is_blamed_on_the_first_operator_that_gives_the_same_error_alone():
+    # all16: MNN refuses a SoftmaxCrossEntropyLoss ("only support N outputs"); the GRU after it
+    # drops an output alone, another error, and was blamed for the refusal.
+    from gbft_action.bugs.diagnose import _first_failing_alone
+
+    g = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]), ("n2", "Sub", ["n1", "in1"]))
+    lane = ToyLane({}, errors={"Relu": "Can't find output n0", "Exp": "MNN Exp only support 1 outputs"})
+    res = lane.run(0, g, 10)
+    assert res.symptom == Symptom.CONVERSION.value and res.fingerprint is not None
+    assert _first_failing_alone(lane, res, res.symptom, None, until=1e12, fp=res.fingerprint) == "n1"
+    assert _first_failing_alone(lane, res, res.symptom, None, until=1e12) == "n0"  # the symptom alone

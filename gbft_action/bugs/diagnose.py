@@ -35,7 +35,7 @@ from ..records.bundle import BundleMeta
 from ..records.keys import Fingerprint
 from ..records.summary import Diagnosis
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
-from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, in_pattern, local_key,
+from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, error_detail, in_pattern, local_key,
                         FAILING_VALUES, UNPROVEN, choice_domain, root_key, same_class, simpler_choices, spec_of,
                         suspect, suspect_node)
 
@@ -384,7 +384,7 @@ def _key_alone(lane: Lane, symptom: str, fp: Fingerprint, small: Graph, where: l
         back = any(r.symptom == symptom for r in res.per_platform())
         if symptom == Symptom.CRASH.value and not back:
             return root_key(Symptom.HEAP_DAMAGE.value, fp, small), ""
-        node = _first_failing_alone(lane, res, symptom, where, until) if back else ""
+        node = _first_failing_alone(lane, res, symptom, where, until, fp) if back else ""
     finally:
         if res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
@@ -403,8 +403,12 @@ def _key_alone(lane: Lane, symptom: str, fp: Fingerprint, small: Graph, where: l
     return root_key(symptom, fp, small, blamed=node, isolated=bool(node)), node
 
 
-def _first_failing_alone(lane: Lane, res: CaseResult, symptom: str, where: list[str] | None, until: float) -> str:
-    """The first node (topological order) that fails alone as the model did ("" for none).
+def _first_failing_alone(lane: Lane, res: CaseResult, symptom: str, where: list[str] | None, until: float,
+                         fp: Fingerprint | None = None) -> str:
+    """The first node (topological order) that fails alone as the model did ("" for none): the
+    same symptom and, given the model's fingerprint ``fp``, the same error (message, crash
+    class).  A GRU whose converter drops an output alone is not the SoftmaxCrossEntropyLoss
+    before it that MNN refuses ("only support N outputs"): all16 keyed that refusal by the GRU.
     Every node, until the deadline: a walk cut at twelve missed the LSTM, fourteenth in a
     minimised model, that crashes MNN's converter alone, and keyed its crash by a guess.  A node
     the same as one already run alone (operator, parameters, input types) is not run again."""
@@ -422,9 +426,17 @@ def _first_failing_alone(lane: Lane, res: CaseResult, symptom: str, where: list[
         if time.monotonic() > until:
             break
         iso = run_alone(lane, g, n.id, values, where, until, fresh=symptom == Symptom.CRASH.value)
-        if iso is not None and any(r.symptom == symptom for r in iso.per_platform()):
+        if iso is not None and any(_fails_so(r, symptom, fp) for r in iso.per_platform()):
             return n.id
     return ""
+
+
+def _fails_so(r: CaseResult, symptom: str, fp: Fingerprint | None) -> bool:
+    if r.symptom != symptom:
+        return False
+    if fp is None or r.fingerprint is None or symptom == Symptom.TIMEOUT.value:
+        return True  # nothing more to compare (a timeout has no words)
+    return error_detail(r.fingerprint) == error_detail(fp)
 
 
 def shown_alone(lane: Lane, g: Graph, node: str, symptom: str, where: list[str] | None,

@@ -259,9 +259,16 @@ def _root_key(symptom: str, fp: Fingerprint, small: Graph | None, blamed: str, i
         return RootKey(symptom, ops, "", isolated)
     if symptom == Symptom.UNSUPPORTED.value:
         return RootKey(symptom, (fp.op,) if fp.op else ops, "", isolated)
+    return RootKey(symptom, ops, error_detail(fp), isolated)
+
+
+def error_detail(fp: Fingerprint) -> str:
+    """What an error key keeps of the engine's words: its message, or "a model output is
+    missing" in any of the ways MNN says it; a crash's class."""
+    if fp.kind == "signal":  # the class alone: where it crashed differs from the model to one operator
+        return crash_class(_signal_only(fp.code))
     missing = fp.kind == "missing-output" or _MISSING_OUTPUT.search(fp.code)
-    code = "a model output is missing" if missing else fp.code
-    return RootKey(symptom, ops, code[:120], isolated)
+    return ("a model output is missing" if missing else fp.code)[:120]
 
 
 # Operators whose every output element is a copy of an input element (or a constant pad).
