@@ -195,3 +195,21 @@ def test_an_instance_whose_output_follows_its_input_is_placed_with_no_adapter():
     pinned = next((op, k) for op, s in sorted(RECORDED.items()) for k, inst in enumerate(s.instances)
                   if not inst.rule and inst.fed_type.shape != (2, 3, 4, 5) and inst.fed_type.dtype == "float32")
     assert len(_alone(*pinned).nodes) > 1  # coerced to its recorded shape by an adapter
+
+
+def test_a_builder_killed_by_a_signal_falls_back_and_a_python_error_is_raised():
+    """ONNX Runtime segfaults on one mutant: that operator keeps its recorded instances. A bug
+    of the builder itself is never read as "no instances"."""
+    import os
+    import signal
+
+    from gbft_action.reference.onnx_records import _isolated
+
+    def crashing(mutate: bool) -> list[dict]:
+        if mutate:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return [{"recorded": True}]
+
+    assert _isolated(crashing) == [{"recorded": True}]
+    with pytest.raises(RuntimeError, match="records builder failed"):
+        _isolated(lambda mutate: [{"x": 1 / 0}])

@@ -27,7 +27,7 @@ from ..graph.ir import Graph, Node
 from ..records.enums import Policy, Symptom, Verdict
 from ..records.summary import FailureRow, RootCauseRow
 from ..records.keys import (  # noqa: F401 - SPECIAL_INPUT, same_class re-exported
-    MEMORY_SIGNALS, SPECIAL_INPUT, Fingerprint, RootKey, same_class)
+    MEMORY_SIGNALS, SPECIAL_INPUT, Fingerprint, RootKey, same_class, signal_name)
 from ..ops.domains import Choice
 from ..ops.registry import registry
 from ..ops.recorded import RecordedSpec
@@ -230,7 +230,7 @@ def root_key(symptom: str, fp: Fingerprint, small: Graph | None, blamed: str = "
 def _root_key(symptom: str, fp: Fingerprint, small: Graph | None, blamed: str, isolated: bool,
               direction: str, minimized: bool) -> RootKey:
     if symptom in (Symptom.HEAP_DAMAGE.value,):
-        return RootKey(symptom, (), _signal_only(fp.code))
+        return RootKey(symptom, (), signal_name(fp.code))
     ops: tuple[str, ...]
     if symptom == Symptom.NONDETERMINISTIC.value and not isolated and suspect(small):
         ops = (suspect(small),)  # not where the garbage showed: where it was read from
@@ -266,7 +266,7 @@ def error_detail(fp: Fingerprint) -> str:
     """What an error key keeps of the engine's words: its message, or "a model output is
     missing" in any of the ways MNN says it; a crash's class."""
     if fp.kind == "signal":  # the class alone: where it crashed differs from the model to one operator
-        return crash_class(_signal_only(fp.code))
+        return crash_class(signal_name(fp.code))
     missing = fp.kind == "missing-output" or _MISSING_OUTPUT.search(fp.code)
     return ("a model output is missing" if missing else fp.code)[:120]
 
@@ -329,10 +329,6 @@ def crash_class(code: str) -> str:
     sig, _, frames = code.partition(" in ")
     cls = "memory error" if sig in MEMORY_SIGNALS else sig
     return cls + (f" in {frames}" if frames else "")
-
-
-def _signal_only(code: str) -> str:
-    return code.split(" in ", 1)[0]
 
 
 # --------------------------------------------------------------------------- merging
@@ -493,8 +489,12 @@ def _merge_region_chains(causes: list[RootCause], diagnosed: dict[str, Diagnosed
     "Pad -> Reshape -> Concat" beside "Concat -> Reshape -> Slice", on TensorFlow and ONNX
     models alike).  The largest names it; a chain without a view (BatchToSpaceND -> Concat) is
     not a merge of views and stays apart."""
-    return _merge_chains_by(causes, diagnosed, lambda k: "region" if all(op in DATA_MOVEMENT for op in k.ops)
+    return _merge_chains_by(causes, diagnosed, lambda k: "region" if _moves_only(k.ops)
                             and any(op in VIEW_OPS for op in k.ops) else None)
+
+
+def _moves_only(ops: tuple[str, ...]) -> bool:
+    return all(op in DATA_MOVEMENT for op in ops)
 
 
 def _merge_chain_heads(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> list[RootCause]:
@@ -529,15 +529,14 @@ def _single(k: RootKey, op: str = "") -> tuple[str, str, str, str]:
 
 
 def _member_host(k: RootKey, singles: dict[tuple[str, str, str, str], RootCause]) -> RootCause | None:
-    if k.isolated and len(k.ops) > 1:
-        if all(op in DATA_MOVEMENT for op in k.ops):
-            return None
-        hosts = {id(h): h for h in (singles.get(_single(k, op)) for op in k.ops) if h is not None}
+    if k.isolated and len(k.ops) > 1 and not _moves_only(k.ops):
+        found = [h for h in (singles.get(_single(k, op)) for op in k.ops) if h is not None]
     elif not k.ops and k.symptom in _ERRORS:
-        hosts = {id(h): h for s, h in singles.items() if s[:3] == _single(k, "-")[:3]}
+        found = [h for s, h in singles.items() if s[:3] == _single(k, "-")[:3]]
     else:
         return None
-    return next(iter(hosts.values())) if len(hosts) == 1 else None
+    hosts = {h.key.id: h for h in found}  # one operator twice in a chain is one host
+    return found[0] if len(hosts) == 1 else None
 
 
 # Errors a message identifies: a pattern of them with an operator's message is that operator's.

@@ -17,6 +17,11 @@ from .io import Fields
 MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
 
 
+def signal_name(code: str) -> str:
+    """A crash fingerprint's signal without its native frames ("SIGSEGV in foo" -> "SIGSEGV")."""
+    return code.split(" in ", 1)[0]
+
+
 @dataclass(frozen=True, order=True)
 class Fingerprint:
     stage: str  # convert | infer | compare | reference
@@ -37,7 +42,7 @@ class Fingerprint:
 
     @property
     def memory_error(self) -> bool:
-        return self.kind == "signal" and self.code.split(" in ", 1)[0] in MEMORY_SIGNALS
+        return self.kind == "signal" and signal_name(self.code) in MEMORY_SIGNALS
 
     def same_failure(self, seen: Fingerprint | None) -> bool:
         """Whether ``seen`` is this failure again: the same fingerprint or, for a memory error,

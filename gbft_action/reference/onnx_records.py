@@ -75,9 +75,11 @@ def _of_op(nodes: list[tuple[Any, onnx.NodeProto]], schema: Any, strings: dict[s
 
 
 def _isolated(build: Callable[[bool], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """``build(True)`` in a child process; if the child dies (ONNX Runtime 1.32 segfaults on a
-    LayerNormalization with axis=0 and no bias, one of NeuRI's mutants), ``build(False)``, the
-    recorded instances alone, likewise; nothing if that dies too."""
+    """``build(True)`` in a child process; if a signal kills the child (ONNX Runtime 1.32
+    segfaults on a LayerNormalization with axis=0 and no bias, one of NeuRI's mutants),
+    ``build(False)``, the recorded instances alone, likewise; nothing if that dies too.  A
+    Python error in the builder is this code's bug, not ONNX Runtime's: raised, never read as
+    "no instances"."""
     ctx = multiprocessing.get_context("fork")  # the test cases, read once, are the child's too
     for mutate in (True, False):
         here, there = ctx.Pipe(duplex=False)
@@ -91,16 +93,22 @@ def _isolated(build: Callable[[bool], list[dict[str, Any]]]) -> list[dict[str, A
         child.join()
         if got is not None and child.exitcode == 0:
             return got
+        if child.exitcode is not None and child.exitcode > 0:
+            raise RuntimeError(f"the records builder failed (exit {child.exitcode}; its traceback is above)")
     return []
 
 
 def _kept(found: list[list[dict[str, Any]]], grown: list[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
     """The recorded instances, then up to MAX_MUTANTS mutants that are no recorded instance."""
     recorded = _interleaved(found, limit)
-    plain = [{k: v for k, v in i.items() if k not in ("case", "mutation", "rule")} for i in recorded]
-    fresh = [[m for m in ms if {k: v for k, v in m.items() if k not in ("case", "mutation", "rule")} not in plain]
-             for ms in grown]
+    plain = [_bare(i) for i in recorded]
+    fresh = [[m for m in ms if _bare(m) not in plain] for ms in grown]
     return recorded + _interleaved(fresh, MAX_MUTANTS)
+
+
+def _bare(instance: dict[str, Any]) -> dict[str, Any]:
+    """An instance without what names or describes it: two equal bare ones are one instance."""
+    return {k: v for k, v in instance.items() if k not in ("case", "mutation", "rule")}
 
 
 def _string_values(nodes: Iterable[onnx.NodeProto]) -> dict[str, dict[str, set[str]]]:
