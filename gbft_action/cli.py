@@ -381,6 +381,9 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     print(f"  recorded: {target.title}")
     if v.fingerprint is not None and v.outcome != "same":
         print(f"  now:      {v.fingerprint.title}")
+    if v.crashes:  # heap damage: say so, or a maintainer sees a pass or a wrong value and no crash
+        print(f"  crashed:  {len(v.crashes)} of {len(v.crashes) + 1} runs on fresh workers "
+              f"({', '.join(sorted({c.title for c in v.crashes}))}): the engine damages its heap on this model")
     if v.result.message:
         print(f"  message:  {v.result.message[:300]}")
     return REPLAY_EXIT[v.outcome]

@@ -130,6 +130,45 @@ def test_a_replay_the_reference_cannot_judge_is_never_a_pass():
     assert replay(Lane(status=Status.DCP, stage="compare"), g, fp).outcome == "passes"
 
 
+def test_a_replay_runs_again_when_heap_damage_crashes_a_bug_of_wrong_values():
+    """MNN's BatchToSpaceND writes outside its output: its minimised bug of wrong values
+    crashed one CI replay with SIGABRT (exit 4, "different") and gave wrong values in the next
+    fresh process.  A memory error is run again on fresh workers; the crash is kept and said."""
+    from gbft_action.bugs.replay import MEMORY_RUNS, is_flaky, replay
+    from gbft_action.graph.ir import Graph, Node, TensorType
+    from gbft_action.oracle import Status
+    from gbft_action.pipeline import CaseResult
+
+    t = TensorType((1, 4))
+    g = Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu")], ["n0"], seed=1)
+    wrong = Fingerprint("compare", "DCF", "mismatch", "values", "Batchtospacend")
+    abrt = Fingerprint("infer", "IF", "signal", "SIGABRT", "Batchtospacend")
+    fpe = Fingerprint("infer", "IF", "signal", "SIGFPE", "Batchtospacend")
+
+    class Lane:
+        def __init__(self, *seen):
+            self.seen, self.restarts = list(seen), 0
+
+        def restart_engines(self):
+            self.restarts += 1
+
+        def run(self, index, graph, budget, platforms=None, base=False, inputs=None):
+            fp = self.seen.pop(0)
+            return CaseResult(index, graph, Status.DCP if fp is None else Status[fp.status], stage="compare",
+                              fingerprint=fp, workdir=None)
+
+    lane = Lane(abrt, wrong)
+    v = replay(lane, g, wrong, fresh=False)
+    assert (v.outcome, v.crashes, lane.restarts) == ("same", (abrt,), 1)  # the second run on fresh workers
+    assert replay(Lane(*[abrt] * MEMORY_RUNS), g, wrong).outcome == "different"  # a crash every time
+    assert replay(Lane(abrt, None), g, wrong).fingerprint == abrt  # a crash then a pass is not fixed
+    assert replay(Lane(abrt, None), g, wrong).outcome == "different"
+    assert replay(Lane(fpe, wrong), g, wrong).outcome == "different"  # not a memory error: not run again
+    assert replay(Lane(abrt, wrong), g, abrt).outcome == "same"  # a crash bug is its crash
+    assert is_flaky(Lane(abrt, wrong, wrong, wrong), g, wrong)  # found only after a crash: flaky
+    assert not is_flaky(Lane(wrong, wrong, wrong), g, wrong)
+
+
 def test_a_corpus_of_another_front_end_is_a_usage_error(tmp_path):
     from gbft_action.campaign import Campaign, FuzzConfig
     from gbft_action.corpus import DEFAULT_CORPUS

@@ -147,7 +147,8 @@ def _run_pasted(tmp_path: Path, d: Path, meta: dict, mode: str) -> subprocess.Co
     script = tmp_path / "repro.py"
     script.write_text(pasted_repro(body))
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-           "PYTHONPATH": str(TESTS / "data" / "fake_mnn"), "FAKE_MNN_MODE": mode}
+           "PYTHONPATH": str(TESTS / "data" / "fake_mnn"), "FAKE_MNN_MODE": mode,
+           "FAKE_MNN_ONCE": str(tmp_path / "aborted-once")}
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
 
 
@@ -182,6 +183,16 @@ def test_garbage_read_shows_as_a_memory_signal_in_a_fresh_process(tmp_path, symp
     (d / "meta.json").write_text(json.dumps(meta))
     run = _run_pasted(tmp_path, d, meta, "abort")
     assert "signal 6" in run.stdout and run.returncode == code, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_a_crash_once_is_run_again_for_a_bug_that_is_no_crash(tmp_path):
+    """MNN's BatchToSpaceND damages its heap: a wrong-values repro was killed by SIGABRT in one
+    fresh process and gave its wrong values in the next.  The repro runs the engine again after
+    a memory error, says so, and judges the run that finished (here the fake MNN agrees: 0)."""
+    d, meta = bundle(tmp_path, "dcf-lrn")
+    run = _run_pasted(tmp_path, d, meta, "abort-once")
+    assert "the engine crashed (signal 6)" in run.stdout and "running it again" in run.stdout
+    assert run.returncode == 0 and "the bug does not show" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
 
 
 def test_an_operator_shown_wrong_alone_is_what_the_issue_and_its_repro_show(tmp_path):

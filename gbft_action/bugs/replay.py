@@ -27,6 +27,10 @@ CALL_SLACK_S = 3.0
 CALL_MIN_S = 5.0
 
 SAME, DIFFERENT, PASSES = "same", "different", "passes"
+# Runs a replay may make in all when a bug that is not a crash comes back as a memory error:
+# heap damage (MNN's BatchToSpaceND writes outside its output) kills one fresh process and
+# gives wrong values in the next, so one crash does not say the bug is gone or changed.
+MEMORY_RUNS = 3
 _scratch = itertools.count(10_000_000)  # case indices for replays: their own tmp dirs
 
 
@@ -35,6 +39,7 @@ class Replay:
     outcome: str  # same | different | passes
     fingerprint: Fingerprint | None
     result: CaseResult
+    crashes: tuple[Fingerprint, ...] = ()  # memory errors met on the way (runs made again)
 
 
 def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False,
@@ -107,7 +112,24 @@ def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0, fre
     """Run g again: the same bug when a platform shows ``target``, or, with ``key`` (the
     minimised model of a bundle: ``bundle_key``), the local key the minimiser kept.  The
     minimiser may change the structure a fingerprint names (a two-input Minimum becomes a
-    one-input one) while keeping the symptom, operator and direction."""
+    one-input one) while keeping the symptom, operator and direction.  A memory error where
+    ``target`` is none is run again on fresh workers, up to MEMORY_RUNS runs in all; the
+    crashes met stay in ``Replay.crashes``."""
+    crashes: list[Fingerprint] = []
+    while True:
+        v = _replay_once(lane, g, target, budget, fresh, platforms, key)
+        retry = (v.outcome == DIFFERENT and v.fingerprint is not None and v.fingerprint.memory_error
+                 and not target.memory_error and len(crashes) + 1 < MEMORY_RUNS)
+        if not retry and v.outcome == PASSES and crashes:  # a model the engine crashes on is not fixed
+            return Replay(DIFFERENT, crashes[0], v.result, tuple(crashes))
+        if not retry:
+            return Replay(v.outcome, v.fingerprint, v.result, tuple(crashes))
+        crashes.append(v.fingerprint)
+        fresh = True  # the damaged heap died with its worker; the next run starts clean
+
+
+def _replay_once(lane: Lane, g: Graph, target: Fingerprint, budget: float, fresh: bool,
+                 platforms: list[str] | None, key: tuple[str, str, str] | None) -> Replay:
     res = run_graph(lane, g, budget, fresh=fresh, platforms=platforms, base=needs_base(target))
     if matching(res, target) is not None or (key is not None and showing(res, key) is not None):
         return Replay(SAME, target, res)
@@ -199,5 +221,10 @@ def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict,
 
 
 def is_flaky(lane: Lane, g: Graph, target: Fingerprint, runs: int = 3, platforms: list[str] | None = None) -> bool:
-    """Flaky when a replay of the same model does not give the same fingerprint."""
-    return any(replay(lane, g, target, platforms=platforms).outcome != SAME for _ in range(runs))
+    """Flaky when a replay of the same model does not give the same fingerprint, or gives it
+    only after a crash."""
+    for _ in range(runs):
+        v = replay(lane, g, target, platforms=platforms)
+        if v.outcome != SAME or v.crashes:
+            return True
+    return False

@@ -34,6 +34,7 @@ import numpy as np
 from ..engines.registry import knowledge_of
 from ..graph.ir import Graph
 from ..records.bundle import BundleMeta, EngineInfo
+from ..records.keys import signal_name
 from ..reference.inputs import special_values_source
 from ..reference.tf_code import HELPERS, check_graph, model_lines
 from .rootcause import MEMORY_SIGNALS, Symptom
@@ -101,7 +102,7 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: BundleMeta, data: 
         seed="?" if meta.seed is None else meta.seed, case_index=meta.case_index, seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=meta.tolerance,
         status_text=STATUS_TEXT.get(status, ""),
-        signals=_signals(meta),
+        signals=_signals(meta), memory=tuple(int(signal.Signals[n]) for n in MEMORY_SIGNALS),
         engine_pip=doc(engine_needs(meta.engine)), helpers=HELPERS, frontend=frontend, onnx=onnx,
         model=(lines := model_lines(graph) if onnx is None else []),
         weights=any("rng(" in line for line in lines),
@@ -123,7 +124,7 @@ def _signals(meta: BundleMeta) -> tuple[int, ...]:
     uninitialised memory (an out-of-bounds read) is garbage in a warm worker and often a
     SIGSEGV in the repro's fresh process: the same read, so the memory signals show it too."""
     fp = meta.fingerprint
-    name = fp.code.split(" ")[0]
+    name = signal_name(fp.code)
     rc_symptom = meta.root_cause.symptom if meta.root_cause else ""
     if fp.kind == "signal" and name in signal.Signals.__members__:
         names = MEMORY_SIGNALS if name in MEMORY_SIGNALS else (name,)

@@ -5,7 +5,11 @@ import shutil
 
 
 def mnnconvert(argv):
-    if os.environ.get("FAKE_MNN_MODE") == "abort":  # heap damage glibc notices: SIGABRT, not SIGSEGV
+    mode = os.environ.get("FAKE_MNN_MODE")
+    if mode == "abort":  # heap damage glibc notices: SIGABRT, not SIGSEGV
+        os.abort()
+    if mode == "abort-once" and not os.path.exists(os.environ["FAKE_MNN_ONCE"]):  # this run's heap state only
+        open(os.environ["FAKE_MNN_ONCE"], "w").close()
         os.abort()
     shutil.copy(argv[argv.index("--modelFile") + 1], argv[argv.index("--MNNModel") + 1])
     return True
