@@ -386,7 +386,7 @@ def _coverage_summary(state: dict[str, Any]) -> dict[str, Any]:
     keys = sorted({k for v in kept for k in v.graph})
     graph = {k: sum(v.graph.get(k, 0.0) * v.models for v in kept) / models for k in keys}
     size = _tree_size(state["mcts"]["root"]) if state.get("mcts") else 0
-    return {**Coverage.from_json(state["coverage"]).metrics(), "graph": graph, "generated": state["generated"],
+    return {**Coverage.from_json(state["coverage"]).summary(), "graph": graph, "generated": state["generated"],
             "discarded": state["discarded"], "mcts_nodes": size, "graph_arms": state["graph_arms"]}
 
 

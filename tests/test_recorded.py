@@ -92,8 +92,11 @@ def test_the_records_builder_keeps_only_what_the_oracle_takes(tmp_path):
     assert r["version"] == RECORDS_VERSION and r["opset"] == onnx_emit.OPSET
     ops = r["ops"]
     assert set(ops) == {"CumSum", "NonZero", "Abs"}
-    # NonZero's output shape depends on the values: the solver could not know it.
-    assert ops["NonZero"]["instances"] == [] and ops["NonZero"]["schema"]["inputs"][0]["name"] == "X"
+    # NonZero's output shape depends on the values: the solver could not know it; only its
+    # pattern, which reduces the indices to a shape the graph knows, is kept.
+    assert ops["NonZero"]["schema"]["inputs"][0]["name"] == "X"
+    assert [i["case"] for i in ops["NonZero"]["instances"]] == ["pattern sum-of-nonzero-indices"]
+    assert ops["NonZero"]["instances"][0]["ops"] == ["Add", "Cast", "NonZero", "ReduceSum"]
     cums = ops["CumSum"]["instances"]
     assert cums and cums[0]["inputs"][0]["dtype"] == "float32"  # float32 first, though recorded as float64
     assert {"exclusive", "reverse"} <= set(ops["CumSum"]["schema"]["attributes"])
@@ -213,3 +216,56 @@ def test_a_builder_killed_by_a_signal_falls_back_and_a_python_error_is_raised():
     assert _isolated(crashing) == [{"recorded": True}]
     with pytest.raises(RuntimeError, match="records builder failed"):
         _isolated(lambda mutate: [{"x": 1 / 0}])
+
+
+def test_a_pattern_is_an_instance_only_if_the_oracle_takes_it_and_follows_its_input_when_it_can():
+    """Patterns (reference.onnx_patterns) go through the validity oracle like test cases: one
+    that strict shape inference refuses is no instance; the shape rule is inferred by running."""
+    from gbft_action.reference.onnx_patterns import R4, Pattern
+    from gbft_action.reference.onnx_records import pattern_instance
+
+    same = pattern_instance(Pattern("Size", "t", f"p ({R4} X) => ({R4} Y) {{ s = Size(X) f = Cast<to=1>(s) Y = Div(X, f) }}"))
+    assert same is not None and same["rule"] == "same" and same["ops"] == ["Cast", "Div", "Size"]
+    pinned = pattern_instance(Pattern("RandomUniform", "t", f"p ({R4} X) => ({R4} Y) "
+                                      "{ r = RandomUniform<shape=[5], low=0.5, high=0.5>() Y = Add(X, r) }"))
+    assert pinned is not None and "rule" not in pinned  # its constant shape pins the last dimension
+    wrong = pattern_instance(Pattern("Size", "t", f"p ({R4} X) => (float[2,3] Y) {{ Y = Relu(X) }}"))
+    assert wrong is None  # the declared output is not what inference gives
+    random = pattern_instance(Pattern("RandomUniformLike", "t", f"p ({R4} X) => ({R4} Y) "
+                                      "{ r = RandomUniformLike<low=0.0, high=1.0>(X) Y = Mul(X, r) }"))
+    assert random is None  # two runs differ: nothing to compare the engine with
+
+
+def test_a_pattern_is_inlined_with_its_names_prefixed_subgraphs_too_and_counted_whole():
+    """The If pattern's branches read the pattern's input from the outer scope: renaming must
+    reach into them, or the model refers to a tensor that does not exist."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from gbft_action.corpus import load_corpus
+    from gbft_action.graph.ir import Graph, Node, TensorType
+    from gbft_action.search.coverage import Coverage
+    from gbft_action.search.guided import model_operators
+
+    k = next(i for i, inst in enumerate(RECORDED["If"].instances) if inst.case == "pattern relu-or-neg")
+    t = TensorType((1, 2, 3, 3))
+    g = Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu"), Node("n1", "If", ["n0"], {"instance": k}, t, "If")],
+              ["n1"], seed=3, meta={"frontend": "onnx"})
+    m = onnx_emit.build(g)
+    onnx_emit.check(m)
+    if_node = next(n for n in m.graph.node if n.op_type == "If")
+    assert if_node.output[0] == "n1" and all(n.name.startswith("n1_") or n.name == "n1" for n in m.graph.node[1:])
+    then = next(a.g for a in if_node.attribute if a.name == "then_branch")
+    assert list(then.node[0].input) == ["n0"] and then.node[0].output[0] == "n1_a"
+    x = np.random.default_rng(0).standard_normal((1, 2, 3, 3)).astype(np.float32)
+    y = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"in0": x})[0]
+    r = np.maximum(x, 0)
+    np.testing.assert_allclose(y, r if r.mean() > 0 else -r)
+    corpus = load_corpus("gbft_action/corpora/onnx-all.yaml")
+    assert model_operators(g, corpus) == {"Relu", "If", "ReduceMean", "Constant", "Greater", "Neg"}
+    cov = Coverage.from_corpus(corpus)
+    cov.operators.update(model_operators(g, corpus))
+    other = Coverage.from_corpus(corpus)
+    other.operators.add("Loop")
+    back = Coverage.from_json(cov.union(other).to_json())  # a merge keeps both shards' operators
+    assert back.summary()["operators"] == sorted({"Relu", "If", "ReduceMean", "Constant", "Greater", "Neg", "Loop"})

@@ -3,7 +3,9 @@
 ``ops/data/onnx_records.json`` (written offline by ``gbft onnx-records``,
 ``reference.onnx_records``) holds, per default-domain operator, its schema at our opset and
 the instances the validity oracle took: attributes, one input a generated tensor feeds (its
-element type and shape), the other inputs as constants, and the output types.  NeuRI's
+element type and shape), the other inputs as constants, and the output types; or a pattern
+(``reference.onnx_patterns``: a small graph for an operator no single node can place, a
+sequence or a loop), inlined whole.  NeuRI's
 hybrid: an instance is inserted as it is where the solver can coerce a tensor to its fed
 input (Cast / Reshape / Slice / Pad adapters), so an operator nobody wrote a spec for is
 placed without backtracking.  Hand-written specs (``ops.onnx_specs``) stay where they exist:
@@ -58,6 +60,10 @@ class Instance:
     # on any tensor of its rank, with no adapter to reshape it.  "": only at the recorded shape.
     rule: str = ""
     mutation: str = ""  # NeuRI's mutation of a recorded instance that made it ("axis=-1")
+    # A pattern (reference.onnx_patterns): the graph, in ONNX's text syntax, that the emitter
+    # inlines in place of one node, and every operator it holds (coverage counts them all).
+    body: str = ""
+    ops: tuple[str, ...] = ()
 
     @property
     def fed_type(self) -> TensorType:
@@ -69,7 +75,12 @@ class Instance:
     def from_json(d: dict[str, Any]) -> Instance:
         outs = tuple(TensorType(tuple(o["shape"]), o["dtype"]) for o in d["outputs"])
         return Instance(dict(d["attrs"]), tuple(d["inputs"]), int(d["fed"]), outs, int(d["outputs_named"]),
-                        str(d.get("case", "")), str(d.get("rule", "")), str(d.get("mutation", "")))
+                        str(d.get("case", "")), str(d.get("rule", "")), str(d.get("mutation", "")),
+                        str(d.get("body", "")), tuple(str(o) for o in d.get("ops", ())))
+
+    def operators(self, op: str) -> tuple[str, ...]:
+        """The ONNX operators the instance puts in a model (``op`` itself for a single node)."""
+        return self.ops or (op,)
 
     def takes(self, t: TensorType) -> bool:
         """Whether tensor ``t``'s shape can feed it as it is (its rule is "same", the rank its)."""

@@ -13,6 +13,7 @@ No TensorFlow.  May import: graph.ir, ops, reference.weights, onnx, numpy.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -24,6 +25,7 @@ from ..graph.ir import Graph, Node, TensorType
 from ..ops.onnx_specs import ONNX_SPECS, MatMul
 from ..ops.recorded import Instance, recorded_specs
 from . import registrar
+from .onnx_patterns import parsed
 from .weights import divisor, uniform, weights_rng
 
 OPSET = 17  # the newest opset both MNN 3.6's converter and ONNX Runtime read; LayerNormalization needs 17
@@ -449,11 +451,40 @@ def _recorded(ctx: Ctx, xs: list[str], p: dict[str, Any]) -> None:
     if not isinstance(k, int) or not 0 <= k < len(spec.instances):
         raise ValueError(f"graph: node {ctx.node.id}: no instance {k!r} of {ctx.node.op}")
     inst = spec.instances[k]
+    if inst.body:
+        return _inline(ctx, parsed(inst.body), xs[0])
     names = [_recorded_input(ctx, inst, i, xs[0]) for i in range(len(inst.inputs))]
     outs = [ctx.node.id] + [f"{ctx.node.id}_o{j}" for j in range(1, inst.outputs_named)]
     node = helper.make_node(ctx.node.op, names, outs, name=ctx.node.id)
     node.attribute.extend(_attr(a, v, spec.attr_types.get(a, "")) for a, v in sorted(inst.attrs.items()))
     ctx.nodes.append(node)
+
+
+def _inline(ctx: Ctx, pattern: onnx.GraphProto, fed: str) -> None:
+    """A pattern's nodes (its subgraphs' too) in place of the node: its input X is the node's
+    input, its output Y the node's tensor, every other name prefixed by the node's id."""
+    def name(v: str) -> str:
+        return fed if v == "X" else ctx.node.id if v == "Y" else v and f"{ctx.node.id}_{v}"
+
+    h = _renamed(pattern, name)
+    ctx.nodes.extend(h.node)
+    ctx.inits.extend(h.initializer)
+
+
+def _renamed(g: onnx.GraphProto, name: Callable[[str], str]) -> onnx.GraphProto:
+    h = copy.deepcopy(g)
+    for v in [*h.input, *h.output, *h.value_info]:
+        v.name = name(v.name)
+    for t in h.initializer:
+        t.name = name(t.name)
+    for n in h.node:
+        n.name = name(n.name or n.output[0])
+        n.input[:] = [name(v) for v in n.input]
+        n.output[:] = [name(v) for v in n.output]
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                a.g.CopyFrom(_renamed(a.g, name))
+    return h
 
 
 def _recorded_input(ctx: Ctx, inst: Instance, i: int, fed: str) -> str:

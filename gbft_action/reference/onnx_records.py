@@ -33,6 +33,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..ops.recorded import MAX_CONST_ELEMS, RECORDS_VERSION, TYPES
 from .onnx_emit import IR_VERSION, OPSET
+from .onnx_patterns import PATTERNS, Pattern, op_types, parsed
 
 MAX_PER_OP = 16  # instances kept per operator (each test case once before any twice)
 _ONNX_TYPE = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "int64": TensorProto.INT64,
@@ -59,6 +60,9 @@ def build_records(opset: int = OPSET, max_per_op: int = MAX_PER_OP, only: frozen
     instances = {name: _isolated(lambda mutate: _of_op(by_op[name], s, strings[name] if mutate else {}, max_per_op,
                                                        mutate))
                  for name, s in sorted(schemas.items())}
+    for pat in PATTERNS:
+        if pat.op in instances:
+            instances[pat.op] += _isolated(lambda _: [i] if (i := pattern_instance(pat)) is not None else [])
     return {"version": RECORDS_VERSION, "onnx": onnx.__version__, "opset": opset,
             "ops": {name: {"schema": _schema(s), "instances": instances[name]} for name, s in sorted(schemas.items())}}
 
@@ -352,6 +356,52 @@ def _oracle(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int) -> 
     if str(got[0].dtype) not in TYPES or got[0].ndim == 0 or got[0].size == 0:
         return None
     return [{"dtype": str(v.dtype), "shape": list(v.shape)} for v in got]
+
+
+def pattern_instance(p: Pattern) -> dict[str, Any] | None:
+    """A pattern (reference.onnx_patterns) as an instance of its operator, if the oracle takes
+    it: its one input fed, its output types, its shape rule inferred by running it as for a
+    node ("same" when it follows any shape of its input's rank), its graph and operators."""
+    g = parsed(p.text)
+    shape = _static_shape(g.input[0].type)
+    outs = _pattern_oracle(g)
+    if shape is None or outs is None:
+        return None
+    same = tuple(outs[0]["shape"]) == shape and outs[0]["dtype"] == "float32" and all(
+        (o := _pattern_oracle(_fed_at(g, s))) is not None and tuple(o[0]["shape"]) == s for s in _reshaped(shape))
+    return {"attrs": {}, "inputs": [{"dtype": "float32", "shape": list(shape)}], "fed": 0, "outputs": outs,
+            "outputs_named": 1, "case": f"pattern {p.name}", "body": p.text, "ops": sorted(op_types(g)),
+            **({"rule": "same"} if same else {})}
+
+
+def _pattern_oracle(g: onnx.GraphProto) -> list[dict[str, Any]] | None:
+    """A pattern's output types, if the checker, strict shape inference and ONNX Runtime take
+    it, two runs agree and shape inference knows its output's shape."""
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = IR_VERSION
+    try:
+        onnx.checker.check_model(m, full_check=True)
+        inferred = onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True, data_prop=True)
+        shape = _static_shape(g.input[0].type)
+        assert shape is not None
+        got, again = _run_twice(m, "X", np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    except Exception:  # noqa: BLE001 - any rejection: not a valid instance
+        return None
+    if not _same(got, again) or _static_shape(inferred.graph.output[0].type) != got[0].shape:
+        return None
+    if str(got[0].dtype) not in TYPES or got[0].ndim == 0 or got[0].size == 0:
+        return None
+    return [{"dtype": str(got[0].dtype), "shape": list(got[0].shape)}]
+
+
+def _fed_at(g: onnx.GraphProto, shape: tuple[int, ...]) -> onnx.GraphProto:
+    """Pattern ``g`` with its input and output of ``shape`` (strict inference refuses the
+    pattern if it gives another)."""
+    h = copy.deepcopy(g)
+    for t in (h.input[0].type, h.output[0].type):
+        for d, v in zip(t.tensor_type.shape.dim, shape):
+            d.dim_value = v
+    return h
 
 
 def _same(a: list[Any], b: list[Any]) -> bool:

@@ -72,6 +72,9 @@ class Coverage:
             k: {op: set() for op in self.op_types} for k in KINDS}
         # OLC per operator, until its sets grow (MCTS asks it of every operator at every step).
         self._olc_of: dict[str, float] = {}
+        # The framework's operators the models held, adapters and a pattern's inner ones
+        # included (issue 26: "distinct default-domain operators in its models"); no metric.
+        self.operators: set[str] = set()
 
     @classmethod
     def from_corpus(cls, corpus: Corpus, n_maxspc: int | None = None,
@@ -182,6 +185,7 @@ class Coverage:
             for op, items in by_op.items():
                 out._seen[kind][op].update(items)
         out._olc_of.clear()
+        out.operators |= other.operators
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -197,6 +201,7 @@ class Coverage:
             "seen": {k: {op: sorted(_to_json_item(x) for x in items)
                          for op, items in by_op.items() if items}
                      for k, by_op in self._seen.items()},
+            "operators": sorted(self.operators),
         }
 
     @classmethod
@@ -210,7 +215,12 @@ class Coverage:
         for kind, by_op in d["seen"].items():
             for op, items in by_op.items():
                 cov._seen[kind][op].update(_from_json_item(x) for x in items)
+        cov.operators = set(d.get("operators", ()))
         return cov
+
+    def summary(self) -> dict[str, Any]:
+        """What a summary shows: the metrics and the operators the models held."""
+        return {**self.metrics(), "operators": sorted(self.operators)}
 
 
 # --------------------------------------------------------------------------- helpers

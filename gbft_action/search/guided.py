@@ -120,11 +120,13 @@ class GuidedSource:
         g.meta.update(index=index, attempt=attempt)
         self._paths[index] = path
         self._accumulate_graph_level(g)
+        self.coverage.operators.update(model_operators(g, self.corpus))
         return g
 
     def _probe(self, index: int, op: str, k: int) -> Graph:
         g = probe_graph(self.corpus, op, k, case_seed(self.seed, index, self.shard))
         self.coverage.add_items(self.coverage.new_items(g))
+        self.coverage.operators.update(model_operators(g, self.corpus))
         g.meta.update(index=index, attempt=0)
         return g
 
@@ -180,7 +182,7 @@ class GuidedSource:
             self.arms.load(st["graph_arms"])
 
     def summary(self) -> dict[str, Any]:
-        return {**self.coverage.metrics(), "graph": dict(self._graph_level), "generated": self.generated,
+        return {**self.coverage.summary(), "graph": dict(self._graph_level), "generated": self.generated,
                 "discarded": self.discarded, "steered": self.known.steered, "solver_errors": self.solver_errors,
                 "settled_triggers": dict(list(self.known.settled().items())[:20]), "mcts_nodes": self.mcts.size() if self.mcts else 0,
                 **({"support": self.support.to_json()} if self.support.rows else {}),
@@ -371,3 +373,16 @@ class GraphArms:
             a = (r["model"], r["k"])
             if a in self.n:
                 self.n[a], self.total[a] = r["n"], r["total"]
+
+
+def model_operators(g: Graph, corpus: Corpus) -> set[str]:
+    """The framework's operators a model holds: each node's, or every one its recorded
+    instance puts in the model (a pattern's loop body and all)."""
+    out = set()
+    for n in g.nodes:
+        spec, k = corpus.specs.get(n.op), n.params.get("instance")
+        if isinstance(spec, RecordedSpec) and isinstance(k, int) and 0 <= k < len(spec.instances):
+            out.update(spec.instances[k].operators(n.op))
+        else:
+            out.add(n.op)
+    return out
