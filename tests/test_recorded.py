@@ -269,3 +269,20 @@ def test_a_pattern_is_inlined_with_its_names_prefixed_subgraphs_too_and_counted_
     other.operators.add("Loop")
     back = Coverage.from_json(cov.union(other).to_json())  # a merge keeps both shards' operators
     assert back.summary()["operators"] == sorted({"Relu", "If", "ReduceMean", "Constant", "Greater", "Neg", "Loop"})
+
+
+def test_every_pattern_prints_as_the_python_a_repro_runs():
+    """An ONNX bug's repro prints the model as helper calls (reference.onnx_code): a pattern's
+    If branches and loop bodies too, with their symbolic dimensions; the printed nodes are the
+    emitted ones."""
+    import onnx.printer
+    from onnx import TensorProto, helper, numpy_helper
+
+    patterns = [(op, k, inst) for op, spec in RECORDED.items() for k, inst in enumerate(spec.instances) if inst.body]
+    assert {"If", "Loop", "Scan", "SequenceMap"} <= {op for op, _, _ in patterns}
+    env = {"helper": helper, "numpy_helper": numpy_helper, "np": np, "TensorProto": TensorProto}
+    for op, k, inst in patterns:
+        g = Graph({"in0": inst.fed_type}, [Node("n1", op, ["in0"], {"instance": k}, inst.outputs[0], op)], ["n1"],
+                  seed=3, meta={"frontend": "onnx"})
+        printed = [eval(line, env) for line in model_source(g).nodes]  # noqa: S307 - our own printer's output
+        assert [onnx.printer.to_text(n) for n in printed] == [onnx.printer.to_text(n) for n in onnx_emit.build(g).graph.node], inst.case

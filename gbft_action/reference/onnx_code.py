@@ -91,6 +91,8 @@ def _node(n: onnx.NodeProto) -> str:
 
 def _attr(a: onnx.AttributeProto) -> str:
     v = helper.get_attribute_value(a)
+    if isinstance(v, onnx.GraphProto):  # a pattern's branch or loop body (reference.onnx_patterns)
+        return _subgraph(v)
     if isinstance(v, onnx.TensorProto):
         arr = numpy_helper.to_array(v)
         return f"numpy_helper.from_array(np.array({_lit(arr.tolist())}, np.{arr.dtype.name}))"
@@ -99,6 +101,15 @@ def _attr(a: onnx.AttributeProto) -> str:
     if isinstance(v, list) and v and isinstance(v[0], bytes):
         return repr([x.decode() for x in v])
     return _lit(v)
+
+
+def _subgraph(g: onnx.GraphProto) -> str:
+    """A subgraph as the helper call that builds it (its constants are Constant nodes)."""
+    if g.initializer:
+        raise ValueError(f"graph: subgraph {g.name[:40]!r} has initializers a repro does not print")
+    nodes = ", ".join(_node(n) for n in g.node)
+    ins, outs = (", ".join(_value_info(v) for v in vs) for vs in (g.input, g.output))
+    return f"helper.make_graph([{nodes}], {g.name!r}, [{ins}], [{outs}])"
 
 
 def _lit(v: object) -> str:
@@ -123,7 +134,7 @@ def _init(t: onnx.TensorProto, big: dict[str, np.ndarray]) -> str:
 
 def _value_info(v: onnx.ValueInfoProto) -> str:
     tt = v.type.tensor_type
-    shape = [d.dim_value for d in tt.shape.dim]
+    shape = [d.dim_param or d.dim_value for d in tt.shape.dim]  # a body's symbolic dimensions stay names
     return f"helper.make_tensor_value_info({v.name!r}, {_TYPE_NAMES[tt.elem_type]}, {shape!r})"
 
 

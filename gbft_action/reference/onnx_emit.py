@@ -478,12 +478,16 @@ def _renamed(g: onnx.GraphProto, name: Callable[[str], str]) -> onnx.GraphProto:
     for t in h.initializer:
         t.name = name(t.name)
     for n in h.node:
+        n.ClearField("domain")  # the default domain, as helper.make_node leaves it (and a repro prints it)
         n.name = name(n.name or n.output[0])
         n.input[:] = [name(v) for v in n.input]
         n.output[:] = [name(v) for v in n.output]
-        for a in n.attribute:
+        attrs = sorted(n.attribute, key=lambda a: a.name)  # in helper.make_node's order, as a repro prints them
+        for a in attrs:
             if a.type == onnx.AttributeProto.GRAPH:
                 a.g.CopyFrom(_renamed(a.g, name))
+        n.ClearField("attribute")
+        n.attribute.extend(attrs)
     return h
 
 
