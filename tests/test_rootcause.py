@@ -96,7 +96,7 @@ class ToyLane:
         if not all(d.ok for d in judge_outputs(res.arrays["expected"], res.arrays["actual"], g.outputs)):
             d = _first_difference(g, ref, eng, Tolerance())
             res.status, res.node = Status.DCF, d.name if d else g.outputs[0]
-            res.symptom, res.localised = Symptom.WRONG.value, d is not None
+            res.symptom, res.localised, res.mismatch = Symptom.WRONG.value, d is not None, "values"
         return res
 
     def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray]:
@@ -155,6 +155,28 @@ def test_a_wrong_operator_is_blamed_when_it_is_wrong_alone():
     # Alone means alone: one node fed from graph inputs holding TensorFlow's values.
     iso = lane.runs[-1]
     assert [n.op for n in iso.nodes] == ["Sub"] and set(iso.inputs) == {"in0", "in1"}
+
+
+def test_a_probe_pointing_before_or_beside_the_wrong_operator_is_walked_past():
+    """A converter that fuses a view into its successor (or lets them share a buffer) makes the
+    probe show the view "diverging first"; a probe can also point at another branch than the
+    wrong output's.  Blame tries the localised node and its producers, then what it feeds,
+    then each failing output: MNN's Tanh turning NaN into 1 was keyed as a Reshape before it."""
+    lane = ToyLane({"Exp": lambda x: np.exp(x) * 2})
+    chain = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]))
+    res = _failing(lane, chain, {"in0": X, "in1": X})
+    res.node = "n0"  # the probe's artefact: Relu, right alone
+    b = blame(lane, res, "n0", None, until=1e12)
+    assert (b.node, b.tried, b.mismatch) == ("n1", ["n0", "n1"], "values")
+    beside = Graph({"in0": T, "in1": T}, [Node("n0", "Relu", ["in0"], {}, T, "Relu"), Node("n1", "Exp", ["in1"], {}, T, "Exp")],
+                   ["n0", "n1"], seed=1)
+    res = _failing(lane, beside, {"in0": X, "in1": X})
+    res.node, res.diffs = "n0", [{"name": "n0", "ok": True}, {"name": "n1", "ok": False}]
+    b = blame(lane, res, "n0", None, until=1e12)
+    assert (b.node, b.tried) == ("n1", ["n0", "n1"])
+    # The key takes the blamed node's own mismatch, not the case's (a shape at another output).
+    key = _from_blame(Symptom.WRONG.value, F({"op": "Relu", "kind": "mismatch", "code": "shape"}), beside, "n0", b, "")
+    assert key.ops == ("Exp",) and key.detail == "" and key.isolated
 
 
 def test_upstream_defect_found_by_walking_producers():
@@ -873,7 +895,8 @@ def test_a_pattern_is_keyed_by_its_smallest_chain_wrong_on_its_own():
     res = _failing(lane, g, {"in0": X, "in1": X * 0.5})
     assert res.node == "n2"  # where the difference shows: Exp, right alone
     b = blame(lane, res, "n2", None, until=1e12)
-    assert b.node == "" and b.tried == ["n2", "n1", "n0"] and _a_pattern("wrong-result", g, "n2", b)
+    # Exp, its producers, then what it feeds (a probe artefact would point before the culprit)
+    assert b.node == "" and b.tried == ["n2", "n1", "n0", "n3"] and _a_pattern("wrong-result", g, "n2", b)
     b.window = failing_window(lane, res, None, until=1e12)
     assert b.window == ["n1", "n2"]  # Sub -> Relu is right on its own, Relu -> Exp is not
     key = _from_blame(Symptom.WRONG.value, F({"op": "Exp"}), g, "n2", b, "")

@@ -41,6 +41,7 @@ from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_c
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
+MAX_DOWNSTREAM = 6  # then the nodes the localised one feeds, nearest first (a probe artefact)
 REPLAY_S = 5.0  # the fresh replay of the minimised model gets at least this (an aborted one says nothing)
 # Keying gets at least this after the minimiser, whatever the share: a key from blame in
 # isolation merges variants, a minimised model without it is keyed by where the bug showed
@@ -59,6 +60,9 @@ class Blame:
     # A candidate whose run alone said nothing (cut short, rejected by the converter, a bool
     # input the binding cannot take) or a walk cut by the deadline: "right alone" is unproven.
     inconclusive: bool = False
+    # How the blamed node alone differs (oracle.mismatch_kind: shape, values...): the case's
+    # own mismatch was at its output, maybe on another branch.
+    mismatch: str = ""
     # The largest relative error of a candidate that was right alone: above float32 rounding it
     # is an approximation (a fast exp, a reordered sum) that the model then amplified.
     max_error: float = 0.0
@@ -139,8 +143,36 @@ def candidates(g: Graph, node: str, limit: int = MAX_CANDIDATES) -> list[str]:
     return out
 
 
+def downstream(g: Graph, node: str, limit: int = MAX_DOWNSTREAM) -> list[str]:
+    """The nodes ``node`` feeds, nearest first (breadth-first over consumers), tried after its
+    producers.  The probe reads intermediates of one converted model, and a converter that
+    fuses a view into the next operator, or lets it share that operator's buffer, shows the
+    view "diverging first" with its successor's values: MNN's Tanh turns NaN into 1, yet a
+    Reshape two nodes before it was localised, right alone like its producers, and 146 cases
+    were keyed "Reshape: wrong results after ... Tanh ... (each right alone)"."""
+    users = g.consumers()
+    out, queue = [], list(users.get(node, []))
+    while queue and len(out) < limit:
+        x = queue.pop(0)
+        if x not in out:
+            out.append(x)
+            queue.extend(users.get(x, []))
+    return out
+
+
+def _suspects(res: CaseResult, node: str) -> list[str]:
+    """The localised node and its producers, what it feeds, then each failing output and its
+    producers: a probe can point at a node on another branch than the one that is wrong (a
+    GatherElements output wrong, and a Tanh on a branch beside it "diverging first")."""
+    g = res.graph
+    failing = [d["name"] for d in res.diffs if not d.get("ok", True) and d.get("name") in g.outputs]
+    order = [*candidates(g, node), *downstream(g, node), *(c for o in failing for c in candidates(g, o, MAX_DOWNSTREAM))]
+    return list(dict.fromkeys(order))
+
+
 def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until: float) -> Blame:
-    """Re-run ``node`` (then its producers) alone on TensorFlow's values of its inputs.  When
+    """Re-run ``node`` (then its producers, then what it feeds) alone on the reference's values
+    of its inputs.  When
     localisation could not say where the outputs first differ (the probe crashed, or the
     difference vanished with intermediates exposed), ``node`` is only the failing output:
     every node is tried, first to last."""
@@ -148,7 +180,7 @@ def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until
     values = lane.reference_values(res, until - time.monotonic())
     if values is None:
         return b
-    order = candidates(res.graph, node) if res.localised else [n.id for n in res.graph.nodes][:MAX_UNLOCALISED]
+    order = _suspects(res, node) if res.localised else [n.id for n in res.graph.nodes][:MAX_UNLOCALISED]
     for c in order:
         if time.monotonic() > until:
             b.inconclusive = True
@@ -160,7 +192,7 @@ def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until
         b.tried.append(c)
         hit = next((r for r in iso.per_platform() if r.status in DCF_LIKE), None)
         if hit is not None:
-            b.node, b.symptom, b.direction = c, hit.symptom, hit.direction
+            b.node, b.symptom, b.direction, b.mismatch = c, hit.symptom, hit.direction, hit.mismatch
             b.special_inputs = any(_special(values[src]) for src in res.graph.node(c).inputs if src in values)
             return b
         if iso.aborted or any(r.status != Status.DCP for r in iso.per_platform()):
@@ -497,7 +529,8 @@ def _from_blame(symptom: str, fp: Fingerprint, small: Graph, node: str, b: Blame
         s, d = b.symptom or symptom, b.direction or direction
         if s in (Symptom.WRONG.value, Symptom.PRECISION.value) and b.special_inputs:
             s, d = Symptom.NAN_INF.value, SPECIAL_INPUT
-        return root_key(s, fp, small, blamed=b.node, isolated=True, direction=d)
+        alone = replace(fp, code=b.mismatch) if b.mismatch and fp.kind == "mismatch" else fp
+        return root_key(s, alone, small, blamed=b.node, isolated=True, direction=d)
     if b.window:  # the smallest chain wrong on its own is the defect, wherever it then showed
         return RootKey(symptom, tuple(small.node(x).op for x in b.window), "", True)
     if not b.tried or b.inconclusive:  # isolation proved nothing: the case's own operator stands in
