@@ -293,6 +293,8 @@ def build_graph(e: Entry) -> Graph:
         if len(srcs) not in spec.arity:
             raise GenError(f"{what}: cannot take {len(srcs)} inputs")
         ins = [types[x] for x in srcs]
+        if "case" in params:  # a recorded instance, by the test case or pattern it comes from
+            params = {"instance": _instance_of(spec, str(params["case"]), what)}
         lo, hi = spec.ranks
         if any(not lo <= t.rank <= hi for t in ins):
             raise GenError(f"{what}: takes ranks {lo}-{hi}")
@@ -320,6 +322,15 @@ def build_graph(e: Entry) -> Graph:
         if unknown:
             raise GenError(f"{e.id}: feed names unknown inputs {sorted(unknown)}")
     return g
+
+
+def _instance_of(spec: Any, case: str, what: str) -> int:
+    """The index of a recorded operator's instance from ``case`` ("pattern compress-columns",
+    "test_pow_types_float32_int64"): indices change when the records are rebuilt, names do not."""
+    found = [i for i, inst in enumerate(getattr(spec, "instances", ())) if inst.case == case]
+    if not found:
+        raise GenError(f"{what}: no recorded instance of case {case!r}")
+    return found[0]
 
 
 def special_inputs(e: Entry, g: Graph) -> dict[str, np.ndarray]:

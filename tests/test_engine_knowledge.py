@@ -95,6 +95,24 @@ def test_a_tflite_builtin_without_a_converter_is_unsupported():
     assert fingerprint("MCF", "convert", "", "Check failed: x > 0\n", g, knowledge=MNN).kind == "check"
 
 
+def test_what_the_runtime_cannot_execute_is_unsupported_not_a_missing_output_each():
+    """A converted model the CPU backend has no execution for (MNN 3.6.1's real log lines from
+    an ONNX campaign) returns fewer outputs: missing support, one tracking issue, where each
+    op was reported alone as "a model output is missing"."""
+    _, _, g = _case("49d778ad5b80")
+    dropout = "Create execution error : 21\nDon't support type [Dropout]\ncode=2 in onForward, 666\n"
+    fp = fingerprint("IF", "infer", "RuntimeError: MNN returned 0 of 1 outputs", dropout, g, op="Dropout", knowledge=MNN)
+    assert (fp.kind, fp.op) == ("unsupported", "Dropout")
+    int8 = "CpuBinary: unsupported data type (bits: 8, code: 0)\nCreate execution error : 7\ncode=2 in onForward, 666\n"
+    fp = fingerprint("IF", "infer", "RuntimeError: MNN returned 0 of 1 outputs", int8, g, op="Equal", knowledge=MNN)
+    assert (fp.kind, fp.op) == ("unsupported", "Equal")
+    assert classify("IF", "infer", message=fp.code, kind=fp.kind) == "unsupported"
+    # A shape the runtime cannot compute is no missing support: a defect of its own.
+    shape = "Compute Shape Error for n0\ncode=3 in onForward, 666\n"
+    fp = fingerprint("IF", "infer", "RuntimeError: MNN returned 0 of 1 outputs", shape, g, op="Pow", knowledge=MNN)
+    assert fp.kind == "error" and classify("IF", "infer", message=fp.code, kind=fp.kind) == "conversion-error"
+
+
 def test_the_generic_engine_reads_no_mnn_patterns():
     c, log, g = _case("1e577ab4506c")
     assert GENERIC.explain("convert", log, c["message"]) is None and GENERIC.op_named(log) == ""

@@ -387,7 +387,7 @@ def _pattern_oracle(g: onnx.GraphProto) -> list[dict[str, Any]] | None:
         got, again = _run_twice(m, "X", np.random.default_rng(0).standard_normal(shape).astype(np.float32))
     except Exception:  # noqa: BLE001 - any rejection: not a valid instance
         return None
-    if not _same(got, again) or _static_shape(inferred.graph.output[0].type) != got[0].shape:
+    if not _close(got, again) or _static_shape(inferred.graph.output[0].type) != got[0].shape:
         return None
     if str(got[0].dtype) not in TYPES or got[0].ndim == 0 or got[0].size == 0:
         return None
@@ -402,6 +402,13 @@ def _fed_at(g: onnx.GraphProto, shape: tuple[int, ...]) -> onnx.GraphProto:
         for d, v in zip(t.tensor_type.shape.dim, shape):
             d.dim_value = v
     return h
+
+
+def _close(a: list[Any], b: list[Any]) -> bool:
+    """Two runs of a pattern agree well inside the comparison's tolerance (rtol 1e-3): a random
+    operator on a narrow range draws other values each run, all of them one number to the
+    oracle, and the engine's draws are judged against the reference's."""
+    return all(x.shape == y.shape and np.allclose(x, y, rtol=1e-4, atol=1e-6, equal_nan=True) for x, y in zip(a, b))
 
 
 def _same(a: list[Any], b: list[Any]) -> bool:
