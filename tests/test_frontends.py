@@ -103,6 +103,27 @@ def test_an_onnx_repro_is_printed_from_the_graph_and_rejects_names_that_would_wr
                           seed=4, meta={"frontend": "onnx"}))
 
 
+def test_the_mnn_adapter_feeds_bool_and_integer_inputs(tmp_path):
+    """Isolation feeds an operator the reference's own values: a bool into an And, an int64
+    into a Cast.  MNN's const refused them ("numpy type does not match"): every such run failed
+    and the operator was never shown wrong alone."""
+    from onnx import TensorProto, helper
+
+    from gbft_action.engines.mnn import MNNEngine
+
+    ins = [helper.make_tensor_value_info("b", TensorProto.BOOL, [4]), helper.make_tensor_value_info("i", TensorProto.INT64, [4])]
+    outs = [helper.make_tensor_value_info("nb", TensorProto.BOOL, [4]), helper.make_tensor_value_info("fi", TensorProto.FLOAT, [4])]
+    nodes = [helper.make_node("Not", ["b"], ["nb"]), helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT)]
+    m = helper.make_model(helper.make_graph(nodes, "g", ins, outs), opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "model.onnx"))
+    eng = MNNEngine()
+    art = eng.convert(tmp_path / "model.onnx", "onnx", tmp_path)
+    out = eng.infer(art, {"b": np.array([True, False, True, False]), "i": np.array([1, -2, 3, 250], np.int64)}, ["nb", "fi"])
+    assert out["nb"].astype(bool).tolist() == [False, True, False, True]
+    assert out["fi"].tolist() == [1.0, -2.0, 3.0, 250.0]
+
+
 def test_a_replay_the_reference_cannot_judge_is_never_a_pass():
     """A bundle replayed on a lane of another front end (or cut short) gets GEN/REF or no
     result: that says nothing of the bug, and a "passes" would close its issue as fixed."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,13 +52,22 @@ class MNNEngine:
         self.layout = self.F.NCHW if fmt == "onnx" else self.F.NHWC
         return out
 
+    def _const(self, x: np.ndarray, layout: Any) -> Any:
+        """An input as MNN takes it: its converter makes every integer and bool input int32 (an
+        int64, uint8 or bool array handed over as it is is refused, or read as garbage), and
+        ``const`` wants the type named (float by default).  Isolation feeds an operator the
+        reference's own values, integers and bools among them: every such run failed."""
+        if x.dtype.kind in "iub":
+            return self.F.const(np.ascontiguousarray(x, dtype=np.int32), list(x.shape), layout, self.F.int)
+        return self.F.const(np.ascontiguousarray(x, dtype=np.float32), list(x.shape), layout)
+
     def infer(self, artifact: Path, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
         F = self.F
         prec = {"high": F.PrecisionMode.High, "normal": F.PrecisionMode.Normal, "low": F.PrecisionMode.Low}
         names = sorted(inputs)
         net = self.MNN.nn.load_module_from_file(str(artifact), names, outputs, precision_mode=prec[self.precision])
         layout = getattr(self, "layout", F.NHWC)
-        xs = [F.const(inputs[k], list(inputs[k].shape), layout) for k in names]
+        xs = [self._const(inputs[k], layout) for k in names]
         ys = net.forward(xs)
         if len(ys) != len(outputs):  # the repro script checks the same thing
             raise RuntimeError(f"MNN returned {len(ys)} of {len(outputs)} outputs")
