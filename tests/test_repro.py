@@ -126,6 +126,46 @@ def test_an_onnx_bugs_repro_prints_the_model_and_runs_as_pasted(tmp_path):
     assert fake.returncode == 0, fake.stdout[-2000:] + fake.stderr[-2000:]
 
 
+def test_a_pattern_repro_prints_its_branches_and_says_which_shape_each_side_has(tmp_path):
+    """MNN 3.6.1's MatMul by a vector squeezes dim 1 ([1, 2, 1] where ONNX gives [1, 1, 2]): the
+    pasted repro exits 1 and names both shapes, not "2 of 2 elements differ" with the engine's
+    shape.  An If pattern's branches (they read the outer scope) print as helper.make_graph
+    calls that ONNX Runtime and MNN's converter take: that repro runs to "the bug does not show"."""
+    from gbft_action.graph.ir import Node, TensorType
+    from gbft_action.reference.onnx_emit import RECORDED
+
+    def repro(name: str, op: str, params: dict, t: TensorType, out: TensorType) -> tuple[str, subprocess.CompletedProcess]:
+        g = Graph({"in0": t}, [Node("n0", op, ["in0"], params, out, op)], ["n0"], seed=5,
+                  meta={"frontend": "onnx", "minimized": True})
+        fp = {"code": "shape", "frontend": "onnx", "id": name, "kind": "mismatch", "op": op, "stage": "compare",
+              "status": "DCF", "structure": "in-degree 1"}
+        meta = {"title": f"[onnx] DCF: wrong results from {op}", "status": "DCF", "stage": "compare",
+                "symptom": "wrong-result", "message": f"n0 ({op}) diverges first", "op": op, "node": "n0",
+                "fingerprint": fp, "id": name, "seed": 0, "case_index": 1, "tool_version": "0",
+                "engine": {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}, "platforms": ["x86_64"],
+                "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio},
+                "minimized": True, "minimized_size": 1, "original_size": 1}
+        d = tmp_path / "bugs" / name
+        d.mkdir(parents=True)
+        for f in ("graph.json", "minimized.json"):
+            (d / f).write_text(g.to_json())
+        (d / "meta.json").write_text(json.dumps(meta))
+        _, body = Renderer().issue(d, BundleMeta.from_json(meta), RunContext())
+        script = tmp_path / f"{name}.py"
+        script.write_text(pasted_repro(body))
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        return script.read_text(), subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                                                  env=env, timeout=300)
+
+    _, run = repro("0123456789ab", "MatMul", {"form": "vector", "n": 2}, TensorType((1, 1, 2, 1)), TensorType((1, 1, 2)))
+    assert run.returncode == 1 and "n0: shape [1, 2, 1], expected [1, 1, 2]" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    b = TensorType((2, 3, 4, 5))
+    k = next(i for i, inst in enumerate(RECORDED["If"].instances) if inst.case == "pattern relu-or-neg")
+    text, run = repro("ba9876543210", "If", {"instance": k}, b, b)
+    assert "then_branch=helper.make_graph([helper.make_node('Relu', ['in0'], ['n0_a']" in text
+    assert run.returncode == 0 and "n0: 0 of 120 elements differ" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+
+
 def test_an_onnxruntime_repro_runs_the_optimised_session_and_says_when_the_bug_does_not_show(tmp_path):
     """The ONNX Runtime engine's repro stage: the same model with ORT's optimisations on.  ORT
     agrees with itself here, so the script must say "does not show" (exit 0), never 1."""

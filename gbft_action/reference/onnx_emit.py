@@ -486,6 +486,11 @@ def _renamed(g: onnx.GraphProto, name: Callable[[str], str]) -> onnx.GraphProto:
         for a in attrs:
             if a.type == onnx.AttributeProto.GRAPH:
                 a.g.CopyFrom(_renamed(a.g, name))
+            elif a.type == onnx.AttributeProto.TENSOR:
+                # As numpy_helper writes it (raw bytes), as a repro prints it and exporters
+                # write it: the parser keeps a bool in int32_data, which MNN's converter reads
+                # as bytes (a Compress condition [1,0,1,1,0,1] became [1,0,0,0,0,0]).
+                a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t), a.t.name))
         n.ClearField("attribute")
         n.attribute.extend(attrs)
     return h
