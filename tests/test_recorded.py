@@ -286,3 +286,12 @@ def test_every_pattern_prints_as_the_python_a_repro_runs():
                   seed=3, meta={"frontend": "onnx"})
         printed = [eval(line, env) for line in model_source(g).nodes]  # noqa: S307 - our own printer's output
         assert [onnx.printer.to_text(n) for n in printed] == [onnx.printer.to_text(n) for n in onnx_emit.build(g).graph.node], inst.case
+
+
+def test_an_instance_whose_reference_is_known_wrong_is_not_kept():
+    """ONNX Runtime warns that its RoiAlign max mode is wrong: a key of it ("RoiAlign: wrong
+    results (as test_roialign_mode_max)") judged the engine against a known-wrong reference."""
+    from gbft_action.reference.onnx_records import build_records
+
+    kept = build_records(only=frozenset({"RoiAlign"}))["ops"]["RoiAlign"]["instances"]
+    assert kept and all(i["attrs"].get("mode", "avg") != "max" for i in kept)
