@@ -167,7 +167,7 @@ DISCONTINUOUS = frozenset({"Argmax", "Greater", "Ceil", "Cast", "TopKV2",
                            # rounding or a distinct value (a Tanh's 0.99999994 and 1.0 before a
                            # Unique were one value in MNN, two in ONNX Runtime)
                            "Equal", "GreaterOrEqual", "LessOrEqual", "Hardmax", "Unique", "NonZero",
-                           "QuantizeLinear", "DynamicQuantizeLinear", "Mod", "Shrink"})
+                           "QuantizeLinear", "DynamicQuantizeLinear", "Mod", "Shrink", "NonMaxSuppression"})
 # Views: an engine may skip them for tensors that are not outputs (their shape is free there).
 VIEWS = frozenset({"Squeeze", "Reshape", "Expanddims"})
 
