@@ -38,7 +38,8 @@ class Frontend:
 FRONTENDS: dict[str, Frontend] = {
     "tf": Frontend("tf", "tf", "model.pb", "pb", "tensorflow-mnn.yaml"),
     "tflite": Frontend("tflite", "tf", "model.tflite", "tflite", "tflite-mnn.yaml"),
-    "onnx": Frontend("onnx", "onnx", "model.onnx", "onnx", "onnx-mnn.yaml"),
+    # Every operator by default (issue 26): onnx-mnn.yaml's blocks plus the recorded operators.
+    "onnx": Frontend("onnx", "onnx", "model.onnx", "onnx", "onnx-all.yaml"),
 }
 DEFAULT_FRONTEND = FRONTENDS["tf"]
 
