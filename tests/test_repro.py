@@ -136,6 +136,7 @@ def test_a_pattern_repro_prints_its_branches_and_says_which_shape_each_side_has(
     from gbft_action.reference.onnx_emit import RECORDED
 
     def repro(name: str, op: str, params: dict, t: TensorType, out: TensorType) -> tuple[str, subprocess.CompletedProcess]:
+        """The pasted repro of a one-node bundle (its bug a wrong shape) and how it ran on the pip MNN."""
         g = Graph({"in0": t}, [Node("n0", op, ["in0"], params, out, op)], ["n0"], seed=5,
                   meta={"frontend": "onnx", "minimized": True})
         fp = {"code": "shape", "frontend": "onnx", "id": name, "kind": "mismatch", "op": op, "stage": "compare",
@@ -158,6 +159,12 @@ def test_a_pattern_repro_prints_its_branches_and_says_which_shape_each_side_has(
         return script.read_text(), subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                                                   env=env, timeout=300)
 
+    # An operator shown wrong alone is fed the reference's values, integers too: MNN's const
+    # refused an int32 array ("numpy type does not match") and the repro ended in exit 2.
+    k = next(i for i, inst in enumerate(RECORDED["ReduceL1"].instances) if inst.fed_type.dtype == "int32")
+    inst = RECORDED["ReduceL1"].instances[k]
+    _, run = repro("abcdef012345", "ReduceL1", {"instance": k}, inst.fed_type, inst.outputs[0])
+    assert run.returncode == 0 and "the bug does not show" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
     _, run = repro("0123456789ab", "MatMul", {"form": "vector", "n": 2}, TensorType((1, 1, 2, 1)), TensorType((1, 1, 2)))
     assert run.returncode == 1 and "n0: shape [1, 2, 1], expected [1, 1, 2]" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
     b = TensorType((2, 3, 4, 5))
