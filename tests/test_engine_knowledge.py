@@ -102,11 +102,15 @@ def test_what_the_runtime_cannot_execute_is_unsupported_not_a_missing_output_eac
     _, _, g = _case("49d778ad5b80")
     dropout = "Create execution error : 21\nDon't support type [Dropout]\ncode=2 in onForward, 666\n"
     fp = fingerprint("IF", "infer", "RuntimeError: MNN returned 0 of 1 outputs", dropout, g, op="Dropout", knowledge=MNN)
-    assert (fp.kind, fp.op) == ("unsupported", "Dropout")
+    assert (fp.kind, fp.op, fp.title) == ("unsupported", "Dropout", "IF: engine does not support Dropout")
     int8 = "CpuBinary: unsupported data type (bits: 8, code: 0)\nCreate execution error : 7\ncode=2 in onForward, 666\n"
     fp = fingerprint("IF", "infer", "RuntimeError: MNN returned 0 of 1 outputs", int8, g, op="Equal", knowledge=MNN)
     assert (fp.kind, fp.op) == ("unsupported", "Equal")
     assert classify("IF", "infer", message=fp.code, kind=fp.kind) == "unsupported"
+    # "Create execution error" alone names no operator: the caller's guess may be another one.
+    unary = "ERROR: Unary Op can not execute\nCreate execution error : 101\ncode=2 in onForward, 666\n"
+    fp = fingerprint("IF", "infer", "RuntimeError: MNN returned 0 of 6 outputs", unary, g, op="ReverseSequence", knowledge=MNN)
+    assert fp.kind == "error"
     # A shape the runtime cannot compute is no missing support: a defect of its own.
     shape = "Compute Shape Error for n0\ncode=3 in onForward, 666\n"
     fp = fingerprint("IF", "infer", "RuntimeError: MNN returned 0 of 1 outputs", shape, g, op="Pow", knowledge=MNN)

@@ -17,10 +17,9 @@ MNN's converter and runtime write free-form English to stdout/stderr (the worker
 At inference, a model that converted can still hold what the runtime cannot run; it then
 returns fewer outputs and says why:
   ``Don't support type [Dropout]``  no execution for this op type at all;
-  ``CpuBinary: unsupported data type (bits: 8, code: 0)``  none for this element type;
-  ``Create execution error : 7``  the backend has no execution for the op (its number) with
-      these types (Mean of int32, Log of int64 in a ReduceLogSum).
-These are missing support, listed in the tracking issue, not a defect each.
+  ``CpuBinary: unsupported data type (bits: 8, code: 0)``  no binary op for this element type.
+These are missing support, listed in the tracking issue, not a defect each.  (MNN also
+says ``Create execution error : 7`` with no operator named: left a conversion error.)
 
 The patterns are the ones fingerprints were built from before they moved here: a change
 to them changes fingerprint ids, which users' issue markers and state files hold
@@ -43,7 +42,9 @@ _OP_TYPE = re.compile(r"(?:Tensorflow|TF|Onnx|Tflite)::(\w+)", re.I)
 _SHAPE_MISMATCH = "output_shape is not consistent with inferred output shape"
 _OP_FAILED = re.compile(r"Converte \w+'s Op \S+ , type = (\w+), failed")
 _RUNTIME_NO_TYPE = re.compile(r"Don't support type \[(\w+)\]")
-_RUNTIME_NO_EXECUTION = re.compile(r"unsupported data type \(bits: \d+, code: \d+\)|Create execution error : \d+")
+# Not "Create execution error : N" alone: it names no operator, and in a model of many the
+# caller's guess was another one (a Unary op's failure listed as ReverseSequence's).
+_RUNTIME_NO_EXECUTION = re.compile(r"CpuBinary: unsupported data type \(bits: \d+, code: \d+\)")
 PRECISIONS = ("high", "normal", "low")  # MNN's PrecisionMode, GBFT_MNN_PRECISION (engines/mnn.py)
 
 

@@ -58,8 +58,8 @@ class Fingerprint:
 
     def _title(self) -> str:
         op = self.op or "an unidentified operator"
-        if self.kind == "unsupported":
-            return f"MCF: converter does not support {op}"
+        if self.kind == "unsupported":  # by the converter, or at inference by the runtime
+            return f"{self.status}: {'converter' if self.stage == 'convert' else 'engine'} does not support {op}"
         if self.kind == "check":
             return f"{self.status}: check failed in {self.stage} ({op}): {self.code[:80]}"
         if self.kind == "signal":
