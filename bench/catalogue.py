@@ -294,7 +294,7 @@ def build_graph(e: Entry) -> Graph:
             raise GenError(f"{what}: cannot take {len(srcs)} inputs")
         ins = [types[x] for x in srcs]
         if "case" in params:  # a recorded instance, by the test case or pattern it comes from
-            params = {"instance": _instance_of(spec, str(params["case"]), what)}
+            params = {"instance": _instance_of(spec, str(params["case"]), str(params.get("dtype", "")), what)}
         lo, hi = spec.ranks
         if any(not lo <= t.rank <= hi for t in ins):
             raise GenError(f"{what}: takes ranks {lo}-{hi}")
@@ -324,10 +324,12 @@ def build_graph(e: Entry) -> Graph:
     return g
 
 
-def _instance_of(spec: Any, case: str, what: str) -> int:
+def _instance_of(spec: Any, case: str, dtype: str, what: str) -> int:
     """The index of a recorded operator's instance from ``case`` ("pattern compress-columns",
-    "test_pow_types_float32_int64"): indices change when the records are rebuilt, names do not."""
-    found = [i for i, inst in enumerate(getattr(spec, "instances", ())) if inst.case == case]
+    "test_pow_types_float32_int64") and, given, the ``dtype`` its fed input takes (one test case
+    gives an instance per element type): indices change when the records are rebuilt, names not."""
+    found = [i for i, inst in enumerate(getattr(spec, "instances", ()))
+             if inst.case == case and (not dtype or inst.fed_type.dtype == dtype)]
     if not found:
         raise GenError(f"{what}: no recorded instance of case {case!r}")
     return found[0]
