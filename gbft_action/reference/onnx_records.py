@@ -323,6 +323,8 @@ def _instance(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, d
     if dtype not in _ONNX_TYPE or _reference_wrong(node):
         return None
     arrays = _retyped(arrays, fed, dtype, schema)
+    if _outside_spec(node, arrays):
+        return None
     consts = [a for i, a in enumerate(arrays) if a is not None and i != fed]
     if sum(a.size for a in consts) > MAX_CONST_ELEMS or any(str(a.dtype) not in _ONNX_TYPE for a in consts):
         return None
@@ -343,6 +345,15 @@ def _instance(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, d
 REFERENCE_WRONG = {
     ("RoiAlign", "mode", "max"): "ONNX Runtime warns that its max mode sums where it should take the maximum",
 }
+
+
+def _outside_spec(node: onnx.NodeProto, arrays: list[np.ndarray | None]) -> bool:
+    """An instance the spec leaves undefined though ONNX Runtime runs it: DequantizeLinear of
+    int32 wants no zero point ("supposed to be 0"); retyped from a uint16 case it had 32767,
+    which MNN ignores and ONNX Runtime applies."""
+    if node.op_type == "DequantizeLinear" and len(arrays) > 2 and arrays[0] is not None and arrays[2] is not None:
+        return arrays[0].dtype == np.int32 and bool(np.any(arrays[2]))
+    return False
 
 
 def _reference_wrong(node: onnx.NodeProto) -> bool:
