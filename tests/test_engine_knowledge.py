@@ -107,6 +107,11 @@ def test_what_the_runtime_cannot_execute_is_unsupported_not_a_missing_output_eac
     fp = fingerprint("IF", "infer", "RuntimeError: MNN returned 0 of 1 outputs", int8, g, op="Equal", knowledge=MNN)
     assert (fp.kind, fp.op) == ("unsupported", "Equal")
     assert classify("IF", "infer", message=fp.code, kind=fp.kind) == "unsupported"
+    # An assertion that states a limit names what is not supported.
+    sce = 'Check failed: expr->outputSize() == 1 ==> "MNN SoftmaxCrossEntropyLoss only support 1 output\\n"\n'
+    fp = fingerprint("MCF", "convert", "", sce, g, knowledge=MNN)
+    assert (fp.kind, fp.op) == ("unsupported", "SoftmaxCrossEntropyLoss")
+    assert fingerprint("MCF", "convert", "", "Check failed: x > 0\n", g, knowledge=MNN).kind == "check"
     # "Create execution error" alone names no operator: the caller's guess may be another one.
     unary = "ERROR: Unary Op can not execute\nCreate execution error : 101\ncode=2 in onForward, 666\n"
     fp = fingerprint("IF", "infer", "RuntimeError: MNN returned 0 of 6 outputs", unary, g, op="ReverseSequence", knowledge=MNN)

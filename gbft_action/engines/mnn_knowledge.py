@@ -7,7 +7,8 @@ MNN's converter and runtime write free-form English to stdout/stderr (the worker
   `` ====Converte Tensorflow's Op n26 , type = Conv2DBackpropInput, failed, ...``
       the converter computed another output shape than the model's: a conversion defect
       of an op it does support, which MNN then also lists under "Not Support";
-  ``Check failed: <condition>``  an assertion in MNN's code;
+  ``Check failed: <condition>``  an assertion in MNN's code; one whose message states a
+      limit (``==> "MNN SoftmaxCrossEntropyLoss only support 1 output"``) is missing support;
   ``Check failed: creator ==> NOT_SUPPORTED_OP: [ ARG_MAX ]``  its TFLite converter has no
       conversion for this TFLite builtin (an unsupported operator, named as TFLite names it);
   ``PipelineModule:: Can't find output n18 from the model``  the converter dropped an
@@ -42,6 +43,8 @@ _OP_TYPE = re.compile(r"(?:Tensorflow|TF|Onnx|Tflite)::(\w+)", re.I)
 _SHAPE_MISMATCH = "output_shape is not consistent with inferred output shape"
 _OP_FAILED = re.compile(r"Converte \w+'s Op \S+ , type = (\w+), failed")
 _RUNTIME_NO_TYPE = re.compile(r"Don't support type \[(\w+)\]")
+# An assertion whose message states a limit: "MNN SoftmaxCrossEntropyLoss only support 1 output"
+_ONLY_SUPPORTS = re.compile(r"MNN (\w+) only supports? ")
 # Not "Create execution error : N" alone: it names no operator, and in a model of many the
 # caller's guess was another one (a Unary op's failure listed as ReverseSequence's).
 _RUNTIME_NO_EXECUTION = re.compile(r"CpuBinary: unsupported data type \(bits: \d+, code: \d+\)")
@@ -64,6 +67,8 @@ class MNNKnowledge(EngineKnowledge):
         if m:  # its TFLite converter asserts instead ("Check failed: creator ==> ..."): no creator for this builtin
             return Failure("unsupported", "", m.group(1), m.group(0))
         m = _CHECK.search(log) or _CHECK.search(message)
+        if m and (only := _ONLY_SUPPORTS.search(m.group(1))):  # an assertion that states a limit
+            return Failure("unsupported", "", only.group(1), m.group(0))
         if m:
             return Failure("check", m.group(1), None, m.group(0))
         m = _RUNTIME_NO_TYPE.search(log)
