@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -106,10 +109,9 @@ def test_an_onnx_repro_is_printed_from_the_graph_and_rejects_names_that_would_wr
 def test_the_mnn_adapter_feeds_bool_and_integer_inputs(tmp_path):
     """Isolation feeds an operator the reference's own values: a bool into an And, an int64
     into a Cast.  MNN's const refused them ("numpy type does not match"): every such run failed
-    and the operator was never shown wrong alone."""
+    and the operator was never shown wrong alone.  (In a process of its own, as in a worker:
+    MNN and TensorFlow in one process abort.)"""
     from onnx import TensorProto, helper
-
-    from gbft_action.engines.mnn import MNNEngine
 
     ins = [helper.make_tensor_value_info("b", TensorProto.BOOL, [4]), helper.make_tensor_value_info("i", TensorProto.INT64, [4])]
     outs = [helper.make_tensor_value_info("nb", TensorProto.BOOL, [4]), helper.make_tensor_value_info("fi", TensorProto.FLOAT, [4])]
@@ -117,11 +119,17 @@ def test_the_mnn_adapter_feeds_bool_and_integer_inputs(tmp_path):
     m = helper.make_model(helper.make_graph(nodes, "g", ins, outs), opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.save(m, str(tmp_path / "model.onnx"))
-    eng = MNNEngine()
-    art = eng.convert(tmp_path / "model.onnx", "onnx", tmp_path)
-    out = eng.infer(art, {"b": np.array([True, False, True, False]), "i": np.array([1, -2, 3, 250], np.int64)}, ["nb", "fi"])
-    assert out["nb"].astype(bool).tolist() == [False, True, False, True]
-    assert out["fi"].tolist() == [1.0, -2.0, 3.0, 250.0]
+    script = (
+        "import json, sys, numpy as np\n"
+        "from pathlib import Path\n"
+        "from gbft_action.engines.mnn import MNNEngine\n"
+        "d = Path(sys.argv[1]); eng = MNNEngine(); art = eng.convert(d / 'model.onnx', 'onnx', d)\n"
+        "out = eng.infer(art, {'b': np.array([True, False, True, False]), 'i': np.array([1, -2, 3, 250], np.int64)}, ['nb', 'fi'])\n"
+        "print(json.dumps({k: v.tolist() for k, v in out.items()}))\n")
+    r = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert [bool(v) for v in out["nb"]] == [False, True, False, True] and out["fi"] == [1.0, -2.0, 3.0, 250.0]
 
 
 def test_a_replay_the_reference_cannot_judge_is_never_a_pass():
