@@ -313,6 +313,16 @@ def test_integer_overflow_is_undefined_not_a_difference():
     assert not judge_node("ReduceL1", {}, [x], np.array([3, 9], np.int32), np.array([small, 9], np.int32)).ok
 
 
+def test_equal_scores_leave_non_max_suppression_open():
+    """Of equal scores, which box NonMaxSuppression keeps first is the implementation's choice."""
+    tied = np.array([[[0.9993, 0.9993, 0.5, 0.2]]], np.float32)
+    assert judge_node("NonMaxSuppression", {"instance": 0}, [tied], np.full((1, 1, 4), 9.0, np.float32),
+                      np.full((1, 1, 4), 11.0, np.float32)).ok
+    apart = np.array([[[0.9993, 0.7, 0.5, 0.2]]], np.float32)
+    assert not judge_node("NonMaxSuppression", {"instance": 0}, [apart], np.full((1, 1, 4), 9.0, np.float32),
+                          np.full((1, 1, 4), 11.0, np.float32)).ok
+
+
 def test_sign_of_zero_only_where_asked():
     e, a = np.array([0.0, 1.0], np.float32), np.array([-0.0, 1.0], np.float32)
     assert judge_node("Relu", {}, [e], e, a).ok

@@ -59,9 +59,10 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("CastLike", "truncate-like-input", _g("i = Cast<to=7>(X) Y = CastLike(i, X)")),
     Pattern("Compress", "compress-columns",
             _g("c = Constant<value = bool[6] {1,0,1,1,0,1}>() Y = Compress<axis=1>(X, c)", "float[2,6]", "float[2,4]")),
-    Pattern("NonZero", "sum-of-nonzero-indices",
-            _g("nz = NonZero(X) s = ReduceSum<keepdims=0>(nz) f = Cast<to=1>(s) Y = Add(X, f)")),
-    Pattern("Unique", "sum-of-unique-values", _g("u = Unique<sorted=1>(X) s = ReduceSum<keepdims=0>(u) Y = Sub(X, s)")),
+    # Means, not sums: a sum of 120 indices (thousands) fed a Softmax after it into overflow.
+    Pattern("NonZero", "mean-of-nonzero-indices",
+            _g("nz = NonZero(X) f = Cast<to=1>(nz) m = ReduceMean<keepdims=0>(f) Y = Add(X, m)")),
+    Pattern("Unique", "mean-of-unique-values", _g("u = Unique<sorted=1>(X) m = ReduceMean<keepdims=0>(u) Y = Sub(X, m)")),
     Pattern("NonMaxSuppression", "six-boxes",
             _g("b = Constant<value = float[1,6,4] {0,0,1,1, 0,0.1,1,1.1, 0,-0.1,1,0.9, 0,10,1,11, 0,10.1,1,11.1, "
                "0,100,1,101}>() k = Constant<value = int64[1] {3}>() t = Constant<value = float[1] {0.5}>() "
