@@ -116,16 +116,15 @@ def replay(lane: Lane, g: Graph, target: Fingerprint, budget: float = 120.0, fre
     ``target`` is none is run again on fresh workers, up to MEMORY_RUNS runs in all; the
     crashes met stay in ``Replay.crashes``."""
     crashes: list[Fingerprint] = []
-    while True:
-        v = _replay_once(lane, g, target, budget, fresh, platforms, key)
-        retry = (v.outcome == DIFFERENT and v.fingerprint is not None and v.fingerprint.memory_error
-                 and not target.memory_error and len(crashes) + 1 < MEMORY_RUNS)
-        if not retry and v.outcome == PASSES and crashes:  # a model the engine crashes on is not fixed
-            return Replay(DIFFERENT, crashes[0], v.result, tuple(crashes))
-        if not retry:
-            return Replay(v.outcome, v.fingerprint, v.result, tuple(crashes))
+    v = _replay_once(lane, g, target, budget, fresh, platforms, key)
+    while (v.outcome == DIFFERENT and v.fingerprint is not None and v.fingerprint.memory_error
+           and not target.memory_error and len(crashes) + 1 < MEMORY_RUNS):
         crashes.append(v.fingerprint)
-        fresh = True  # the damaged heap died with its worker; the next run starts clean
+        # fresh: the damaged heap died with its worker; the next run starts clean
+        v = _replay_once(lane, g, target, budget, True, platforms, key)
+    if v.outcome == PASSES and crashes:  # a model the engine crashes on is not fixed
+        return Replay(DIFFERENT, crashes[0], v.result, tuple(crashes))
+    return Replay(v.outcome, v.fingerprint, v.result, tuple(crashes))
 
 
 def _replay_once(lane: Lane, g: Graph, target: Fingerprint, budget: float, fresh: bool,

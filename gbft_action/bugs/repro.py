@@ -102,7 +102,7 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: BundleMeta, data: 
         seed="?" if meta.seed is None else meta.seed, case_index=meta.case_index, seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=meta.tolerance,
         status_text=STATUS_TEXT.get(status, ""),
-        signals=_signals(meta), memory=tuple(int(signal.Signals[n]) for n in MEMORY_SIGNALS),
+        signals=_signals(meta), memory=_numbers(MEMORY_SIGNALS),
         engine_pip=doc(engine_needs(meta.engine)), helpers=HELPERS, frontend=frontend, onnx=onnx,
         model=(lines := model_lines(graph) if onnx is None else []),
         weights=any("rng(" in line for line in lines),
@@ -132,4 +132,8 @@ def _signals(meta: BundleMeta) -> tuple[int, ...]:
         names = MEMORY_SIGNALS
     else:
         return ()
+    return _numbers(names)
+
+
+def _numbers(names: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(int(signal.Signals[n]) for n in names)

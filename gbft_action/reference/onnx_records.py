@@ -388,9 +388,14 @@ def _oracle(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int) -> 
         return None  # a random operator (Bernoulli, Dropout in training): no reference value to compare with
     if _static_shape(first_inferred) != got[0].shape:
         return None  # a shape the values decide (NonZero, Unique): the solver needs it known
-    if str(got[0].dtype) not in TYPES or got[0].ndim == 0 or got[0].size == 0:
+    if not _ours(got[0]):
         return None
     return [{"dtype": str(v.dtype), "shape": list(v.shape)} for v in got]
+
+
+def _ours(v: np.ndarray) -> bool:
+    """A first output the next operator can take: of TYPES, rank 1 or more, not empty."""
+    return str(v.dtype) in TYPES and v.ndim > 0 and v.size > 0
 
 
 def pattern_instance(p: Pattern) -> dict[str, Any] | None:
@@ -424,7 +429,7 @@ def _pattern_oracle(g: onnx.GraphProto) -> list[dict[str, Any]] | None:
         return None
     if not _close(got, again) or _static_shape(inferred.graph.output[0].type) != got[0].shape:
         return None
-    if str(got[0].dtype) not in TYPES or got[0].ndim == 0 or got[0].size == 0:
+    if not _ours(got[0]):
         return None
     return [{"dtype": str(got[0].dtype), "shape": list(got[0].shape)}]
 
