@@ -35,8 +35,8 @@ from .engines.builds import EngineBuild
 from .engines.knowledge import EngineKnowledge
 from .frontends import DEFAULT_FRONTEND, Frontend
 from .graph.ir import Graph
-from .oracle import (ENGINE_FAILURES, VIEWS, OutputDiff, Status, Tolerance, compare, judge_node, judge_outputs,
-                     precision_only, references_disagree, undefined_anywhere)
+from .oracle import (ENGINE_FAILURES, VIEWS, Bounds, OutputDiff, Status, Tolerance, bounds_for, compare, judge_node,
+                     judge_outputs, precision_only, references_disagree, undefined_anywhere)
 from .workers.arrays import digest, pack, unpack
 from .platforms import Platform, host_machine
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
@@ -413,7 +413,7 @@ class Lane:
         if not first.status == r.status == Status.DCP:
             return None
         names = list(r.graph.outputs)
-        bad = [x for x in judge_outputs(first.arrays["actual"], r.arrays["actual"], names, self.cfg.tolerance)
+        bad = [x for x in judge_outputs(first.arrays["actual"], r.arrays["actual"], names, self._bounds(r.graph).strict)
                if not x.ok]
         if not bad:
             return None
@@ -439,6 +439,11 @@ class Lane:
             self.ref.call({"op": "tflite", "graph": g.to_json(), "dir": str(folder), "name": name}, min(20.0, left))
 
     # -- judging ------------------------------------------------------------------
+    def _bounds(self, g: Graph) -> Bounds:
+        """How g's outputs are compared: the campaign's tolerance, widened for a model holding
+        float16 (oracle.bounds_for, the one rule; replay and the repro apply it too)."""
+        return bounds_for(g, self.cfg.tolerance)
+
     def _reference_failure(self, res: CaseResult, r: CallResult) -> None:
         res.stage = "reference"
         res.log = r.log[-8000:]
@@ -469,7 +474,8 @@ class Lane:
         """Judge res's outputs against the reference's (judge), localising a difference first:
         the worker I/O is here, the judgement is a pure function of what it returns."""
         res.stage = "compare"
-        diffs = judge_outputs(res.arrays["expected"], res.arrays["actual"], list(res.graph.outputs), self.cfg.tolerance)
+        diffs = judge_outputs(res.arrays["expected"], res.arrays["actual"], list(res.graph.outputs),
+                              self._bounds(res.graph).strict)
         res.diffs = [x.to_json() for x in diffs]
         bad = [x for x in diffs if not x.ok]
         # The sign of a zero matters where an infinity is at stake (1/-0 = -Inf), and only there.
@@ -497,7 +503,7 @@ class Lane:
         b = self._probe(other, names, left) if a is not None else None
         if a is None or b is None:
             return FAILED, None
-        return _located(first.graph, {**first.arrays["inputs"], **a}, b, self.cfg.tolerance)
+        return _located(first.graph, {**first.arrays["inputs"], **a}, b, self._bounds(first.graph).strict)
 
     def _localise(self, res: CaseResult, left: float, signed_zero: bool = False) -> tuple[str, OutputDiff | None]:
         """The first node in topological order whose output differs, with intermediates exposed,
@@ -510,7 +516,7 @@ class Lane:
         actual = self._probe(res, [n.id for n in g.nodes], left)
         if actual is None:
             return FAILED, None
-        return _located(g, expected, actual, self.cfg.tolerance, signed_zero)
+        return _located(g, expected, actual, self._bounds(g).strict, signed_zero)
 
     def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray] | None:
         """TensorFlow's value of every node (and graph input) of res's model on res's inputs."""
@@ -542,8 +548,9 @@ class Lane:
         against = _compared_with(r, case)
         if r.status in (Status.DCF, Status.XPF, Status.XBF):
             r.nondeterministic = self._changes_on_rerun(r, against, left())
+        bounds = self._bounds(r.graph)
         loose = against is not None and "actual" in r.arrays and all(
-            precision_only(against[k], r.arrays["actual"][k]) for k in r.graph.outputs
+            precision_only(against[k], r.arrays["actual"][k], bounds.loose, bounds.norm) for k in r.graph.outputs
             if k in against and k in r.arrays["actual"])
         fp = r.fingerprint
         # A NaN or Inf made from finite values in a model kept inside every operator's domain is
@@ -567,8 +574,9 @@ class Lane:
             return
         r.arrays["reference-ort"] = second
         failing = [d["name"] for d in r.diffs if not d.get("ok")]
+        bounds = self._bounds(case.graph)
         bad = references_disagree(r.arrays["expected"], second, r.arrays.get("actual", {}), failing,
-                                  self.cfg.tolerance)
+                                  bounds.strict, bounds.all_loose)
         r.crosscheck = "disagrees" if bad else "agrees"
         r.symptom = with_second_reference(r.symptom, bool(bad))
         if bad:
@@ -620,7 +628,8 @@ class Lane:
             return False
         changed = [k for k in a if not np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f")]
         shows = _downstream(r.graph, r.node) if r.localised and r.node else set(a)  # where r's difference shows
-        return any(k in shows and k in against and not compare(against[k], a[k], k, self.cfg.tolerance).ok
+        tol = self._bounds(r.graph).strict
+        return any(k in shows and k in against and not compare(against[k], a[k], k, tol).ok
                    for k in changed)
 
 

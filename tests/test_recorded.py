@@ -194,7 +194,9 @@ def test_an_instance_whose_output_follows_its_input_is_placed_with_no_adapter():
     assert len(same) >= 6
     for op, k in same:
         g = _alone(op, k)
-        assert [n.op for n in g.nodes] == [op] and g.node("n0").out.shape == (2, 3, 4, 5), (op, k)
+        # No shape adapter (a hinge before a Unique or an ArgMin changes values, not the shape)
+        shaping = [n.op for n in g.nodes if not ("scale" in n.params or "values" in n.params)]
+        assert shaping == [op] and g.node("n0").out.shape == (2, 3, 4, 5), (op, k)
     pinned = next((op, k) for op, s in sorted(RECORDED.items()) for k, inst in enumerate(s.instances)
                   if not inst.rule and inst.fed_type.shape != (2, 3, 4, 5) and inst.fed_type.dtype == "float32")
     assert len(_alone(*pinned).nodes) > 1  # coerced to its recorded shape by an adapter

@@ -1222,3 +1222,13 @@ def test_an_error_is_blamed_on_the_first_operator_that_gives_the_same_error_alon
     assert res.symptom == Symptom.CONVERSION.value and res.fingerprint is not None
     assert _first_failing_alone(lane, res, res.symptom, None, until=1e12, fp=res.fingerprint) == "n1"
     assert _first_failing_alone(lane, res, res.symptom, None, until=1e12) == "n0"  # the symptom alone
+
+
+def test_a_wrong_isnan_on_the_nan_it_was_fed_is_a_wrong_result_a_wrong_comparison_is_nan_semantics():
+    # Both blamed alone, both fed NaN (the hinge adapter's, or a special graph's): IsNaN's whole
+    # meaning is what it says of NaN, so its wrong answer is filed; a comparison's is NaN semantics.
+    for op, want in (("IsNaN", Symptom.WRONG.value), ("Greater", Symptom.NAN_INF.value)):
+        g = _graph(("n0", "Relu", ["in0"]), ("n1", op, ["n0"]))
+        b = Blame(node="n1", symptom=Symptom.WRONG.value, special_inputs=True, tried=["n1"])
+        key = _from_blame(Symptom.WRONG.value, F({"op": op}), g, "n1", b, "")
+        assert key.symptom == want and key.ops == (op,) and key.isolated

@@ -522,12 +522,18 @@ def _a_pattern(symptom: str, small: Graph, node: str, b: Blame) -> bool:
             and small.values != "special" and not any(n.op in DISCONTINUOUS for n in small.nodes))
 
 
+# Operators whose whole meaning is what they say of NaN or Inf: a wrong answer on special
+# inputs is a wrong result there, not a NaN-semantics difference.
+NAN_SEMANTICS = frozenset({"IsNaN", "IsInf"})
+
+
 def _from_blame(symptom: str, fp: Fingerprint, small: Graph, node: str, b: Blame, direction: str) -> RootKey:
     if b.node:
         # The operator alone tells the class: a NaN made upstream and dropped here is nan-inf,
         # and so is a different answer for NaN/Inf inputs (a comparison's bool output).
         s, d = b.symptom or symptom, b.direction or direction
-        if s in (Symptom.WRONG.value, Symptom.PRECISION.value) and b.special_inputs:
+        if s in (Symptom.WRONG.value, Symptom.PRECISION.value) and b.special_inputs \
+                and small.node(b.node).op not in NAN_SEMANTICS:
             s, d = Symptom.NAN_INF.value, SPECIAL_INPUT
         alone = replace(fp, code=b.mismatch) if b.mismatch and fp.kind == "mismatch" else fp
         return root_key(s, alone, small, blamed=b.node, isolated=True, direction=d)

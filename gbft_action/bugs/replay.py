@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..graph.ir import Graph
-from ..oracle import Status, judge_outputs
+from ..oracle import Status, judge_outputs, tolerance_for
 from ..pipeline import CaseResult, Lane
 from ..records.bundle import BundleMeta
 from ..records.summary import Diagnosis
@@ -197,7 +197,7 @@ def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict,
     """Replay a model on fresh workers of both builds, ``rounds`` times (bugs.triage.confirm);
     for a fixed fingerprint, the base build is the one that must show it.  Each round's
     wall time is appended to ``durations`` (the campaign plans its shares with them)."""
-    tol = lane.cfg.tolerance
+    tol = tolerance_for(model, lane.cfg.tolerance)  # the lane's own bound for this model
     fixed = verdict is Verdict.FIXED
 
     def one_round(left: float) -> Round:

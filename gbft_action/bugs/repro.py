@@ -33,6 +33,7 @@ import numpy as np
 
 from ..engines.registry import knowledge_of
 from ..graph.ir import Graph
+from ..oracle import HALF_TYPES, holds_half, tolerance_for
 from ..records.bundle import BundleMeta, EngineInfo
 from ..records.keys import signal_name
 from ..reference.inputs import special_values_source
@@ -93,14 +94,16 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: BundleMeta, data: 
     status = meta.status.value
     commands = {k: repr(v) for k, v in meta.engine.commands.items()}
     known = knowledge_of(engine)
+    half_inputs = any(t.dtype in HALF_TYPES for t in graph.inputs.values())  # an operator isolated on float16
     engine_stage = env.get_template(known.repro_template).render(commands=commands, engine_name=engine,
                                                                  settings=known.settings(meta.engine.settings),
-                                                                 frontend=frontend)
+                                                                 frontend=frontend, half_inputs=half_inputs)
     return env.get_template("repro.py.j2").render(
         fp_id=doc(meta.id, 64), title=doc(meta.title), engine_name=engine, engine_version=doc(meta.engine.version, 40),
         platforms=[doc(p, 40) for p in meta.platforms or ["?"]], tool_version=doc(meta.tool_version, 40),
         seed="?" if meta.seed is None else meta.seed, case_index=meta.case_index, seed_value=int(graph.seed),
-        outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?", tol=meta.tolerance,
+        outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?",
+        tol=tolerance_for(graph, meta.tolerance), half=holds_half(graph),  # the bound the campaign judged it with
         status_text=STATUS_TEXT.get(status, ""),
         signals=_signals(meta), memory=_numbers(MEMORY_SIGNALS),
         engine_pip=doc(engine_needs(meta.engine)), helpers=HELPERS, frontend=frontend, onnx=onnx,

@@ -23,6 +23,10 @@ from ..ops.domains import Domain
 from ..ops.shapes import MAX_ELEMS, prod
 from ..ops.registry import TF, Registry
 from ..ops.specs import F32
+
+FLOATS = (F32, "float16")  # what the guards squash: float16 leaves its domain and overflows too
+
+TIES_SCALE = 4.0  # a hinge Floor's scale: Floor(x * 4) / 4 (ops.onnx_specs.HINGES)
 from .ir import Graph, Node, TensorType
 
 # An operator's parameter domains, narrowed for one node (rng: the generator's own stream).
@@ -64,7 +68,9 @@ class Builder:
 
     def _emit(self, op: str, inputs: list[str], params: dict[str, Any], out: TensorType,
               block: str = "", gnode: int = -1) -> str:
-        if any(d < 1 for d in out.shape) or out.rank == 0:
+        # Rank 0 flows in ONNX models (a ReduceSum without keepdims, Range's bounds), not in
+        # TensorFlow's: its emitters and specs assume a dimension.
+        if any(d < 1 for d in out.shape) or (out.rank == 0 and self.reg.frontend == "tf"):
             raise GenError(f"{op} would produce shape {out.shape} from {[self._types[i].shape for i in inputs]}")
         if block:
             nid = f"n{self._n_block}"
@@ -102,6 +108,7 @@ class Builder:
         out = spec.infer(aligned, params)
         if self.g.values == "normal":
             names = self._guard(op, names, params, out)
+        names = self._hinged(op, names)
         nid = self._emit(op, names, params, out, block or op, gnode)
         return self._cap(nid)
 
@@ -127,9 +134,9 @@ class Builder:
         """
         while True:
             names = [self._into_domain(n, ranges.domain(op, i, out)) for i, n in enumerate(names)]
-            if ranges.magnitude(self._out_range(op, names, params, out)) <= ranges.LIMIT:
+            if ranges.magnitude(self._out_range(op, names, params, out)) <= ranges.limit(out.dtype):
                 return names
-            wide = [n for n in names if self._types[n].dtype == F32 and ranges.magnitude(self._ranges[n]) > 1.0]
+            wide = [n for n in names if self._types[n].dtype in FLOATS and ranges.magnitude(self._ranges[n]) > 1.0]
             if not wide:
                 return names  # an operator without a rule: nothing left to squash
             worst = max(wide, key=lambda n: ranges.magnitude(self._ranges[n]))
@@ -138,13 +145,26 @@ class Builder:
 
     def _into_domain(self, name: str, dom: str) -> str:
         """``name`` itself when it satisfies ``dom``, else a Tanh and / or Sigmoid of it."""
-        if self._types[name].dtype != F32 or ranges.satisfies(self._ranges[name], dom):
+        if self._types[name].dtype not in FLOATS or ranges.satisfies(self._ranges[name], dom):
             return name
         if dom == "int32" or not ranges.sigmoid_is_enough(self._ranges[name]):
             name = self._emit("Tanh", [name], {}, self._types[name])
         if dom == "int32":
             return name
         return self._emit("Sigmoid", [name], {}, self._types[name])  # in (0.27, 0.73) after a Tanh
+
+    # -- hinge values ---------------------------------------------------------------
+    def _hinged(self, op: str, names: list[str]) -> list[str]:
+        """``names`` with, half the time, a hinge adapter before the first (ops.onnx_specs.HINGES):
+        ties for an ArgMax, NaN and Inf for an IsNaN, integer edges for a comparison.  After the
+        guards: the values are meant, and they reach only this operator."""
+        kind = self.reg.hinge(op, self._types[names[0]].dtype) if names else None
+        if kind is None or self.rng.random() < 0.5:
+            return names
+        t = self._types[names[0]]
+        hinged = (self._emit("Floor", [names[0]], {"scale": TIES_SCALE}, t) if kind == "ties"
+                  else self._emit("Where", [names[0]], {"values": kind}, t))
+        return [hinged, *names[1:]]
 
     # -- adapters -----------------------------------------------------------------
     def coerce(self, name: str, want: TensorType) -> str:
@@ -154,6 +174,14 @@ class Builder:
             # (MNN truncates 0.5 to False, ONNX says True), and a defect in an adapter would
             # fail every model feeding a bool input (the Cast operator itself still tests it).
             name = self._emit("Cast", [name], {"to": "int64"}, TensorType(have.shape, "int64"))
+            have = self._types[name]
+        if want.dtype == "float16" and have.dtype != want.dtype and self.g.values == "normal" \
+                and ranges.magnitude(self._ranges[name]) > ranges.HALF_LIMIT:
+            # Squashed in float32 first: cast as it is, an int32 edge or a float32 in the
+            # millions is Inf in float16, a NaN or Inf the guards promised away.
+            if have.dtype != F32:
+                name = self._emit("Cast", [name], {"to": F32}, TensorType(have.shape, F32))
+            name = self._emit("Tanh", [name], {}, TensorType(have.shape, F32))
             have = self._types[name]
         if have.dtype != want.dtype:
             name = self._emit("Cast", [name], {"to": want.dtype}, TensorType(have.shape, want.dtype))

@@ -24,7 +24,7 @@ ONNX_RULES: dict[str, R.Rule] = {
 ONNX_RULES.update({
     "Div": R.RULES["Realdiv"], "Max": R.RULES["Maximum"], "Min": R.RULES["Minimum"],
     "ReduceSum": R.RULES["Reducesum"], "ReduceProd": R.RULES["Reduceprod"],
-    "Floor": R._monotone(R._floor), "Erf": R._monotone(math.erf),
+    "Erf": R._monotone(math.erf),
     "Neg": lambda ins, types, p, out: (-ins[0][1], -ins[0][0]),
 })
 CUBIC_OVERSHOOT = 1.0  # |weights| of a 2-D cubic (a = -0.75 or -0.5) sum below 2: overshoot below one span
@@ -104,7 +104,17 @@ def _clip(ins, types, p, out):
 
 @rule("Where")
 def _where(ins, types, p, out):
+    if p.get("values") == "edges":  # the solver's hinge: int32's extremes (ops.onnx_specs.INT_EDGES)
+        return R._hull(ins[0], (-2.0**31, 2.0**31 - 1))
+    if "values" in p:  # NaN and Inf on purpose
+        return R.UNKNOWN
     return R._hull(ins[0], ins[1] if len(ins) > 1 else R.UNIT)
+
+
+@rule("Floor")
+def _floor(ins, types, p, out):
+    s = float(p.get("scale", 1.0))  # the ties hinge: Floor(x * s) / s
+    return (R._floor(ins[0][0] * s) / s, R._floor(ins[0][1] * s) / s)
 
 
 @rule("Conv")

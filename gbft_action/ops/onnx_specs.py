@@ -54,7 +54,10 @@ class Nchw(Spec):
 
 
 class OnnxUnary(Nchw):
-    pass
+    """An element-wise operator: it takes a tensor of any rank as it is, a scalar too."""
+
+    def __init__(self, name: str, onnx_type: str, ranks: tuple[int, int] = (0, MAX_RANK), **kw) -> None:
+        super().__init__(name, onnx_type, ranks=ranks, **kw)
 
 
 def _axis(p: Params, rank: int) -> int:
@@ -72,7 +75,7 @@ class OnnxBinary(Nchw):
     out_dtype: str = F32
 
     def __init__(self, name: str, out_dtype: str = F32, **kw) -> None:
-        super().__init__(name, name, frozenset({1, 2}), domains=dict(OPERAND), **kw)
+        super().__init__(name, name, frozenset({1, 2}), ranks=(0, MAX_RANK), domains=dict(OPERAND), **kw)
         self.out_dtype = out_dtype
 
     def want(self, rng, ins):
@@ -769,3 +772,37 @@ def _table() -> dict[str, Spec]:
 
 
 ONNX_SPECS: dict[str, Spec] = _table()
+
+
+# --------------------------------------------------------------------------- hinge values
+
+# The values an operator's semantics hinge on (issue 26, item 3): random floats rarely tie, never
+# hold NaN in a normal graph, and integers cast from U[-1, 1] never reach their type's edges, so
+# ArgMax's select_last_index, IsNaN and an integer comparison would only ever be tested on the
+# easy values.  The solver (graph.solver.Builder._hinged) puts one of these adapters before the
+# operator's first input, half the time, where the input's element type suits the kind:
+#   ties       Floor(x * 4) / 4: few distinct values, exact in float, so equal elements tie in
+#              both the reference and the engine (a tie an upstream rounding breaks is still
+#              excused: Floor is a step function, oracle.DISCONTINUOUS)
+#   nonfinite  Where(mask, specials, x): NaN, +-Inf and +-0 at constant places
+#   edges      Where(mask, edges, x): int32's extremes, and 2**24 + 1 (the first integer float32
+#              cannot hold: an engine that compares or selects integers through float loses it).
+#              Only for operators that cannot overflow on them (ONNX leaves overflow undefined).
+FLOAT_TYPES = ("float32", "float16")
+INT_TYPES = ("int32", "int64")
+HINGE_TYPES: dict[str, tuple[str, ...]] = {"ties": FLOAT_TYPES, "nonfinite": FLOAT_TYPES, "edges": INT_TYPES}
+INT_EDGES = (-2**31, 2**31 - 1, -2**31 + 1, 2**31 - 2, 2**24 + 1, -(2**24 + 1), 0, -1)
+FLOAT_SPECIALS = (float("nan"), float("inf"), float("-inf"), -0.0, 0.0)
+_SELECTING = ("ArgMax", "ArgMin", "TopK")
+HINGES: dict[str, tuple[str, ...]] = {
+    **{op: ("ties", "edges") for op in _SELECTING},
+    "Hardmax": ("ties",), "Unique": ("ties",),
+    "IsNaN": ("nonfinite",), "IsInf": ("nonfinite",),
+    **{op: ("edges",) for op in ("Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Max", "Min",
+                                 "ReduceMax", "ReduceMin", "Clip", "Sign")},
+}
+
+
+def hinge_kind(op: str, dtype: str) -> str | None:
+    """The hinge adapter ``op``'s first input of element type ``dtype`` may get (None: none)."""
+    return next((k for k in HINGES.get(op, ()) if dtype in HINGE_TYPES[k]), None)

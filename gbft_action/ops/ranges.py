@@ -31,6 +31,12 @@ UNKNOWN: Interval = (-INF, INF)
 UNIT: Interval = (-1.0, 1.0)  # graph inputs and the weights tf_emit draws: U[-1, 1]
 INPUT_RANGE = UNIT
 LIMIT = 1e30  # largest magnitude a tensor may reach: far below float32's 3.4e38, so sums stay finite
+HALF_LIMIT = 1e4  # the same for a float16 tensor: below float16's 65504
+
+
+def limit(dtype: str) -> float:
+    """The largest magnitude a tensor of ``dtype`` may reach in a guarded graph."""
+    return HALF_LIMIT if dtype == "float16" else LIMIT
 MIN_DIVISOR = 1e-3  # a divisor (or Rsqrt argument) at least this far from zero: quotients stay bounded
 DIVISOR_RANGE = (0.5, 1.0)  # magnitude of a constant divisor (Realdiv with one input), sign drawn
 INT32 = (-2.0**31, 2.0**31 - 1)
@@ -116,12 +122,15 @@ def _selu(x: float) -> float:
     return scale * x if x > 0 else scale * alpha * (_exp(x) - 1.0)
 
 
+# Not finite: as it is.  A NaN bound (inf - inf in some rule upstream) raised "cannot convert
+# float NaN to integer" here and took a whole campaign down once the ties hinge put a Floor
+# before every ArgMax.
 def _ceil(x: float) -> float:
-    return x if math.isinf(x) else float(math.ceil(x))
+    return x if not math.isfinite(x) else float(math.ceil(x))
 
 
 def _floor(x: float) -> float:
-    return x if math.isinf(x) else float(math.floor(x))
+    return x if not math.isfinite(x) else float(math.floor(x))
 
 
 def _monotone(fn: Callable[[float], float]) -> Rule:

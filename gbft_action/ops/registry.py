@@ -13,8 +13,9 @@ Framework-free.  May import: ops.specs, ops.ranges, ops.onnx_specs, ops.onnx_ran
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Callable
 
 from . import ranges
 from .specs import ADAPTERS, SPECS, Spec
@@ -28,6 +29,9 @@ class Registry:
     specs: dict[str, Spec]
     rules: dict[str, ranges.Rule]
     adapters: tuple[str, ...] = ADAPTERS
+    # The hinge adapter an operator's first input may get, by operator and element type
+    # (ops.onnx_specs.hinge_kind); TensorFlow's registry has none.
+    hinge: Callable[[str, str], str | None] = field(default=lambda op, dtype: None, compare=False)
 
     def __post_init__(self) -> None:
         missing = [a for a in self.adapters if a not in self.specs]
@@ -42,11 +46,12 @@ def registry(frontend: str = "tf") -> Registry:
         return Registry("tf", SPECS, ranges.RULES)
     if frontend == "onnx":
         from .onnx_ranges import ONNX_RULES  # imported on demand: the TF path never loads them
-        from .onnx_specs import ONNX_SPECS
+        from .onnx_specs import ONNX_SPECS, hinge_kind
         from .recorded import recorded_specs
 
         # Operators with no hand-written spec are known from their recorded instances.
-        return Registry("onnx", {**recorded_specs(skip=frozenset(ONNX_SPECS)), **ONNX_SPECS}, ONNX_RULES)
+        return Registry("onnx", {**recorded_specs(skip=frozenset(ONNX_SPECS)), **ONNX_SPECS}, ONNX_RULES,
+                        hinge=hinge_kind)
     raise ValueError(f"unknown frontend {frontend!r} (known: {', '.join(FRONTENDS)})")
 
 

@@ -22,7 +22,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ..graph.ir import Graph, Node, TensorType
-from ..ops.onnx_specs import ONNX_SPECS, MatMul
+from ..ops.onnx_specs import FLOAT_SPECIALS, INT_EDGES, ONNX_SPECS, MatMul
 from ..ops.recorded import Instance, recorded_specs
 from . import registrar
 from .onnx_patterns import parsed
@@ -31,9 +31,10 @@ from .weights import divisor, uniform, weights_rng
 OPSET = 17  # the newest opset both MNN 3.6's converter and ONNX Runtime read; LayerNormalization needs 17
 IR_VERSION = 8  # the IR version of opset 17's onnx release (1.12): older readers accept it
 DTYPES = {"float32": TensorProto.FLOAT, "int32": TensorProto.INT32, "int64": TensorProto.INT64,
-          "bool": TensorProto.BOOL, "uint8": TensorProto.UINT8, "int8": TensorProto.INT8}
+          "bool": TensorProto.BOOL, "uint8": TensorProto.UINT8, "int8": TensorProto.INT8,
+          "float16": TensorProto.FLOAT16}
 NP = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.bool_, "uint8": np.uint8,
-      "int8": np.int8}
+      "int8": np.int8, "float16": np.float16}
 
 
 @dataclass
@@ -124,6 +125,8 @@ def _binary(ctx, xs, p):
 
 @emits("Where")
 def _where(ctx, xs, p):
+    if "values" in p:  # the solver's hinge: special values or integer edges at constant places
+        return _hinge_values(ctx, xs[0], p["values"])
     # x < t written as t > x: the condition is glue, and MNN's Less is wrong for two negative
     # operands (it is a block of its own): with Less here, every Where on a negative threshold
     # failed alone, and its keys named Where for Less's defect.
@@ -132,11 +135,32 @@ def _where(ctx, xs, p):
     ctx.op("Where", [cond, xs[0], y])
 
 
+def _hinge_values(ctx: Ctx, x: str, kind: str) -> None:
+    """Where(mask, values, x): the hinge's values (ops.onnx_specs: NaN, +-Inf, +-0 for
+    "nonfinite"; integer edges for "edges") at a third of x's elements, each value once when
+    there is room (an IsNaN of 6 elements sees every kind), one element of x kept at least."""
+    t = ctx.type(x)
+    pool = np.asarray(FLOAT_SPECIALS if kind == "nonfinite" else INT_EDGES, dtype=NP[t.dtype])
+    size = int(np.prod(t.shape, dtype=np.int64))
+    n = max(0, min(size - 1, max(len(pool), size // 3)))
+    at = ctx.rng.permutation(size)[:n]
+    mask, values = np.zeros(size, np.bool_), np.zeros(size, pool.dtype)
+    mask[at], values[at] = True, np.resize(ctx.rng.permutation(pool), n)
+    ctx.op("Where", [ctx.const("mask", mask.reshape(t.shape), np.bool_),
+                     ctx.const("values", values.reshape(t.shape), pool.dtype), x])
+
+
 UNARY = ("Relu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Abs", "Neg", "Erf", "Floor", "Ceil", "Softplus", "HardSwish")
 
 
 @emits(*UNARY)
 def _unary(ctx, xs, p):
+    if "scale" in p:  # the solver's ties hinge: Floor(x * scale) / scale
+        np_type = NP[ctx.type(xs[0]).dtype]
+        scaled = ctx.op("Mul", [xs[0], ctx.const("scale", p["scale"], np_type)], out=f"{ctx.node.id}_scaled")
+        floor = ctx.op(ctx.node.op, [scaled], out=f"{ctx.node.id}_floor")
+        ctx.op("Mul", [floor, ctx.const("unscale", 1.0 / p["scale"], np_type)])
+        return
     ctx.op(ctx.node.op, xs)
 
 

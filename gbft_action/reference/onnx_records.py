@@ -301,9 +301,11 @@ def shape_rule(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, 
 
 
 def _feedable(arrays: list[np.ndarray | None]) -> list[int]:
-    """Inputs a generated tensor may stand for: a non-scalar numeric one, first input first."""
-    return [i for i, a in enumerate(arrays) if a is not None and a.ndim >= 1 and a.dtype.kind in "fiub"
-            and 0 < a.size <= 4096]
+    """Inputs a generated tensor may stand for: a numeric one, first input first, scalars after
+    every tensor of rank 1 or more (a scalar feeds only where nothing else can: Det of a 2x2,
+    Range's bounds), so adding rank-0 tensors kept every earlier instance's fed input."""
+    ok = [i for i, a in enumerate(arrays) if a is not None and a.dtype.kind in "fiub" and 0 < a.size <= 4096]
+    return sorted(ok, key=lambda i: arrays[i].ndim == 0)  # type: ignore[union-attr]
 
 
 def _fed_types(schema: Any, fed: int, arrays: list[np.ndarray | None]) -> list[str]:
@@ -332,6 +334,8 @@ def _instance(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, d
     if outs is None:
         return None
     rule = shape_rule(node, arrays, fed, outs)
+    if arrays[fed].ndim == 0 and rule != "same":  # type: ignore[union-attr]
+        return None  # a scalar that sets the output's size (a zero point, a bin count): a parameter, not data
     return {"attrs": {a.name: _attr_json(a) for a in node.attribute},
             "inputs": [None if a is None else {"dtype": str(a.dtype), "shape": list(a.shape),
                                                "value": None if i == fed else _tensor_json(a)}
@@ -374,7 +378,7 @@ def _retyped(arrays: list[np.ndarray | None], fed: int, dtype: str, schema: Any)
 def _oracle(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int) -> list[dict[str, Any]] | None:
     """The output types of the node with its fed input drawn, if the checker, strict shape
     inference and ONNX Runtime all take it, two runs agree, and its first output is a tensor of
-    ours (a type of TYPES, rank 1 or more) whose shape inference knows in advance."""
+    ours (a type of TYPES, any rank) whose shape inference knows in advance."""
     try:
         model, first_inferred = _single_node_model(node, arrays, fed)
         x = arrays[fed]
@@ -394,8 +398,9 @@ def _oracle(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int) -> 
 
 
 def _ours(v: np.ndarray) -> bool:
-    """A first output the next operator can take: of TYPES, rank 1 or more, not empty."""
-    return str(v.dtype) in TYPES and v.ndim > 0 and v.size > 0
+    """A first output the next operator can take: of TYPES, not empty (a scalar too: rank-0
+    tensors flow between operators, as in exported models)."""
+    return str(v.dtype) in TYPES and v.size > 0
 
 
 def pattern_instance(p: Pattern) -> dict[str, Any] | None:
