@@ -130,13 +130,16 @@ class Builder:
         Guards come after the shape adapters: a Pad's zeros must not reach a divisor.
         Each round squashes the widest float input with Tanh; that may move a
         divisor toward zero, so domains are checked again.  Ends: every round
-        narrows one input to [-1, 1], and Sigmoid outputs are never squashed.
+        narrows one input to [-1, 1], Sigmoid outputs are never squashed, nor is the
+        Exp that puts an Acosh's input at 1.3 to 2.1 (its domain starts at 1).
         """
         while True:
-            names = [self._into_domain(n, ranges.domain(op, i, out)) for i, n in enumerate(names)]
+            doms = [ranges.domain(op, i, out) for i in range(len(names))]
+            names = [self._into_domain(n, d) for n, d in zip(names, doms)]
             if ranges.magnitude(self._out_range(op, names, params, out)) <= ranges.limit(out.dtype):
                 return names
-            wide = [n for n in names if self._types[n].dtype in FLOATS and ranges.magnitude(self._ranges[n]) > 1.0]
+            wide = [n for n, d in zip(names, doms) if self._types[n].dtype in FLOATS
+                    and ranges.magnitude(self._ranges[n]) > (3.0 if d == "at-least-one" else 1.0)]
             if not wide:
                 return names  # an operator without a rule: nothing left to squash
             worst = max(wide, key=lambda n: ranges.magnitude(self._ranges[n]))
@@ -144,14 +147,18 @@ class Builder:
             names = [squashed if n == worst else n for n in names]
 
     def _into_domain(self, name: str, dom: str) -> str:
-        """``name`` itself when it satisfies ``dom``, else a Tanh and / or Sigmoid of it."""
+        """``name`` itself when it satisfies ``dom``, else a Tanh and / or Sigmoid of it (and an
+        Exp of that for a domain from 1)."""
         if self._types[name].dtype not in FLOATS or ranges.satisfies(self._ranges[name], dom):
             return name
-        if dom == "int32" or not ranges.sigmoid_is_enough(self._ranges[name]):
+        if dom in ("int32", "unit") or not ranges.sigmoid_is_enough(self._ranges[name]):
             name = self._emit("Tanh", [name], {}, self._types[name])
-        if dom == "int32":
+        if dom in ("int32", "unit"):
             return name
-        return self._emit("Sigmoid", [name], {}, self._types[name])  # in (0.27, 0.73) after a Tanh
+        name = self._emit("Sigmoid", [name], {}, self._types[name])  # in (0.27, 0.73) after a Tanh
+        if dom == "at-least-one":  # an Acosh: e^(0.27..1) is at least 1.3
+            name = self._emit("Exp", [name], {}, self._types[name])
+        return name
 
     # -- hinge values ---------------------------------------------------------------
     def _hinged(self, op: str, names: list[str]) -> list[str]:
