@@ -75,6 +75,8 @@ class Coverage:
         # The framework's operators the models held, adapters and a pattern's inner ones
         # included (issue 26: "distinct default-domain operators in its models"); no metric.
         self.operators: set[str] = set()
+        # The element types of the tensors they held (issue 26: "at least 5 element types").
+        self.element_types: set[str] = set()
 
     @classmethod
     def from_corpus(cls, corpus: Corpus, n_maxspc: int | None = None,
@@ -186,6 +188,7 @@ class Coverage:
                 out._seen[kind][op].update(items)
         out._olc_of.clear()
         out.operators |= other.operators
+        out.element_types |= other.element_types
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -202,6 +205,7 @@ class Coverage:
                          for op, items in by_op.items() if items}
                      for k, by_op in self._seen.items()},
             "operators": sorted(self.operators),
+            "element_types": sorted(self.element_types),
         }
 
     @classmethod
@@ -216,11 +220,12 @@ class Coverage:
             for op, items in by_op.items():
                 cov._seen[kind][op].update(_from_json_item(x) for x in items)
         cov.operators = set(d.get("operators", ()))
+        cov.element_types = set(d.get("element_types", ()))
         return cov
 
     def summary(self) -> dict[str, Any]:
-        """What a summary shows: the metrics and the operators the models held."""
-        return {**self.metrics(), "operators": sorted(self.operators)}
+        """What a summary shows: the metrics, and the operators and element types the models held."""
+        return {**self.metrics(), "operators": sorted(self.operators), "element_types": sorted(self.element_types)}
 
 
 # --------------------------------------------------------------------------- helpers

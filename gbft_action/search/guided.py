@@ -120,13 +120,18 @@ class GuidedSource:
         g.meta.update(index=index, attempt=attempt)
         self._paths[index] = path
         self._accumulate_graph_level(g)
-        self.coverage.operators.update(model_operators(g, self.corpus))
+        self._held(g)
         return g
+
+    def _held(self, g: Graph) -> None:
+        """What the summary lists of the models: their operators and element types."""
+        self.coverage.operators.update(model_operators(g, self.corpus))
+        self.coverage.element_types.update(model_element_types(g))
 
     def _probe(self, index: int, op: str, k: int) -> Graph:
         g = probe_graph(self.corpus, op, k, case_seed(self.seed, index, self.shard))
         self.coverage.add_items(self.coverage.new_items(g))
-        self.coverage.operators.update(model_operators(g, self.corpus))
+        self._held(g)
         g.meta.update(index=index, attempt=0)
         return g
 
@@ -386,3 +391,8 @@ def model_operators(g: Graph, corpus: Corpus) -> set[str]:
         else:
             out.add(n.op)
     return out
+
+
+def model_element_types(g: Graph) -> set[str]:
+    """The element types of a model's tensors (inputs and every node's output)."""
+    return {t.dtype for t in g.inputs.values()} | {n.out.dtype for n in g.nodes}
