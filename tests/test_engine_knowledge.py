@@ -212,3 +212,19 @@ def test_engine_settings_reach_the_repro_and_the_replay():
     high = render_repro(env, g, BundleMeta.from_json({**base, "engine": {"engine": "mnn", "version": "3.6.1"}}))
     assert "precision_mode=F.PrecisionMode.Low)" in low and "precision_mode=F.PrecisionMode.High)" in high
     assert low.replace(".Low)", ".High)") == high
+
+
+def test_a_converter_note_on_an_empty_optional_input_blames_no_node():
+    """MNN's ONNX converter notes every optional input left out; the node it names converted
+    fine.  A later failure the log names no node for is no failure of that node's operator
+    (seen: "Unary Op can not execute" filed under a NegativeLogLikelihoodLoss without weights)."""
+    from gbft_action.graph.ir import Node, TensorType
+
+    t = TensorType((3, 5))
+    g = Graph({"in0": t}, [Node("n8", "NegativeLogLikelihoodLoss", ["in0"], {"instance": 0}, t, "x"),
+                           Node("n9", "Sin", ["n8"], {"instance": 0}, t, "x")], ["n9"], seed=1)
+    log = ("[08:54:41] :149: Check it out ==> n8 has empty input, the index is 2\n"
+           "Converted Success!\nERROR: Unary Op can not execute\nCreate execution error : 101\n")
+    assert op_named_in(log, g, MNN) == ""
+    assert op_named_in(log, g, GENERIC) == "NegativeLogLikelihoodLoss"  # the generic engine has no notes
+    assert op_named_in(log.replace("Unary Op", "n9 Unary Op"), g, MNN) == "Sin"  # a node named elsewhere still counts

@@ -108,7 +108,7 @@ def op_named_in(log: str, g: Graph, knowledge: EngineKnowledge = GENERIC) -> str
     named = knowledge.op_named(log)
     if named:
         return named
-    for name in re.findall(r"\b(?:n|a)\d+\b", log):
+    for name in re.findall(r"\b(?:n|a)\d+\b", knowledge.blaming(log)):
         op = _op_of(g, name)
         if op:
             return op

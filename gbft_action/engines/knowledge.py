@@ -70,6 +70,8 @@ class EngineKnowledge:
     error_words: re.Pattern[str] = re.compile(f"({ERROR_WORDS})")
     #: ... unless it holds one of these (a summary line that says nothing of the cause)
     not_errors: tuple[str, ...] = ()
+    #: log lines that name a node without blaming it (a converter's notes on a model it took)
+    notes: re.Pattern[str] | None = None
 
     def __init__(self, adapter: str = "", package: Package | None = None) -> None:
         #: ``module:Class`` of the adapter, imported by the engine worker only
@@ -86,6 +88,12 @@ class EngineKnowledge:
     def op_named(self, log: str) -> str:
         """An operator type the log names in the engine's own notation ("" if none)."""
         return ""
+
+    def blaming(self, log: str) -> str:
+        """The log without its ``notes``: the lines where a node named may be the culprit."""
+        if self.notes is None:
+            return log
+        return "\n".join(line for line in log.splitlines() if not self.notes.search(line))
 
     #: the adapter's settings a repro and a replay must use too: name -> (the environment
     #: variable the adapter reads it from, the values it takes)

@@ -57,6 +57,10 @@ class MNNKnowledge(EngineKnowledge):
     repro_template = "engine_mnn.py.j2"
     error_words = re.compile(f"(Not Support|Check failed|{ERROR_WORDS})")
     not_errors = ("Converted Failed",)
+    # The ONNX converter's note on an optional input left out ("n8 has empty input, the index is
+    # 2": a NegativeLogLikelihoodLoss without weights): it took the node; a model that then
+    # failed with "Unary Op can not execute" was filed under that loss.
+    notes = re.compile(r"Check it out ==> \S+ has empty input")
     setting_vars = {"precision": ("GBFT_MNN_PRECISION", PRECISIONS)}
 
     def explain(self, stage: str, log: str, message: str) -> Failure | None:
