@@ -5,6 +5,7 @@ integer edges before a comparison; rank-0 tensors reach element-wise operators a
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ REG = registry("onnx")
 def _hinged(op: str, instance: int | None = None, shape: tuple[int, ...] = (2, 3, 4, 5)) -> Graph:
     """The first graph (over builder seeds) where ``op``'s first input got a hinge adapter."""
     for s in range(64):
-        b = Builder(random.Random(s), seed=11, reg=REG)
+        b = Builder(random.Random(s), seed=s, reg=REG)  # the hinge is drawn from the graph seed
         x = b.add_input("in0", TensorType(shape))
         b.add_op(op, [x], block=op, fixed=None if instance is None else {"instance": instance})
         g = b.finish({"frontend": "onnx"})
@@ -125,12 +126,18 @@ def test_recorded_operators_with_a_narrow_domain_get_inputs_inside_it():
         for k, inst in enumerate(spec.instances):
             if inst.fed_type.dtype not in ("float32", "float16"):
                 continue
-            b = Builder(random.Random(k), seed=13, reg=REG)
-            x = b.add_input("in0", TensorType((2, 3, 4, 5)))
-            out = b.add_op(op, [x], block=op, fixed={"instance": k})  # U[-1, 1]: negatives, and no squash
-            g = b.finish({"frontend": "onnx"})
-            got = _run(g, out)[out]
-            assert np.isfinite(got.astype(np.float64)).all(), (op, k, inst.case)
+            for wide in (False, True):  # U[-1, 1] as it is (negatives, no squash), and e^e^e^x (up to 3.8e6)
+                b = Builder(random.Random(k), seed=13, reg=REG)
+                x = b.add_input("in0", TensorType((2, 3, 4, 5)))
+                for _ in range(3 if wide else 0):
+                    x = b.add_op("Exp", [x], block="Exp")
+                out = b.add_op(op, [x], block=op, fixed={"instance": k})
+                g = b.finish({"frontend": "onnx"})
+                got = _run(g, out)[out]
+                assert np.isfinite(got.astype(np.float64)).all(), (op, k, inst.case, wide)
+        # An integer input cannot be guarded (U[-1, 1] cast to int is 0: ReduceLogSum gives -Inf):
+        # the records keep none.
+        assert all(inst.fed_type.dtype in ("float32", "float16") for inst in spec.instances), op
 
 
 def test_the_summary_lists_the_element_types_the_models_held_merged_across_shards():
@@ -147,3 +154,29 @@ def test_the_summary_lists_the_element_types_the_models_held_merged_across_shard
     b.element_types.add("float16")
     back = Coverage.from_json(a.union(b).to_json())
     assert back.summary()["element_types"] == ["bool", "float16", "float32", "int32"]
+
+
+def test_the_minimiser_keeps_the_hinges_of_the_blocks_it_keeps_and_probes_get_none():
+    from gbft_action.bugs.minimize import Program
+    from gbft_action.search.probe import probe_graph
+    from gbft_action.corpus import load_corpus
+
+    def hinges(g: Graph) -> list[tuple[str, str]]:
+        return [(n.op, g.consumers()[n.id][0]) for n in g.nodes if "scale" in n.params or "values" in n.params]
+
+    for op in ("ArgMax", "IsNaN", "TopK"):
+        g = _hinged(op, instance=0 if op == "IsNaN" else None)
+        for salt in range(4):  # other adapter draws (slices, pads): the same hinge
+            again = replace(Program.from_graph(g), salt=salt).realise()
+            assert [h for h, _ in hinges(again)] == [h for h, _ in hinges(g)], (op, salt)
+    corpus = load_corpus("gbft_action/corpora/onnx-all.yaml")
+    for op in ("IsNaN", "ArgMin", "Hardmax", "Equal"):
+        for k in range(len(REG.specs[op].instances)):
+            assert not hinges(probe_graph(corpus, op, k, seed=k)), (op, k)
+
+
+def test_no_ties_in_float16():
+    # The reference rounds a float16 tensor to half precision where MNN keeps float32: Floor(x * 4)
+    # would make whole steps of the rounding.
+    assert hinge_kind("Hardmax", "float16") is None and hinge_kind("Hardmax", "float32") == "ties"
+    assert hinge_kind("IsNaN", "float16") == "nonfinite"

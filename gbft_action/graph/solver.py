@@ -15,6 +15,7 @@ special values on purpose.
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any, Callable
 
@@ -39,8 +40,9 @@ class GenError(RuntimeError):
 
 class Builder:
     def __init__(self, rng: random.Random, seed: int, values: str = "normal", reg: Registry = TF,
-                 narrow: Narrow | None = None) -> None:
+                 narrow: Narrow | None = None, hinges: bool = True) -> None:
         self.rng = rng
+        self.hinges = hinges  # False: no hinge adapter (a probe runs its instance as recorded)
         # Steering (search.known.KnownFailures.narrow): an operator's domains without the
         # parameter values known to fail, drawn per node; None: the domains as they are.
         self.narrow = narrow
@@ -68,8 +70,8 @@ class Builder:
 
     def _emit(self, op: str, inputs: list[str], params: dict[str, Any], out: TensorType,
               block: str = "", gnode: int = -1) -> str:
-        # Rank 0 flows in ONNX models (a ReduceSum without keepdims, Range's bounds), not in
-        # TensorFlow's: its emitters and specs assume a dimension.
+        # Rank 0 flows in ONNX models (a Det, a loss's mean, Size), not in TensorFlow's: its
+        # emitters and specs assume a dimension.
         if any(d < 1 for d in out.shape) or (out.rank == 0 and self.reg.frontend == "tf"):
             raise GenError(f"{op} would produce shape {out.shape} from {[self._types[i].shape for i in inputs]}")
         if block:
@@ -108,7 +110,7 @@ class Builder:
         out = spec.infer(aligned, params)
         if self.g.values == "normal":
             names = self._guard(op, names, params, out)
-        names = self._hinged(op, names)
+        names = self._hinged(op, names, block or op, params)
         nid = self._emit(op, names, params, out, block or op, gnode)
         return self._cap(nid)
 
@@ -131,7 +133,7 @@ class Builder:
         Each round squashes the widest float input with Tanh; that may move a
         divisor toward zero, so domains are checked again.  Ends: every round
         narrows one input to [-1, 1], Sigmoid outputs are never squashed, nor is the
-        Exp that puts an Acosh's input at 1.3 to 2.1 (its domain starts at 1).
+        Exp that puts an Acosh's input within 1 to e (its domain starts at 1).
         """
         while True:
             doms = [ranges.domain(op, i, out) for i in range(len(names))]
@@ -151,22 +153,28 @@ class Builder:
         Exp of that for a domain from 1)."""
         if self._types[name].dtype not in FLOATS or ranges.satisfies(self._ranges[name], dom):
             return name
-        if dom in ("int32", "unit") or not ranges.sigmoid_is_enough(self._ranges[name]):
+        # Tanh first for an open interval too: a Sigmoid of 17 rounds to 1.0, and Atanh(1) is Inf.
+        if dom in ("int32", "unit", "open-unit") or not ranges.sigmoid_is_enough(self._ranges[name]):
             name = self._emit("Tanh", [name], {}, self._types[name])
         if dom in ("int32", "unit"):
             return name
         name = self._emit("Sigmoid", [name], {}, self._types[name])  # in (0.27, 0.73) after a Tanh
-        if dom == "at-least-one":  # an Acosh: e^(0.27..1) is at least 1.3
+        if dom == "at-least-one":  # an Acosh: e^(0..1) is 1 to e
             name = self._emit("Exp", [name], {}, self._types[name])
         return name
 
     # -- hinge values ---------------------------------------------------------------
-    def _hinged(self, op: str, names: list[str]) -> list[str]:
+    def _hinged(self, op: str, names: list[str], block: str, params: dict[str, Any]) -> list[str]:
         """``names`` with, half the time, a hinge adapter before the first (ops.onnx_specs.HINGES):
         ties for an ArgMax, NaN and Inf for an IsNaN, integer edges for a comparison.  After the
-        guards: the values are meant, and they reach only this operator."""
-        kind = self.reg.hinge(op, self._types[names[0]].dtype) if names else None
-        if kind is None or self.rng.random() < 0.5:
+        guards: the values are meant, and they reach only this operator.  Drawn from the graph
+        seed, the block and its parameters, not the solver's stream: the minimiser, re-solving
+        a smaller model, keeps the hinge of every block it keeps."""
+        kind = self.reg.hinge(op, self._types[names[0]].dtype) if names and self.hinges else None
+        if kind is None:
+            return names
+        key = f"gbft-hinge:{self.g.seed}:{block}:{json.dumps(params, sort_keys=True, default=str)}"
+        if random.Random(key).random() < 0.5:
             return names
         t = self._types[names[0]]
         hinged = (self._emit("Floor", [names[0]], {"scale": TIES_SCALE}, t) if kind == "ties"

@@ -618,7 +618,7 @@ class ArgMax(Nchw):
     def repair(self, rng, ins, p):
         p["axis"] = _axis(p, ins[0].rank)
         if ins[0].rank == 1:
-            p["keepdims"] = True  # a scalar output is not worth the trouble
+            p["keepdims"] = True  # no scalar from the hand-written ArgMax (recorded instances give them)
         return p
 
     def infer(self, ins, p):
@@ -790,7 +790,9 @@ ONNX_SPECS: dict[str, Spec] = _table()
 #              Only for operators that cannot overflow on them (ONNX leaves overflow undefined).
 FLOAT_TYPES = ("float32", "float16")
 INT_TYPES = ("int32", "int64")
-HINGE_TYPES: dict[str, tuple[str, ...]] = {"ties": FLOAT_TYPES, "nonfinite": FLOAT_TYPES, "edges": INT_TYPES}
+# Ties in float32 only: Floor(x * 4) of a float16 tensor turns the reference's half-precision
+# rounding (where MNN computes in float32) into whole steps of 0.25.
+HINGE_TYPES: dict[str, tuple[str, ...]] = {"ties": ("float32",), "nonfinite": FLOAT_TYPES, "edges": INT_TYPES}
 INT_EDGES = (-2**31, 2**31 - 1, -2**31 + 1, 2**31 - 2, 2**24 + 1, -(2**24 + 1), 0, -1)
 FLOAT_SPECIALS = (float("nan"), float("inf"), float("-inf"), -0.0, 0.0)
 _SELECTING = ("ArgMax", "ArgMin", "TopK")

@@ -14,7 +14,7 @@ ONNX Runtime run on the recorded constants and a drawn value of the fed input, a
 graph would feed it.  What passes is written as a versioned JSON file
 (``ops/data/onnx_records.json``), read by ``ops.recorded`` at start-up and by a reviewer.
 
-Run by ``gbft onnx-records`` (never during a campaign).  May import: ops.recorded,
+Run by ``gbft onnx-records`` (never during a campaign).  May import: ops.recorded, ops.ranges,
 reference.onnx_emit, onnx, onnxruntime, numpy.
 """
 
@@ -31,6 +31,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ..ops.ranges import ONNX_DOMAINS
 from ..ops.recorded import MAX_CONST_ELEMS, RECORDS_VERSION, TYPES
 from .onnx_emit import IR_VERSION, OPSET
 from .onnx_patterns import PATTERNS, Pattern, op_types, parsed
@@ -302,8 +303,9 @@ def shape_rule(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, 
 
 def _feedable(arrays: list[np.ndarray | None]) -> list[int]:
     """Inputs a generated tensor may stand for: a numeric one, first input first, scalars after
-    every tensor of rank 1 or more (a scalar feeds only where nothing else can: Det of a 2x2,
-    Range's bounds), so adding rank-0 tensors kept every earlier instance's fed input."""
+    every tensor of rank 1 or more (a scalar feeds only where nothing else can, and only where
+    the output follows it: see _instance), so adding rank-0 tensors kept every earlier
+    instance's fed input."""
     ok = [i for i, a in enumerate(arrays) if a is not None and a.dtype.kind in "fiub" and 0 < a.size <= 4096]
     return sorted(ok, key=lambda i: arrays[i].ndim == 0)  # type: ignore[union-attr]
 
@@ -323,6 +325,10 @@ def _instance(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, d
     """One instance, if the oracle takes it: ``node`` with input ``fed`` cast to ``dtype``
     (inputs sharing its type parameter too) and fed a drawn value, the rest constants."""
     if dtype not in _ONNX_TYPE or _reference_wrong(node):
+        return None
+    if node.op_type in ONNX_DOMAINS and dtype not in ("float32", "float16"):
+        # An integer fed input cannot be guarded into the domain (a U[-1, 1] tensor cast to int
+        # is 0, and ReduceLogSum of zeros is -Inf cast to INT_MIN, which the oracle excuses).
         return None
     arrays = _retyped(arrays, fed, dtype, schema)
     if _outside_spec(node, arrays):

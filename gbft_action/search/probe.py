@@ -44,7 +44,8 @@ def probe_graph(corpus: Corpus, op: str, k: int, seed: int) -> Graph:
     """Instance ``k`` of ``op`` alone, fed a float32 input of its fed input's shape (cast as needed)."""
     spec = corpus.specs[op]
     assert isinstance(spec, RecordedSpec)
-    b = Builder(random.Random(f"probe:{op}:{k}"), seed, reg=corpus.reg)
+    # No hinge: a failure alone must be the instance's, not an adapter's (it rules the instance out).
+    b = Builder(random.Random(f"probe:{op}:{k}"), seed, reg=corpus.reg, hinges=False)
     x = b.add_input("in0", TensorType(spec.instances[k].fed_type.shape))
     b.add_op(op, [x], block=op, fixed={"instance": k})
     return b.finish({"frontend": corpus.frontend, "blocks": [op], PROBE: [op, k]})
