@@ -149,7 +149,7 @@ HALF = Bounds(Tolerance(rtol=1e-2, atol=1e-3), Tolerance(rtol=1e-1, atol=1e-2), 
 
 def holds_half(g: Graph) -> bool:
     """Whether any tensor of g (an input or a node's output) is of a half-precision type."""
-    return any(t.dtype in HALF_TYPES for t in g.inputs.values()) or any(n.out.dtype in HALF_TYPES for n in g.nodes)
+    return bool(g.element_types() & HALF_TYPES)
 
 
 def bounds_for(g: Graph, base: Tolerance) -> Bounds:

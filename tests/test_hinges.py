@@ -143,14 +143,12 @@ def test_recorded_operators_with_a_narrow_domain_get_inputs_inside_it():
 def test_the_summary_lists_the_element_types_the_models_held_merged_across_shards():
     from gbft_action.corpus import load_corpus
     from gbft_action.search.coverage import Coverage
-    from gbft_action.search.guided import model_element_types
-
     g = _hinged("Equal", instance=next(k for k, inst in enumerate(REG.specs["Equal"].instances)
                                         if inst.fed_type.dtype == "int32"))
-    assert model_element_types(g) == {"float32", "int32", "bool"}  # the input, the cast, Equal's output
+    assert g.element_types() == {"float32", "int32", "bool"}  # the input, the cast, Equal's output
     corpus = load_corpus("gbft_action/corpora/onnx-all.yaml")
     a, b = Coverage.from_corpus(corpus), Coverage.from_corpus(corpus)
-    a.element_types |= model_element_types(g)
+    a.element_types |= g.element_types()
     b.element_types.add("float16")
     back = Coverage.from_json(a.union(b).to_json())
     assert back.summary()["element_types"] == ["bool", "float16", "float32", "int32"]

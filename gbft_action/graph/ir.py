@@ -127,6 +127,10 @@ class Graph:
     def block_nodes(self) -> list[Node]:
         return [n for n in self.nodes if n.role == "block"]
 
+    def element_types(self) -> set[str]:
+        """The element types of the graph's tensors: its inputs' and every node's output."""
+        return {t.dtype for t in self.inputs.values()} | {n.out.dtype for n in self.nodes}
+
     def check(self) -> None:
         """Raise ValueError unless nodes are topologically ordered and closed and ``values`` is known."""
         seen = set(self.inputs)

@@ -23,9 +23,7 @@ from ..ops import ranges
 from ..ops.domains import Domain
 from ..ops.shapes import MAX_ELEMS, prod
 from ..ops.registry import TF, Registry
-from ..ops.specs import F32
-
-FLOATS = (F32, "float16")  # what the guards squash: float16 leaves its domain and overflows too
+from ..ops.specs import F32, FLOATS
 
 TIES_SCALE = 4.0  # a hinge Floor's scale: Floor(x * 4) / 4 (ops.onnx_specs.HINGES)
 from .ir import Graph, Node, TensorType

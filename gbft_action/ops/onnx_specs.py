@@ -25,6 +25,7 @@ from .domains import Choice, Domain, FloatRange, IntRange
 from .shapes import MAX_ELEMS, MAX_RANK, conv_out, divisors, factorize, prod, same_out, slice_len, to_rank4
 from .specs import (
     F32,
+    FLOATS,
     Cast,
     Concat,
     ExpandDims,
@@ -788,11 +789,10 @@ ONNX_SPECS: dict[str, Spec] = _table()
 #   edges      Where(mask, edges, x): int32's extremes, and 2**24 + 1 (the first integer float32
 #              cannot hold: an engine that compares or selects integers through float loses it).
 #              Only for operators that cannot overflow on them (ONNX leaves overflow undefined).
-FLOAT_TYPES = ("float32", "float16")
 INT_TYPES = ("int32", "int64")
 # Ties in float32 only: Floor(x * 4) of a float16 tensor turns the reference's half-precision
 # rounding (where MNN computes in float32) into whole steps of 0.25.
-HINGE_TYPES: dict[str, tuple[str, ...]] = {"ties": ("float32",), "nonfinite": FLOAT_TYPES, "edges": INT_TYPES}
+HINGE_TYPES: dict[str, tuple[str, ...]] = {"ties": ("float32",), "nonfinite": FLOATS, "edges": INT_TYPES}
 INT_EDGES = (-2**31, 2**31 - 1, -2**31 + 1, 2**31 - 2, 2**24 + 1, -(2**24 + 1), 0, -1)
 FLOAT_SPECIALS = (float("nan"), float("inf"), float("-inf"), -0.0, 0.0)
 _SELECTING = ("ArgMax", "ArgMin", "TopK")

@@ -32,6 +32,7 @@ from .shapes import (
 
 Params = dict[str, Any]
 F32 = "float32"
+FLOATS = (F32, "float16")  # the float element types tensors take (the guards squash both)
 
 
 @dataclass

@@ -126,7 +126,7 @@ class GuidedSource:
     def _held(self, g: Graph) -> None:
         """What the summary lists of the models: their operators and element types."""
         self.coverage.operators.update(model_operators(g, self.corpus))
-        self.coverage.element_types.update(model_element_types(g))
+        self.coverage.element_types.update(g.element_types())
 
     def _probe(self, index: int, op: str, k: int) -> Graph:
         g = probe_graph(self.corpus, op, k, case_seed(self.seed, index, self.shard))
@@ -391,8 +391,3 @@ def model_operators(g: Graph, corpus: Corpus) -> set[str]:
         else:
             out.add(n.op)
     return out
-
-
-def model_element_types(g: Graph) -> set[str]:
-    """The element types of a model's tensors (inputs and every node's output)."""
-    return {t.dtype for t in g.inputs.values()} | {n.out.dtype for n in g.nodes}
