@@ -24,9 +24,9 @@ from ..ops.domains import Domain
 from ..ops.shapes import MAX_ELEMS, prod
 from ..ops.registry import TF, Registry
 from ..ops.specs import F32, FLOATS
+from .ir import Graph, Node, TensorType
 
 TIES_SCALE = 4.0  # a hinge Floor's scale: Floor(x * 4) / 4 (ops.onnx_specs.HINGES)
-from .ir import Graph, Node, TensorType
 
 # An operator's parameter domains, narrowed for one node (rng: the generator's own stream).
 Narrow = Callable[[str, dict[str, Domain], random.Random], dict[str, Domain]]

@@ -105,7 +105,7 @@ def _clip(ins, types, p, out):
 @rule("Where")
 def _where(ins, types, p, out):
     if p.get("values") == "edges":  # the solver's hinge: int32's extremes (ops.onnx_specs.INT_EDGES)
-        return R._hull(ins[0], (-2.0**31, 2.0**31 - 1))
+        return R._hull(ins[0], R.INT32)
     if "values" in p:  # NaN and Inf on purpose
         return R.UNKNOWN
     return R._hull(ins[0], ins[1] if len(ins) > 1 else R.UNIT)

@@ -795,13 +795,13 @@ INT_TYPES = ("int32", "int64")
 HINGE_TYPES: dict[str, tuple[str, ...]] = {"ties": ("float32",), "nonfinite": FLOATS, "edges": INT_TYPES}
 INT_EDGES = (-2**31, 2**31 - 1, -2**31 + 1, 2**31 - 2, 2**24 + 1, -(2**24 + 1), 0, -1)
 FLOAT_SPECIALS = (float("nan"), float("inf"), float("-inf"), -0.0, 0.0)
-_SELECTING = ("ArgMax", "ArgMin", "TopK")
+# Only operators whose first input can be of the kind's types: integer edges go to the recorded
+# operators with integer instances; the hand-written ArgMax, TopK, comparisons and reductions
+# take float only (a kind listed for them would never fire).
 HINGES: dict[str, tuple[str, ...]] = {
-    **{op: ("ties", "edges") for op in _SELECTING},
-    "Hardmax": ("ties",), "Unique": ("ties",),
+    **{op: ("ties",) for op in ("ArgMax", "ArgMin", "TopK", "Hardmax", "Unique")},
     "IsNaN": ("nonfinite",), "IsInf": ("nonfinite",),
-    **{op: ("edges",) for op in ("Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Max", "Min",
-                                 "ReduceMax", "ReduceMin", "Clip", "Sign")},
+    **{op: ("edges",) for op in ("Equal", "GreaterOrEqual", "LessOrEqual", "Sign")},
 }
 
 

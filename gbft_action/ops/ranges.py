@@ -32,16 +32,17 @@ UNIT: Interval = (-1.0, 1.0)  # graph inputs and the weights tf_emit draws: U[-1
 INPUT_RANGE = UNIT
 LIMIT = 1e30  # largest magnitude a tensor may reach: far below float32's 3.4e38, so sums stay finite
 HALF_LIMIT = 1e4  # the same for a float16 tensor: below float16's 65504
-
-
-def limit(dtype: str) -> float:
-    """The largest magnitude a tensor of ``dtype`` may reach in a guarded graph."""
-    return HALF_LIMIT if dtype == "float16" else LIMIT
 MIN_DIVISOR = 1e-3  # a divisor (or Rsqrt argument) at least this far from zero: quotients stay bounded
 DIVISOR_RANGE = (0.5, 1.0)  # magnitude of a constant divisor (Realdiv with one input), sign drawn
 INT32 = (-2.0**31, 2.0**31 - 1)
 BN_MIN_VARIANCE = 0.1  # Fusedbatchnorm's variance is drawn from U[0.1, 1]
 BICUBIC_OVERSHOOT = 0.5  # bicubic weights sum to 1 with |weights| <= 1.9 (2-D): overshoot <= 0.45 of the span
+
+
+def limit(dtype: str) -> float:
+    """The largest magnitude a tensor of ``dtype`` may reach in a guarded graph."""
+    return HALF_LIMIT if dtype == "float16" else LIMIT
+
 
 RULES: dict[str, Rule] = {}
 

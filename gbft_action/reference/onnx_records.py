@@ -14,7 +14,7 @@ ONNX Runtime run on the recorded constants and a drawn value of the fed input, a
 graph would feed it.  What passes is written as a versioned JSON file
 (``ops/data/onnx_records.json``), read by ``ops.recorded`` at start-up and by a reviewer.
 
-Run by ``gbft onnx-records`` (never during a campaign).  May import: ops.recorded, ops.ranges,
+Run by ``gbft onnx-records`` (never during a campaign).  May import: ops.recorded, ops.ranges, ops.specs,
 reference.onnx_emit, onnx, onnxruntime, numpy.
 """
 
@@ -33,6 +33,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..ops.ranges import ONNX_DOMAINS
 from ..ops.recorded import MAX_CONST_ELEMS, RECORDS_VERSION, TYPES
+from ..ops.specs import FLOATS
 from .onnx_emit import IR_VERSION, OPSET
 from .onnx_patterns import PATTERNS, Pattern, op_types, parsed
 
@@ -326,7 +327,7 @@ def _instance(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, d
     (inputs sharing its type parameter too) and fed a drawn value, the rest constants."""
     if dtype not in _ONNX_TYPE or _reference_wrong(node):
         return None
-    if node.op_type in ONNX_DOMAINS and dtype not in ("float32", "float16"):
+    if node.op_type in ONNX_DOMAINS and dtype not in FLOATS:
         # An integer fed input cannot be guarded into the domain (a U[-1, 1] tensor cast to int
         # is 0, and ReduceLogSum of zeros is -Inf cast to INT_MIN, which the oracle excuses).
         return None
