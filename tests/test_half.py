@@ -143,6 +143,26 @@ def test_random_onnx_models_carry_float16_tensors():
     assert any(holds_half(src.next_graph(i)) for i in range(200))
 
 
+def test_the_lane_judges_a_float16_model_with_float16s_bound():
+    """Lane._compare, the campaign's judgement: half-precision rounding of a float16 model passes
+    (with float32's bound it fails, and the lane would go on to localise it on the engine)."""
+    from types import SimpleNamespace
+
+    from gbft_action.oracle import judge_outputs
+    from gbft_action.pipeline import CaseResult, Lane
+    from gbft_action.records.enums import Status
+
+    x = np.random.default_rng(1).uniform(-1, 1, (2, 8)).astype(np.float32)
+    half, full = _half_chain(x)
+    expected, actual = {"n2": half.astype(np.float32)}, {"n2": full}
+    assert not all(d.ok for d in judge_outputs(expected, actual, ["n2"], Tolerance()))  # float32's bound fails it
+    lane = Lane.__new__(Lane)  # the judgement only: no workers (a localisation would need them)
+    lane.cfg = SimpleNamespace(tolerance=Tolerance())
+    res = CaseResult(0, _chain("float16"), Status.DCP, arrays={"expected": expected, "actual": actual})
+    lane._compare(res, 1.0)
+    assert res.status is Status.DCP and all(d["ok"] for d in res.diffs)
+
+
 # --------------------------------------------------------------------------- the repro
 
 def _repro(g: Graph) -> str:
