@@ -62,7 +62,7 @@ from .bugs import triage
 from .bugs.bundle import BugBook, Found
 from .bugs.fingerprint import Fingerprint
 from .bugs.diagnose import diagnose
-from .bugs.policy import SYMPTOMS, fails_pull_request, policy_for
+from .bugs.policy import DEFAULT_LIST_ONLY, SYMPTOMS, fails_check, policy_for
 from .bugs.replay import confirm_bug
 from .bugs.rootcause import Diagnosed, RootCause, Sighting, assemble, local_key
 from .engines.builds import EngineBuild
@@ -108,6 +108,8 @@ class FuzzConfig:
     special_share: float = 0.1  # share of models that feed special values (NaN, Inf, -0) on purpose
     minimize_limit: float = 30.0  # seconds at most per bug
     symptom_policy: dict[str, str] = field(default_factory=dict)  # overrides of bugs.policy.DEFAULT_POLICY
+    # Symptom classes a new failure of which is listed, not failing (bugs.policy.fails_check).
+    list_only: tuple[str, ...] = DEFAULT_LIST_ONLY
     engine_python: str = ""  # the engine worker's interpreter (a private venv holding a PR's wheel)
     engine_env: dict[str, str] = field(default_factory=dict)  # for the adapter (the command engine's commands)
     base: EngineBuild | None = None  # the base build every model also runs on (the PR verdict)
@@ -780,8 +782,8 @@ def summarize(inp: SummaryInputs) -> Summary:
                 for f in fingerprint_rows(inp.records)]
     causes = root_causes(failures, firsts, inp.book, inp.cfg.symptom_policy)
     of = {fid: rc.key.id for rc in causes for fid in rc.fingerprints}
-    blamable = {fid for rc in causes if fails_pull_request(rc.key.symptom, rc.policy) and rc.verdict in ("", "new")
-                and not set(rc.fingerprints) & inp.book.before for fid in rc.fingerprints}
+    blamable = {fid for rc in causes if fails_check(rc.key.symptom, _is_new(rc, verdicts, inp.book.before),
+                                                    inp.cfg.list_only) for fid in rc.fingerprints}
     if verdicts is not None:
         seen = {f.key for f in failures}
         tri = TriageSummary(inp.triage.base, triage.counts(verdicts),
@@ -798,10 +800,40 @@ def summarize(inp: SummaryInputs) -> Summary:
         harness_errors=HarnessErrors(harness.count + len(failed), harness.first or (failed[:1] or [""])[0]),
         models_per_s=counts.models_per_s if inp.models_per_s is None else inp.models_per_s,
         failures=rows, new_failures=tuple(f for f in new if f in blamable),
-        root_causes=tuple(rc.to_row() for rc in causes),
+        root_causes=tuple(_with_regression(rc.to_row(), verdicts) for rc in causes),
         symptom_policy={s: Policy(policy_for(s, inp.cfg.symptom_policy)) for s in SYMPTOMS},
+        list_only=tuple(inp.cfg.list_only),
         run_id=inp.run_id, minimized=dict(inp.minimized), bugs_dir=inp.bugs_dir, triage=tri,
         coverage=inp.coverage, frontends=inp.frontends, shards=inp.shards)
+
+
+def _is_new(rc: RootCause, verdicts: dict[str, triage.BugVerdict] | None, before: set[str]) -> bool:
+    """Whether a root cause is new to this run.  With a base build: one of its fingerprints is a
+    confirmed regression (models the base build passes fail now), whatever its other
+    fingerprints or cases (failing on both builds) say.  Without one: none of its variants
+    was seen before (--state), and none is flaky."""
+    if verdicts is not None:
+        return any(f in verdicts and verdicts[f].verdict is Verdict.NEW for f in rc.fingerprints)
+    return rc.verdict in ("", "new") and not set(rc.fingerprints) & before
+
+
+def _with_regression(row: RootCauseRow, verdicts: dict[str, triage.BugVerdict] | None) -> RootCauseRow:
+    """A root cause's row with what the headline says of a regression: the models the base
+    build passes that now fail (in its confirmed new fingerprints), whether it also holds
+    models failing on both builds (a known defect), and the worst new case's errors."""
+    if verdicts is None:
+        return row
+    mine = [verdicts[f] for f in row.fingerprints if f in verdicts]
+    new = [bv for bv in mine if bv.verdict is Verdict.NEW]
+    if not new:
+        return row
+    known = any(bv.verdict is Verdict.PRE_EXISTING or bv.cases.get(Verdict.PRE_EXISTING.value)
+                or bv.cases.get(Verdict.CHANGED.value) for bv in mine)
+    errors = None
+    for bv in new:
+        if bv.errors is not None:
+            errors = triage.worse_errors(errors, bv.errors)
+    return replace(row, new_models=sum(bv.new_models for bv in new), known=known, errors=errors)
 
 
 def _verdict_of(verdicts: dict[str, triage.BugVerdict], key: str) -> Verdict:

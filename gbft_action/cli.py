@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--symptom-policy", type=_symptom_policy, default={}, metavar="CLASS=POLICY,...",
                    help="report, summary or ignore per symptom class, e.g. precision=report,nan-inf=summary "
                         "(default: gbft_action.bugs.policy.DEFAULT_POLICY)")
+    f.add_argument("--list-only", type=_list_only, default=None, metavar="CLASS,...",
+                   help="symptom classes whose new failures against the base build are listed, not failing the "
+                        "check, e.g. precision,nan-inf ('' for none; default: reference-disagreement)")
     _platform_args(f)
     f.add_argument("--platform", dest="platforms", type=_platform_list, help="one engine platform (see --platforms)")
     f.add_argument("--quiet", action="store_true")
@@ -150,6 +153,15 @@ def build_parser() -> argparse.ArgumentParser:
     ck = csub.add_parser("check", help="validate a corpus file")
     ck.add_argument("file")
     return ap
+
+
+def _list_only(text: str) -> tuple[str, ...]:
+    from .bugs.policy import parse_list_only
+
+    try:
+        return parse_list_only(text)
+    except ValueError as e:  # argparse shows an ArgumentTypeError's own words
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _symptom_policy(text: str) -> dict[str, str]:
@@ -274,7 +286,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      minimize_share=args.minimize_share, special_share=args.special_share,
                      platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
-                     symptom_policy=args.symptom_policy, shard=shard)
+                     symptom_policy=args.symptom_policy, shard=shard,
+                     **({"list_only": args.list_only} if args.list_only is not None else {}))
     try:
         cfg.validate()
     except ValueError as e:

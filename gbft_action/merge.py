@@ -348,7 +348,8 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
     """summary.json of the campaign, written as the campaign writes its own."""
     head = _head(parts)
     rec = head.record
-    cfg = FuzzConfig(out=out, seed=rec.seed, blocks=rec.blocks, symptom_policy=rec.symptom_policy)
+    cfg = FuzzConfig(out=out, seed=rec.seed, blocks=rec.blocks, symptom_policy=rec.symptom_policy,
+                     **({"list_only": rec.list_only} if rec.list_only is not None else {}))
     sessions = [s for v in shards.values() for s in v.sessions]
     summaries = [p.summary for p in parts if p.summary is not None]
     platform_info = {name: {"machine": s.platforms[name].machine or "" if name in s.platforms else ""}

@@ -107,6 +107,30 @@ def judge_outputs(expected: dict[str, np.ndarray], actual: dict[str, np.ndarray]
     return diffs
 
 
+def relative_error(expected: dict[str, np.ndarray], actual: dict[str, np.ndarray], names: list[str],
+                   tol: Tolerance = Tolerance()) -> float | None:
+    """The worst error of ``actual`` against ``expected`` over ``names``, relative to |expected|
+    floored at atol/rtol (near zero a relative error says nothing): how far a build is from the
+    reference, to say by how much a precision regression lost.  inf for a special value on one
+    side only, a shape mismatch or a missing output; None when no output can be measured."""
+    worst: float | None = None
+    floor = tol.atol / tol.rtol if tol.rtol > 0 else 1.0
+    for n in names:
+        if n not in expected:
+            continue
+        if n not in actual or np.shape(actual[n]) != np.shape(expected[n]):
+            return float("inf")
+        e, a = _f64(expected[n]), _f64(actual[n])
+        if e.size == 0:
+            continue
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.where(np.isfinite(e) & np.isfinite(a), np.abs(a - e) / np.maximum(np.abs(e), floor), 0.0)
+        special = ~_close(e, a, Tolerance(np.inf, np.inf)) & ~(np.isfinite(e) & np.isfinite(a))
+        here = float("inf") if special.any() else float(err.max())
+        worst = here if worst is None else max(worst, here)
+    return worst
+
+
 # --------------------------------------------------------------------------- symptoms
 
 # The looser bound that separates "precision" from "wrong result": NNSmith's rtol/atol, or

@@ -36,7 +36,7 @@ from .engines.knowledge import EngineKnowledge
 from .frontends import DEFAULT_FRONTEND, Frontend
 from .graph.ir import Graph
 from .oracle import (ENGINE_FAILURES, VIEWS, Bounds, OutputDiff, Status, Tolerance, bounds_for, compare, judge_node,
-                     judge_outputs, precision_only, references_disagree, undefined_anywhere)
+                     judge_outputs, precision_only, references_disagree, relative_error, undefined_anywhere)
 from .workers.arrays import digest, pack, unpack
 from .platforms import Platform, host_machine
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
@@ -83,6 +83,7 @@ class CaseResult:
     build: str = ""  # "" the build under test, "base" the base build
     base: CaseResult | None = None  # the same model on the base build (first platform)
     verdict: str = ""  # against the base build (bugs.triage.Verdict), "" when there is none
+    error: float | None = None  # the worst relative error against the reference (oracle.relative_error)
     symptom: str = ""  # bugs.rootcause.Symptom of a failure
     direction: str = ""  # nan-inf: which special value went where, e.g. "NaN->finite"
     nondeterministic: bool = False  # a second run (heap perturbed) gave other outputs
@@ -277,8 +278,10 @@ class Lane:
                 if r.fingerprint is not None and self.cfg.frontend.name != "tf":
                     r.fingerprint = replace(r.fingerprint, frontend=self.cfg.frontend.name)
                 self._symptom(r, res, left)
+            for r in res.every_result():
+                r.error = self._error(r)
             if res.base is not None:
-                v = case_verdict(res.fingerprint, res.base.fingerprint)
+                v = case_verdict(res.fingerprint, res.base.fingerprint, self._fail_alike(res, res.base))
                 res.verdict = v.value if v is not None else ""
         except _Aborted:
             res.aborted = True
@@ -439,6 +442,26 @@ class Lane:
             self.ref.call({"op": "tflite", "graph": g.to_json(), "dir": str(folder), "name": name}, min(20.0, left))
 
     # -- judging ------------------------------------------------------------------
+    def _error(self, r: CaseResult) -> float | None:
+        """r's worst relative error against the reference (oracle.relative_error), or None."""
+        if "actual" not in r.arrays or "expected" not in r.arrays:
+            return None
+        return relative_error(r.arrays["expected"], r.arrays["actual"], list(r.graph.outputs),
+                              self._bounds(r.graph).strict)
+
+    def _fail_alike(self, pr: CaseResult, base: CaseResult) -> bool:
+        """Both builds fail the model with outputs that agree within the strict bound: one
+        failure, whichever node each build's localisation stopped at."""
+        if pr.fingerprint is None or base.fingerprint is None:
+            return False
+        a, b = pr.arrays.get("actual"), base.arrays.get("actual")
+        if a is None or b is None:
+            return False
+        names = list(pr.graph.outputs)
+        if not all(n in b for n in names):
+            return False
+        return all(d.ok for d in judge_outputs(b, a, names, self._bounds(pr.graph).strict))
+
     def _bounds(self, g: Graph) -> Bounds:
         """How g's outputs are compared: the campaign's tolerance, widened for a model holding
         float16 (oracle.bounds_for, the one rule; replay and the repro apply it too)."""

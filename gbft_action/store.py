@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -137,6 +138,12 @@ class ResultStore:
             self._fh = None
 
 
+def _rounded(x: float | None) -> float | None:
+    """An error as recorded: 4 significant digits; an infinite one (a special value on one side
+    only) is not a measure and is not written (JSON has no infinity)."""
+    return None if x is None or not math.isfinite(x) else float(f"{x:.4g}")
+
+
 def platform_record(res: CaseResult, h: str) -> PlatformRecord:
     """One platform's result as it is recorded (the graph's hash ``h`` computed once)."""
     g = res.graph
@@ -148,6 +155,7 @@ def platform_record(res: CaseResult, h: str) -> PlatformRecord:
         frontend=res.frontend, notes=tuple(res.notes), harness_error=res.harness,
         symptom=Symptom(res.symptom) if res.symptom else None, direction=res.direction,
         crosscheck=res.crosscheck, signal=res.signal, exit_code=res.exit_code,
+        error=_rounded(res.error),
         # a crash may be damage an earlier case left
         after=tuple(res.after) if ended else (), fingerprint=res.fingerprint,
         key=res.fingerprint.id if res.fingerprint is not None else "")

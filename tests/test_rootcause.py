@@ -283,9 +283,14 @@ def test_assemble_merges_variants_into_one_issue_and_keeps_defects_apart():
     assert top.minimized and top.to_json()["title"] == "Lrn: wrong results"
 
 
-def test_a_pre_existing_variant_makes_the_root_cause_pre_existing():
+def test_a_new_variant_makes_the_root_cause_new_whatever_else_it_holds():
+    """A regression inside a known defect is no less a regression (issue 35: one old case of
+    LayerNormalization outvoted seven new ones)."""
     rows = [{"key": k, "count": 1, "platforms": [], "symptom": "wrong-result", "local": ["wrong-result", "Lrn", ""],
-             "fingerprint": _fp("Lrn", k), "verdict": v} for k, v in (("f1", "new"), ("f2", "pre-existing"))]
+             "fingerprint": _fp("Lrn", k), "verdict": v} for k, v in (("f1", "pre-existing"), ("f2", "new"))]
+    (rc,) = assemble(_sightings(rows), {}, policy_for)
+    assert rc.verdict == "new"
+    rows[1]["verdict"] = "flaky-new"  # a variant not shown on every replay leaves it pre-existing
     (rc,) = assemble(_sightings(rows), {}, policy_for)
     assert rc.verdict == "pre-existing"
 

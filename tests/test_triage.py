@@ -41,26 +41,56 @@ def test_case_verdict(pr, base, verdict):
     assert case_verdict(pr, base) is verdict
 
 
-def rec(pr: Fingerprint | None, base: Fingerprint | None, case: str = "cases/1") -> CaseRecord:
-    def one(fp):
-        return {"fingerprint": fp.to_json(), "key": fp.id, "op": fp.op, "status": fp.status} if fp else {"status": "DCP"}
+def test_a_model_both_builds_fail_alike_is_pre_existing_wherever_localisation_stopped():
+    lrn = Fingerprint("compare", "DCF", "mismatch", "values", "LRN", "in-degree 1")
+    gather = Fingerprint("compare", "DCF", "mismatch", "values", "GatherElements", "in-degree 2")
+    assert case_verdict(lrn, gather, outputs_agree=True) is Verdict.PRE_EXISTING
+    assert case_verdict(lrn, gather) is Verdict.CHANGED  # the same keys, other outputs: changed
+    assert case_verdict(lrn, None, outputs_agree=True) is Verdict.NEW  # nothing to agree with
+
+
+def rec(pr: Fingerprint | None, base: Fingerprint | None, case: str = "cases/1", errors=(None, None)) -> CaseRecord:
+    def one(fp, error):
+        d = {"fingerprint": fp.to_json(), "key": fp.id, "op": fp.op, "status": fp.status} if fp else {"status": "DCP"}
+        return {**d, **({"error": error} if error is not None else {})}
     v = case_verdict(pr, base)
-    return CaseRecord.from_json({**one(pr), "case_dir": case, "base": one(base), "verdict": v.value if v else ""})
+    return CaseRecord.from_json({**one(pr, errors[1]), "case_dir": case, "base": one(base, errors[0]),
+                                 "verdict": v.value if v else ""})
 
 
-def test_aggregate_seen_on_base_anywhere_is_pre_existing_and_base_only_is_fixed():
-    C = Fingerprint("infer", "IF", "signal", "SIGSEGV", "Concat")
+def test_new_cases_count_wherever_they_sit_and_base_only_is_fixed():
+    C = Fingerprint("infer", "IF", "signal", "SIGILL", "Concat")
     D = Fingerprint("convert", "MCF", "error", "d", "Selu")
-    v = aggregate([rec(A, None), rec(A, None), rec(None, A),  # A: new twice, but the base showed it once
+    v = aggregate([rec(A, None, "cases/2"), rec(A, None), rec(A, A, "cases/3"),  # A: new twice, once on both
                    rec(B, None), rec(B, D),                     # B: new and changed: new (D: not fixed)
                    rec(X, None),                                # X: changed
+                   rec(SEGV, SEGV), rec(None, SEGV),            # only old cases: pre-existing
+                   rec(FPE, ABRT), rec(None, FPE),              # changed here, shown by the base elsewhere
                    rec(None, C, "cases/7"), rec(None, None)])   # C: only on the base build
-    assert {k: bv.verdict for k, bv in v.items()} == {A.id: Verdict.PRE_EXISTING, B.id: Verdict.NEW,
-                                                      X.id: Verdict.CHANGED, C.id: Verdict.FIXED}
-    assert v[A.id].count == 2 and v[B.id].cases == {"new": 1, "changed": 1}
+    assert {k: bv.verdict for k, bv in v.items()} == {
+        A.id: Verdict.NEW, B.id: Verdict.NEW, X.id: Verdict.CHANGED, SEGV.id: Verdict.PRE_EXISTING,
+        FPE.id: Verdict.PRE_EXISTING, C.id: Verdict.FIXED}
+    # One old case does not outvote the new ones; they are what confirmation replays.
+    assert v[A.id].cases == {"new": 2, "pre-existing": 1} and v[A.id].case_dirs["new"] == "cases/2"
+    assert v[A.id].new_models == 2 and v[B.id].cases == {"new": 1, "changed": 1}
     assert v[C.id].case_dir == "cases/7" and v[C.id].fingerprint["id"] == C.id
-    assert triage.candidates(v, (Verdict.NEW, Verdict.CHANGED)) == [B.id, X.id]  # most frequent first
-    assert triage.candidates(v) == [B.id]  # by default, what could be blamed
+    assert triage.candidates(v, (Verdict.NEW, Verdict.CHANGED)) == [A.id, B.id, X.id]  # most frequent first
+    assert triage.candidates(v) == [A.id, B.id]  # by default, what could be blamed
+    # The campaign's running candidates agree with aggregate, record by record.
+    c = triage.Candidates()
+    for r in [rec(A, None), rec(A, A), rec(B, D), rec(SEGV, SEGV), rec(None, C), rec(None, None)]:
+        c.note(r)
+    assert c.keys() == {A.id, B.id, C.id}
+    # Only the new cases count as the campaign's own rounds: two of them, so four fresh replays.
+    assert triage.rounds_needed(v[A.id], 6) == 4
+
+
+def test_a_new_case_keeps_its_worst_errors_on_both_builds():
+    P = Fingerprint("compare", "DCF", "mismatch", "values", "Softmax", "in-degree 1")
+    v = aggregate([rec(P, None, errors=(0.0004, 0.002)), rec(P, None, errors=(0.0001, 0.005)),
+                   rec(P, P, errors=(0.009, 0.009))])  # fails on both: not a measure of the regression
+    assert v[P.id].errors == (0.0001, 0.005)
+    assert BugVerdict.from_json(json.loads(json.dumps(v[P.id].to_json()))) == v[P.id]
 
 
 def scripted(rounds: list[tuple[bool | None, bool]], outputs: list[int] | None = None):
@@ -266,10 +296,13 @@ def test_a_confirmation_the_deadline_cuts_is_unchecked_never_blamed(tmp_path, fa
 
 
 def test_the_campaigns_own_cases_count_as_rounds_but_some_are_always_fresh():
-    bv = BugVerdict(A.id, Verdict.NEW, count=1)
+    bv = BugVerdict(A.id, Verdict.NEW, count=1, cases={"new": 1})
     assert triage.rounds_needed(bv) == 5
-    bv.count = 40
+    bv.count, bv.cases = 40, {"new": 40}
     assert triage.rounds_needed(bv) == triage.MIN_FRESH == 3
+    # Cases failing on both builds are no rounds of a regression: the base build showed it there.
+    bv.cases = {"new": 1, "pre-existing": 39}
+    assert triage.rounds_needed(bv) == 5
     assert triage.rounds_needed(bv, rounds=10**6) > 10**5  # the deadline test's setting still never finishes
 
 
@@ -311,13 +344,13 @@ def test_the_last_loop_keeps_what_its_candidates_need_to_confirm_not_the_whole_t
         return CaseRecord.from_json({**one(key), "verdict": verdict, **({"base": one(base)} if base is not None else {})})
 
     recs = [case("pre-existing", "p", "p"), case("new", "n", ""), case("fixed", "", "f"), case("new", "q", ""),
-            case("changed", "r", "q"),  # the base shows q too: pre-existing
+            case("changed", "r", "q"),  # the base shows q elsewhere, yet q's new case counts
             case()]  # no base build: nothing to confirm
     for rec in recs:
         candidates.note(rec)
     verdicts = triage.aggregate(recs)
     want = {k for k, bv in verdicts.items() if bv.verdict in triage.CONFIRMED}
-    assert want == {"n", "f", "r"} == candidates.keys()
+    assert want == {"n", "f", "q", "r"} == candidates.keys()
     one = 6 * 0.2 * 1.5
     assert C.confirm_tail(len(want), 60.0, 6, 0.2) == pytest.approx(C.GRACE_S + len(want) * one)
     assert C.confirm_tail(len(want) - 1, 60.0, 6, 0.2) == pytest.approx(C.GRACE_S + (len(want) - 1) * one)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..bugs.policy import parse_policy
+from ..bugs.policy import DEFAULT_LIST_ONLY, parse_list_only, parse_policy
 from ..engines.registry import ENGINES as _REGISTRY
 from ..frontends import corpus_file, parse_frontends
 from ..search import ShardError, parse_shard
@@ -45,6 +45,7 @@ INPUTS: dict[str, tuple[str, str]] = {
     "repository": ("repository", ""),
     "max-new-issues": ("max_new_issues", "5"),
     "symptom-policy": ("symptom_policy", ""),
+    "list-only": ("list_only", ",".join(DEFAULT_LIST_ONLY)),
     "fail-on": ("fail_on", "new"),
     "platform-label": ("platform_label", ""),
     "output-dir": ("output_dir", "gbft-out"),
@@ -78,6 +79,7 @@ class ActionConfig:
     repository: str = ""
     max_new_issues: str = "5"
     symptom_policy: str = ""  # CLASS=POLICY,... on top of bugs.policy.DEFAULT_POLICY
+    list_only: str = ",".join(DEFAULT_LIST_ONLY)  # classes listed, not failing (bugs.policy.fails_check); none: no class
     fail_on: str = "new"
     platform_label: str = ""
     output_dir: str = "gbft-out"
@@ -124,6 +126,10 @@ class ActionConfig:
     def policy_overrides(self) -> dict[str, str]:
         return parse_policy(self.symptom_policy)
 
+    @property
+    def listed_classes(self) -> tuple[str, ...]:
+        return parse_list_only(self.list_only)
+
     def path(self, p: str) -> Path:
         q = Path(p)
         return q if q.is_absolute() else Path(self.workspace) / q
@@ -151,6 +157,10 @@ class ActionConfig:
             parse_policy(self.symptom_policy)
         except ValueError as e:
             raise ConfigError(f"input 'symptom-policy': {e}") from None
+        try:
+            parse_list_only(self.list_only)
+        except ValueError as e:
+            raise ConfigError(f"input 'list-only': {e}") from None
         try:
             lo, hi = self.block_range
             ok = 1 <= lo <= hi <= 100

@@ -152,7 +152,7 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
                       corpus=cfg.corpus_file, frontend=cfg.frontends,
                       state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
                       engine_python=pr.python, engine_env=dict(pr.env), base=base,
-                      symptom_policy=cfg.policy_overrides,
+                      symptom_policy=cfg.policy_overrides, list_only=cfg.listed_classes,
                       platform_label=cfg.platform_label, shard=cfg.shard_pair)
     return Campaign(fuzz.validate())
 

@@ -7,7 +7,8 @@
 
 ``DEFAULT_POLICY`` is the campaign's default; a user overrides classes with
 ``symptom-policy`` (action) or ``--symptom-policy`` (``gbft fuzz``), both parsed
-here by ``parse_policy`` so the two cannot disagree.
+here by ``parse_policy`` so the two cannot disagree.  The policy decides issues and tracking
+issues, and nothing else: what fails a pull request is ``fails_check``.
 
 May import: the standard library only (the action's config reads it).
 """
@@ -35,14 +36,49 @@ DEFAULT_POLICY: dict[str, str] = {
 }
 
 
-# Listed, not filed, yet failing a pull request that introduces one: a change that takes an
-# operator's support away breaks every model of its users that has it.
-FAILS_WHEN_SUMMARISED = ("unsupported",)
+# The pull request's verdict is another question than the policy's: not "is this old defect worth
+# an issue of its own?" but "did this change break something that worked?".  A confirmed
+# regression fails the check whatever its class (a division by zero that newly gives NaN is the
+# defect a later MNN release fixed), but for the classes a team lists: those are shown, not failed.
+# By default only a reference disagreement (TensorFlow and ONNX Runtime disagree among
+# themselves, so no build can be judged).
+DEFAULT_LIST_ONLY: tuple[str, ...] = ("reference-disagreement",)
+LIST_ONLY_WHY: dict[str, str] = {
+    "reference-disagreement": "the references disagree among themselves, so no build can be judged",
+}
+# Never a failure of the engine, listed or not: ties and undefined behaviour (counted only).
+NOT_DEFECTS = ("tie",)
 
 
-def fails_pull_request(symptom: str, policy: str) -> bool:
-    """Whether a new root cause of ``symptom`` under ``policy`` fails the pull request."""
-    return policy == "report" or (policy == "summary" and symptom in FAILS_WHEN_SUMMARISED)
+def fails_check(symptom: str, new: bool, list_only: tuple[str, ...] | frozenset[str] = DEFAULT_LIST_ONLY) -> bool:
+    """The one rule that fails a pull request (fail-on: new).  ``new``: with a base build, a
+    confirmed regression (models the base build passes and this build fails, on every replay);
+    without one, a root cause not seen before (--state).  ``list_only``: the classes a team
+    chose to list rather than fail.  The symptom policy (issues or tracking issues) plays no part."""
+    return new and symptom not in NOT_DEFECTS and symptom not in list_only
+
+
+def listed_line(list_only: tuple[str, ...] | list[str]) -> str:
+    """What the job summary says of the classes listed rather than failed, and why each."""
+    if not list_only:
+        return "Listed, not failing: no class (every confirmed regression fails this check)."
+    why = [f"{c} ({LIST_ONLY_WHY.get(c, 'chosen by this workflow: input list-only')})" for c in list_only]
+    return ("Listed, not failing: " + "; ".join(why) + ". Every other confirmed regression fails this check, "
+            "whatever its class.")
+
+
+def parse_list_only(text: str) -> tuple[str, ...]:
+    """``"precision,nan-inf"`` -> the classes listed, not failed; "none" (or "") -> none at all:
+    every confirmed regression fails; a ValueError is one line naming the bad class."""
+    out: list[str] = []
+    if text.strip() == "none":
+        return ()
+    for part in (p.strip() for p in text.replace("\n", ",").split(",")):
+        if part and part not in SYMPTOMS:
+            raise ValueError(f"unknown symptom class {part[:40]!r} (allowed: {', '.join(SYMPTOMS)})")
+        if part and part not in out:
+            out.append(part)
+    return tuple(out)
 
 
 def parse_policy(text: str) -> dict[str, str]:

@@ -208,7 +208,8 @@ def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict,
         if res.aborted or res.base is None:
             return Round(None)
         outs = {"pr": res.arrays.get("actual", {}), "base": res.base.arrays.get("actual", {})}
-        return round_of(target, res.fingerprint, res.base.fingerprint, fixed, outs)
+        return round_of(target, res.fingerprint, res.base.fingerprint, fixed, outs,
+                        alike=res.verdict == Verdict.PRE_EXISTING.value)
 
     def same_outputs(a: BuildOutputs, b: BuildOutputs) -> bool:
         if target.status not in ("DCF", "XBF"):  # a crash or an error: its outputs are not the bug

@@ -333,9 +333,10 @@ def crash_class(code: str) -> str:
 
 # --------------------------------------------------------------------------- merging
 
-# The verdict of a root cause from its fingerprints': a defect the base build shows is
-# pre-existing even if one of its variants was only seen on the PR build.
-VERDICT_ORDER = ("pre-existing", "new", "changed", "fixed", "flaky-new", "flaky-fixed", "unchecked")
+# The verdict of a root cause from its fingerprints': new when any of them is (models the base
+# build passes fail now, confirmed), whatever else the defect holds; a known defect is no place
+# for a regression to hide (bugs.triage.fingerprint_verdict).
+VERDICT_ORDER = ("new", "pre-existing", "changed", "fixed", "flaky-new", "flaky-fixed", "unchecked")
 
 
 @dataclass

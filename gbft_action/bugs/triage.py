@@ -38,8 +38,8 @@ import numpy as np
 
 from .fingerprint import Fingerprint
 from ..records.case import CaseRecord, PlatformRecord
-from ..records.enums import Policy, Verdict
-from ..records.summary import Summary, VerdictRow
+from ..records.enums import Policy, Symptom, Verdict
+from ..records.summary import RootCauseRow, Summary, VerdictRow
 
 VERDICTS_FILE = "verdicts.json"
 # MNN's heap damage makes some bugs show only some of the time.  One that shows with
@@ -58,15 +58,31 @@ BLAMED = (Verdict.NEW,)
 CONFIRMED = (Verdict.NEW, Verdict.FIXED, Verdict.CHANGED)
 
 
-def case_verdict(pr: Fingerprint | None, base: Fingerprint | None) -> Verdict | None:
-    """One model on both builds (fingerprints of their failures; None = passed)."""
+def case_verdict(pr: Fingerprint | None, base: Fingerprint | None, outputs_agree: bool = False) -> Verdict | None:
+    """One model on both builds (fingerprints of their failures; None = passed).  The model
+    decides, not the localisation: both builds failing with outputs that agree within the
+    tolerance (``outputs_agree``) is one pre-existing failure, wherever each build's localisation
+    stopped (an LRN on one build, a GatherElements on the other, over the same wrong values)."""
     if pr is None:
         return None if base is None else Verdict.FIXED
     if pr.status == "XBF":  # TensorFlow cannot tell the builds apart, but they differ
         return Verdict.CHANGED
     if base is None:
         return Verdict.NEW
-    return Verdict.PRE_EXISTING if pr.same_failure(base) else Verdict.CHANGED
+    return Verdict.PRE_EXISTING if pr.same_failure(base) or outputs_agree else Verdict.CHANGED
+
+
+def fingerprint_verdict(cases: dict[str, int], seen_on_base: bool) -> Verdict:
+    """A fingerprint's verdict from its cases' (case verdict -> models).  New cases count wherever
+    they sit: a model the base build passes and this build fails is a regression even when
+    other models of the same fingerprint fail on both builds (one old case outvoted seven new
+    ones of a LayerNormalization broken on every axis but the last).  Without a new case, a
+    fingerprint the base build showed anywhere is pre-existing."""
+    if cases.get(Verdict.NEW.value):
+        return Verdict.NEW
+    if cases.get(Verdict.PRE_EXISTING.value) or seen_on_base:
+        return Verdict.PRE_EXISTING
+    return Verdict.CHANGED
 
 
 @dataclass
@@ -83,9 +99,14 @@ class BugVerdict:
     case_dirs: dict[str, str] = field(default_factory=dict)  # case verdict -> its first case (what to replay)
     confirmation: str = ""  # how the replays went, for a new, changed or fixed one
     fingerprint: dict[str, Any] = field(default_factory=dict)
+    # The worst new case's error against the reference on (the base build, this build): how much
+    # a precision regression lost.  None where a build gave no outputs to measure.
+    errors: tuple[float | None, float | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "verdict": self.verdict.value}
+        d = {**asdict(self), "verdict": self.verdict.value}
+        return {**d, "errors": list(self.errors)} if self.errors is not None else \
+            {k: v for k, v in d.items() if k != "errors"}
 
     def to_row(self) -> VerdictRow:
         """The summary's row of it (records.summary)."""
@@ -93,24 +114,28 @@ class BugVerdict:
                           dict(self.case_dirs), self.confirmation,
                           Fingerprint.from_json(self.fingerprint) if self.fingerprint else None)
 
+    @property
+    def new_models(self) -> int:
+        """Models the base build passes and this build fails with it."""
+        return self.cases.get(Verdict.NEW.value, 0)
+
     @staticmethod
     def from_json(d: dict[str, Any]) -> BugVerdict:
-        return BugVerdict(**{**d, "verdict": Verdict(d["verdict"])})
+        errors = d.get("errors")
+        return BugVerdict(**{**d, "verdict": Verdict(d["verdict"]),
+                             "errors": (errors[0], errors[1]) if isinstance(errors, list) and len(errors) == 2 else None})
 
 
 def aggregate(records: Iterable[CaseRecord]) -> dict[str, BugVerdict]:
-    """Fingerprint verdicts from case records that carry a base-build result.
-
-    A fingerprint the base build showed on any model is pre-existing, whatever its
-    other cases say: the bug is there without the pull request.  Otherwise its cases
-    decide, new before changed.  A fingerprint only the base build showed, on models the
-    PR build passes, is fixed.
+    """Fingerprint verdicts from case records that carry a base-build result: each model's own
+    verdict (pipeline: the two builds on the same model) counted per fingerprint, then
+    ``fingerprint_verdict``.  A fingerprint only the base build showed, on models the PR build
+    passes, is fixed.
     """
     recs = [r for r in records if r.base is not None]
     seen = Candidates()  # what each build showed: the campaign keeps the same as records arrive
     for r in recs:
         seen.note(r)
-    base_seen, pr_seen = seen.base, seen.pr
     out: dict[str, BugVerdict] = {}
     for r in recs:
         said = r.verdict.value if r.verdict else ""
@@ -119,31 +144,40 @@ def aggregate(records: Iterable[CaseRecord]) -> dict[str, BugVerdict]:
             bv.count += 1
             bv.cases[said] = bv.cases.get(said, 0) + 1
             bv.case_dirs.setdefault(said, r.case_dir)
+            if r.verdict is Verdict.NEW:
+                bv.errors = worse_errors(bv.errors, (r.base.error if r.base else None, r.error))
         b = r.base
         assert b is not None
         # Fixed only where the PR build passed: a base failure the PR build fails otherwise
         # on is the PR's changed fingerprint, listed once, under that.
-        if b.failed and b.key not in pr_seen and r.verdict is Verdict.FIXED:
+        if b.failed and b.key not in seen.pr and r.verdict is Verdict.FIXED:
             bv = out.setdefault(b.key, _entry(b, r.case_dir, Verdict.FIXED))
             bv.count += 1
             bv.cases["fixed"] = bv.cases.get("fixed", 0) + 1
             bv.case_dirs.setdefault("fixed", r.case_dir)
     for key, bv in out.items():
         if bv.verdict is not Verdict.FIXED:
-            bv.verdict = (Verdict.PRE_EXISTING if key in base_seen or bv.cases.get("pre-existing") else
-                          Verdict.NEW if bv.cases.get("new") else Verdict.CHANGED)
+            bv.verdict = fingerprint_verdict(bv.cases, key in seen.base)
     return out
+
+
+def worse_errors(a: tuple[float | None, float | None] | None,
+                  b: tuple[float | None, float | None]) -> tuple[float | None, float | None]:
+    """The pair whose PR-build error is larger (a precision regression is told by its worst case)."""
+    if a is None or (b[1] is not None and (a[1] is None or b[1] > a[1])):
+        return b
+    return a
 
 
 @dataclass
 class Candidates:
     """The fingerprints ``aggregate`` will call new, changed or fixed, kept as records arrive:
     the campaign asks after every model how much confirming will take, and aggregate reads
-    every record.  The same rule: a fingerprint the other build showed anywhere is none."""
+    every record.  The same rules (``fingerprint_verdict``)."""
 
     base: set[str] = field(default_factory=set)  # shown by the base build
     pr: set[str] = field(default_factory=set)  # shown by the build under test
-    new: set[str] = field(default_factory=set)  # a case called them new or changed
+    cases: dict[str, Counter[str]] = field(default_factory=dict)  # PR fingerprint -> case verdicts
     fixed: set[str] = field(default_factory=set)  # a case called them fixed (the base's key)
 
     def note(self, rec: CaseRecord) -> None:
@@ -152,15 +186,15 @@ class Candidates:
         pr, base, verdict = rec.key, rec.base.key, rec.verdict
         if pr:
             self.pr.add(pr)
-            if verdict in (Verdict.NEW, Verdict.CHANGED):
-                self.new.add(pr)
+            self.cases.setdefault(pr, Counter())[verdict.value if verdict else ""] += 1
         if base:
             self.base.add(base)
             if verdict == Verdict.FIXED:
                 self.fixed.add(base)
 
     def keys(self) -> set[str]:
-        return (self.new - self.base) | (self.fixed - self.pr)
+        judged = {k: fingerprint_verdict(dict(c), k in self.base) for k, c in self.cases.items()}
+        return {k for k, v in judged.items() if v in (Verdict.NEW, Verdict.CHANGED)} | (self.fixed - self.pr)
 
 
 def _entry(rec: PlatformRecord, case_dir: str, verdict: Verdict = Verdict.UNCHECKED) -> BugVerdict:
@@ -169,8 +203,9 @@ def _entry(rec: PlatformRecord, case_dir: str, verdict: Verdict = Verdict.UNCHEC
 
 
 def rounds_needed(bv: BugVerdict, rounds: int = ROUNDS) -> int:
-    """Fresh replays still needed after the campaign's own ``bv.count`` cases."""
-    return max(min(MIN_FRESH, rounds), rounds - bv.count)
+    """Fresh replays still needed after the campaign's own cases of its verdict (a new one's
+    cases where the base build passed; not its cases that fail on both builds)."""
+    return max(min(MIN_FRESH, rounds), rounds - bv.cases.get(bv.verdict.value, 0))
 
 
 def candidates(verdicts: dict[str, BugVerdict], kinds: tuple[Verdict, ...] = BLAMED) -> list[str]:
@@ -196,12 +231,15 @@ class Round:
 
 
 def round_of(target: Fingerprint, pr: Fingerprint | None, base: Fingerprint | None, fixed: bool,
-             outputs: BuildOutputs | None = None) -> Round:
+             outputs: BuildOutputs | None = None, alike: bool = False) -> Round:
     """One replay's round from each build's failure (None: passed).  For a fixed fingerprint the
-    base build is the one that must show it.  A memory error shows as any memory error."""
+    base build is the one that must show it.  A memory error shows as any memory error.
+    ``alike``: both builds failed the model with outputs that agree (case_verdict said
+    pre-existing), so the other build shows it too, whatever its fingerprint."""
     own, other = (base, pr) if fixed else (pr, base)
-    return Round(target.same_failure(own), target.same_failure(other), outputs or {},
-                 other is not None and not target.same_failure(other))
+    shows = target.same_failure(own)
+    other_shows = target.same_failure(other) or (alike and shows)
+    return Round(shows, other_shows, outputs or {}, other is not None and not other_shows)
 
 
 def confirm(replay_round: Callable[[float], Round], verdict: Verdict, until: float, rounds: int = ROUNDS,
@@ -292,6 +330,9 @@ def tally(summary: Summary) -> Tally:
     if tri:  # the blamed ones are "new" whatever else their fingerprints were; the rest by their verdict
         by_verdict = {v.value: 0 for v in Verdict} | dict(Counter(rc.verdict.value for rc in rcs if rc.verdict))
         by_verdict["new"] = len(new)
+        # New on this build, of a class listed rather than failing (bugs.policy.fails_check).
+        by_verdict["new-listed"] = sum(rc.verdict is Verdict.NEW and rc.policy is not Policy.IGNORE and rc not in new
+                                       for rc in rcs)
         # The base build's own failures have no root causes (nothing of this build to minimise).
         by_verdict["fixed"], by_verdict["flaky-fixed"] = counts.get("fixed", 0), counts.get("flaky-fixed", 0)
     # The tables list every root cause but the ignored ones (ties: counted in a line of their own).
@@ -304,13 +345,33 @@ MAX_TITLES = 3
 
 
 def _new_titles(summary: Summary, keys: tuple[str, ...]) -> list[str]:
-    """The titles of the root causes ``keys`` (largest first) as plain text: what broke."""
+    """What broke, largest first, as plain text: each root cause's title, and for a known one
+    (it also holds models failing on both builds) how many models that passed now fail under
+    it; for precision, the two builds' errors."""
     by_key = {rc.key: rc for rc in summary.root_causes or ()}
-    # Brackets stay ("[onnx] Add: ..."), escaped so that no link can form.
-    titles = [_PLAIN.sub("", by_key[k].title)[:100].replace("[", "\\[").replace("]", "\\]")
-              for k in keys if k in by_key]
+    titles = [_regression_text(by_key[k]) for k in keys if k in by_key]
     shown = [t for t in titles if t][:MAX_TITLES]
     return shown + [f"and {len(titles) - len(shown)} more"] if len(titles) > len(shown) and shown else shown
+
+
+def _regression_text(rc: RootCauseRow) -> str:
+    # Brackets stay ("[onnx] Add: ..."), escaped so that no link can form.
+    title = _PLAIN.sub("", rc.title)[:100].replace("[", "\\[").replace("]", "\\]")
+    if not title:
+        return ""
+    if rc.known and rc.new_models:
+        n = rc.new_models
+        title = (f"{n} model{_s(n)} that pass{'es' if n == 1 else ''} on the base build now fail{'s' if n == 1 else ''}, "
+                 f"under the known root cause {title}")
+    if rc.errors is not None and rc.symptom == Symptom.PRECISION.value:
+        base, pr = rc.errors
+        title += f" (error against the reference: base build {_pct(base)}, this build {_pct(pr)})"
+    return title
+
+
+def _pct(x: float | None) -> str:
+    """A relative error as a percentage a reader can compare at a glance."""
+    return "not measured" if x is None else f"{100 * x:.3g}%"
 
 
 def headline(summary: Summary) -> str:
@@ -328,6 +389,9 @@ def headline(summary: Summary) -> str:
     if titles:  # a red check says what broke, first
         head += ": " + "; ".join(titles)
     rest = []
+    if c.get("new-listed"):
+        listed = ", ".join(summary.list_only) or "none"
+        rest.append(f"{c['new-listed']} new of a class listed, not failing ({listed}; see below)")
     if c.get("changed"):
         rest.append(f"{c['changed']} changed behaviour{_s(c['changed'])} (the builds differ where TensorFlow cannot "
                     f"tell which is right, or fail differently; listed, not failing this check)")

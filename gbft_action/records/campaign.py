@@ -138,6 +138,13 @@ class CampaignRecord:
         """The campaign's symptom-policy overrides (bugs.policy)."""
         return {str(k): str(v) for k, v in dict(self.config.get("symptom_policy") or {}).items()}
 
+    @property
+    def list_only(self) -> tuple[str, ...] | None:
+        """The classes the campaign listed rather than failed (bugs.policy.fails_check); None for
+        a record from before the choice (the default applies)."""
+        v = self.config.get("list_only")
+        return tuple(str(x) for x in v) if isinstance(v, list) else None
+
     @staticmethod
     def read(out: Path) -> CampaignRecord:
         path = out / "campaign.json"

@@ -52,6 +52,9 @@ class PlatformRecord:
     after: tuple[int, ...] = ()
     fingerprint: Fingerprint | None = None
     key: str = ""  # the fingerprint's id as written ("" for a pass)
+    # The worst relative error against the reference (oracle.relative_error), where the engine
+    # gave outputs and it is finite: the pull request's verdict says by how much precision moved.
+    error: float | None = None
 
     @property
     def failed(self) -> bool:
@@ -80,6 +83,8 @@ class PlatformRecord:
             d.update(signal=self.signal, exit_code=self.exit_code, after=list(self.after))
         if self.fingerprint is not None:
             d.update(fingerprint=self.fingerprint.to_json(), key=self.key or self.fingerprint.id)
+        if self.error is not None:
+            d["error"] = self.error
         return d
 
     @classmethod
@@ -97,7 +102,7 @@ def _platform_fields(f: Fields) -> dict[str, Any]:
         harness_error=f.str("harness_error"), symptom=f.enum("symptom", Symptom) if f.str("symptom") else None,
         direction=f.str("direction"), crosscheck=f.str("crosscheck"), signal=f.opt_int("signal"),
         exit_code=f.opt_int("exit_code"), after=f.ints("after"), fingerprint=fp,
-        key=f.str("key") or (fp.id if fp is not None else ""))
+        key=f.str("key") or (fp.id if fp is not None else ""), error=f.opt_float("error"))
 
 
 @dataclass(frozen=True)

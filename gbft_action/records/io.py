@@ -70,6 +70,9 @@ class Fields:
             raise self._bad(key, "a number")
         return float(v)
 
+    def opt_float(self, key: str) -> float | None:
+        return None if self.d.get(key) is None else self.float(key)
+
     def bool(self, key: str, default: bool = False) -> bool:
         v = self.d.get(key, default)
         if type(v) is not bool:

@@ -240,6 +240,12 @@ class RootCauseRow:
     minimized: bool = False
     isolated: bool = False
     settled: bool = True
+    # A confirmed regression (verdict new): the models the base build passes and this build now
+    # fails; whether the root cause also holds models failing on both builds (a known defect
+    # with new cases); the worst new case's relative error on (the base build, this build).
+    new_models: int = 0
+    known: bool = False
+    errors: tuple[float | None, float | None] | None = None
 
     @property
     def ids(self) -> list[str]:
@@ -251,7 +257,14 @@ class RootCauseRow:
                 "ops": list(self.ops), "detail": self.detail, "fingerprints": list(self.fingerprints),
                 "canonical": self.canonical, "count": self.count, "platforms": list(self.platforms),
                 "verdict": self.verdict.value if self.verdict else "", "minimized": self.minimized, "isolated": self.isolated,
-                "settled": self.settled}
+                "settled": self.settled, **self._regression()}
+
+    def _regression(self) -> dict[str, Any]:
+        """Written only for a regression (older readers and outputs do without)."""
+        if not self.new_models:
+            return {}
+        return {"new_models": self.new_models, "known": self.known,
+                **({"errors": list(self.errors)} if self.errors is not None else {})}
 
     @staticmethod
     def from_json(d: Any, where: str, default_policy: Policy) -> RootCauseRow:
@@ -274,7 +287,18 @@ class RootCauseRow:
         return RootCauseRow(key, f.str("symptom"), fps, f.str("canonical"), policy, f.int("count", 0, 0),
                             f.str("title"), f.strs("ops"), f.str("detail"), f.strs("platforms"),
                             f.enum("verdict", Verdict) if f.str("verdict") else None,
-                            f.bool("minimized"), f.bool("isolated"), f.bool("settled", True))
+                            f.bool("minimized"), f.bool("isolated"), f.bool("settled", True),
+                            f.int("new_models", 0, 0), f.bool("known"), _errors(f, where))
+
+
+def _errors(f: Fields, where: str) -> tuple[float | None, float | None] | None:
+    """A regression's (base build, this build) errors: two numbers or nulls."""
+    v = f.d.get("errors")
+    if v is None:
+        return None
+    if not (isinstance(v, list) and len(v) == 2 and all(x is None or type(x) in (int, float) for x in v)):
+        raise RecordError(f"{where}: 'errors' must be two numbers (or null), the base build's and this build's")
+    return (None if v[0] is None else float(v[0]), None if v[1] is None else float(v[1]))
 
 
 @dataclass(frozen=True)
@@ -296,6 +320,8 @@ class Summary:
     new_failures: tuple[str, ...] = ()  # fingerprints not seen before that the policy blames
     root_causes: tuple[RootCauseRow, ...] | None = None  # None: an output from before root causes
     symptom_policy: dict[str, Policy] = field(default_factory=dict)
+    # Symptom classes whose new failures are listed, not failing the check (bugs.policy.fails_check).
+    list_only: tuple[str, ...] = ()
     run_id: str = ""
     minimized: Mapping[str, Diagnosis] = field(default_factory=dict)  # per fingerprint: what its diagnosis did
     bugs_dir: str = ""
@@ -331,7 +357,8 @@ class Summary:
             "platform_order": list(self.platform_order), "stop_reason": self.stop_reason, "sessions": self.sessions,
             "harness_errors": self.harness_errors.to_json(), "failures": [f.to_json() for f in self.failures],
             "new_failures": list(self.new_failures),
-            "symptom_policy": {k: v.value for k, v in self.symptom_policy.items()}, "run_id": self.run_id,
+            "symptom_policy": {k: v.value for k, v in self.symptom_policy.items()}, "list_only": list(self.list_only),
+            "run_id": self.run_id,
             "minimized": {k: v.to_json() for k, v in self.minimized.items()}, "bugs_dir": self.bugs_dir}
         if self.root_causes is not None:
             d["root_causes"] = [rc.to_json() for rc in self.root_causes]
@@ -356,9 +383,18 @@ class Summary:
             harness_errors=HarnessErrors.from_json(f.obj("harness_errors")),
             failures=tuple(FailureRow.from_json(x, f"{where}: failures[{i}]") for i, x in enumerate(f.list("failures"))),
             new_failures=f.strs("new_failures"), root_causes=_root_causes(f, policy), symptom_policy=policy,
+            list_only=_classes(f, "list_only"),
             run_id=f.str("run_id"), minimized=_diagnoses(f), bugs_dir=f.str("bugs_dir"),
             tool_version=f.str("tool_version"), triage=f.opt("triage", TriageSummary.from_json),
             coverage=f.mapping("coverage"), frontends=_outcomes(f, "frontends"), shards=_shards(f))
+
+
+def _classes(f: Fields, key: str) -> tuple[str, ...]:
+    """Symptom class names (shown in the job summary: their exact form, nothing else)."""
+    v = f.strs(key)
+    if not all(re.fullmatch(r"[a-z][a-z-]{0,39}", x) for x in v):
+        raise RecordError(f"{f.where}: {key!r} must list symptom classes such as precision")
+    return v
 
 
 def _outcomes(f: Fields, key: str) -> dict[str, Outcomes] | None:

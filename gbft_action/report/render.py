@@ -191,7 +191,8 @@ class Renderer:
 
     def summary(self, summary: Summary, headline: str, sections: list[dict[str, Any]],
                 ids: list[dict[str, Any]], not_filed: list[str], refused: Sequence[ReportEntry] = (),
-                declined: Sequence[ReportEntry] = (), by_root_cause: bool = False, ignored: str = "") -> str:
+                declined: Sequence[ReportEntry] = (), by_root_cause: bool = False, ignored: str = "",
+                listed: str = "") -> str:
         eng = summary.engine
         counts = summary.platforms  # in the order given on the command line
         plats = {p: counts[p] for p in summary.platform_order or counts if p in counts}
@@ -205,7 +206,7 @@ class Renderer:
             stop_reason=summary.stop_reason,
             by_status=summary.by_status, coverage=summary.coverage, not_filed=not_filed,
             frontends=summary.frontends or {}, harness=summary.harness_errors.to_json(),
-            refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored,
+            refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored, listed=listed,
             shards=_shards(summary.shards), support=support_matrix(summary))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ..bugs.policy import listed_line
 from ..bugs.rootcause import same_class
 from ..records import BundleMeta, EngineInfo, FailureRow, Policy, RecordError, RootCauseRow, Summary
 from ..records.report import ReportEntry
@@ -321,8 +322,8 @@ class _Run:
 SECTIONS = (
     ("new", "New failures introduced by this pull request",
      "Fail on this pull request's build, pass on the base build; confirmed by replays on fresh workers of both builds."),
-    ("new-listed", "New, listed only (not failing)", "Seen on this build only, of a class the symptom policy lists "
-     "rather than files (precision, NaN/Inf, a reference disagreement), or seen before (--state)."),
+    ("new-listed", "New, listed only (not failing)", "Fail on this pull request's build, pass on the base build, "
+     "of a class this workflow lists rather than fails (input list-only)."),
     ("changed", "Changed behaviour (not failing)", "Both builds fail differently, or their results differ where "
      "TensorFlow cannot tell which is right; confirmed by replays. Worth a look: a fix as often as a regression."),
     ("flaky-new", "Flaky (not blamed)", "Seen on this build only, but not on every replay: not pinned on the PR."),
@@ -360,7 +361,8 @@ def job_summary(render: Renderer, summary: Summary, metas: dict[str, BundleMeta]
     not_filed = [x.key for x in res.skipped if x.reason == "not filed: quota"]
     declined = [x for x in res.skipped if x.reason.startswith("closed by maintainers")]
     return render.summary(summary, headline(summary), sections, ids, not_filed, res.failed, declined,
-                          by_root_cause=rcs is not None, ignored=_ignored_line(ignored))
+                          by_root_cause=rcs is not None, ignored=_ignored_line(ignored),
+                          listed=listed_line(summary.list_only) if summary.triage is not None else "")
 
 
 def _link(issue: Issue | None) -> Markup:
