@@ -134,3 +134,35 @@ def test_a_key_names_only_the_parameters_its_defect_needs(tmp_path):
         lane.stop()
     assert keys[0].title == "[onnx] Less: wrong results" and keys[0].isolated
     assert keys[1].title == "[onnx] Conv: wrong results (auto_pad=SAME_LOWER)" and keys[1].isolated
+
+
+def test_both_builds_failing_alike_is_pre_existing_wherever_each_localised(tmp_path, fake_engines_path, monkeypatch):
+    """Issue 35: a model both builds fail with the same outputs (within the tolerance: the base
+    build rounds differently) is pre-existing, although the base build exposes no value for the
+    Exp, so its localisation stops at the Sigmoid and its fingerprint differs; a model only the
+    PR build fails is new."""
+    from gbft_action.engines.builds import EngineBuild
+
+    monkeypatch.setenv("GBFT_FAKE_WRONG", "Neg=Identity")
+    base = EngineBuild("fake_engines:OnnxRewrites", env={"GBFT_FAKE_WRONG": "Neg=Identity", "GBFT_FAKE_HIDE": "n2",
+                                                                "GBFT_FAKE_NUDGE": "1e-6"})
+    lane = Lane(LaneConfig("fake_engines:OnnxRewrites", tmp_path / "lane", frontend=FRONTENDS["onnx"], base=base), 0)
+    lane.start()
+    try:
+        res = lane.run(0, chain("Relu", "Neg", "Exp", "Sigmoid"), 90)
+        assert res.status == res.base.status == Status.DCF
+        assert (res.fingerprint.op, res.base.fingerprint.op) == ("Exp", "Sigmoid")  # localised apart
+        assert res.verdict == "pre-existing"
+        assert res.error is not None and res.error > 1e-3  # how far from the reference, recorded
+    finally:
+        lane.stop()
+    # The same model where the base build computes the Neg right: new.
+    base = EngineBuild("fake_engines:OnnxRewrites", env={"GBFT_FAKE_WRONG": "", "GBFT_FAKE_HIDE": "n2"})
+    lane = Lane(LaneConfig("fake_engines:OnnxRewrites", tmp_path / "lane2", frontend=FRONTENDS["onnx"], base=base), 0)
+    lane.start()
+    try:
+        res = lane.run(1, chain("Relu", "Neg", "Exp", "Sigmoid"), 90)
+        assert res.status == Status.DCF and res.base.status == Status.DCP and res.verdict == "new"
+        assert res.base.error is not None and res.base.error < 1e-3 < res.error
+    finally:
+        lane.stop()

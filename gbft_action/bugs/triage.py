@@ -340,7 +340,7 @@ def tally(summary: Summary) -> Tally:
     return Tally(listed, fps, len(new), len(blamed), tuple(rc.key for rc in new), by_verdict)
 
 
-_PLAIN = re.compile(r"[^A-Za-z0-9 _:.,()=+/>\[\]-]")  # a title from a run's summary.json is untrusted data
+_PLAIN = re.compile(r"[^A-Za-z0-9 _:.,()=+/>%\[\]-]")  # a title from a run's summary.json is untrusted data
 MAX_TITLES = 3
 
 
