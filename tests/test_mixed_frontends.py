@@ -53,7 +53,10 @@ def test_action_input_takes_a_list_and_rejects_what_the_cli_rejects(tmp_path):
     camp = _campaign(cfg, tmp_path / "out", time.monotonic())
     assert isinstance(camp.source, MixedSource) and list(camp.corpora) == ["tf", "onnx"]
     # The coverage output: one figure per front end (one over both corpora would measure neither).
-    per = {"tf": {"coverage": {"OLC": 0.5}}, "onnx": {"coverage": {"OLC": 0.25}}}
+    # Built as summary.json is read back (records.summary.Outcomes), not from dicts: dicts hid a
+    # crash of every mixed action run (issue 39).
+    per = Summary.from_json({"models": 0, "frontends": {"tf": {"models": 1, "coverage": {"OLC": 0.5}},
+                                                        "onnx": {"models": 1, "coverage": {"OLC": 0.25}}}}).frontends
     assert _olc(Summary(0, frontends=per)) == "tf=0.5000 onnx=0.2500" and _olc(Summary(0, coverage={"OLC": 0.5})) == "0.5000"
     (tmp_path / "c.yaml").write_text("blocks: []\n")
     with pytest.raises(ConfigError, match="input 'corpus' is one front end's blocks"):

@@ -258,7 +258,7 @@ def _olc(summary: Summary) -> str:
     """OLC as a number; a mixed campaign's per front end ("tf=0.4100 onnx=0.3300"): one
     figure over two corpora would measure neither."""
     if summary.frontends:
-        return " ".join(f"{n}={_olc_of(fe.get('coverage'))}" for n, fe in summary.frontends.items())
+        return " ".join(f"{n}={_olc_of(fe.coverage)}" for n, fe in summary.frontends.items())
     return _olc_of(summary.coverage)
 
 

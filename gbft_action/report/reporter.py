@@ -49,7 +49,7 @@ def tracking_class(rc: RootCauseRow) -> str:
     diagnosis showed no operator, and no chain of two or three, wrong alone.  Such a key names
     where the difference surfaced, not what is wrong (on ONNX most of them named a control
     operator), and a maintainer closes it as "not a bug": it is listed, never filed one by one.
-    It still fails a pull request that introduces it (the verdict reads the policy, not this)."""
+    It still fails a pull request that introduces it (the verdict is bugs.policy.fails_check, not this)."""
     if rc.policy is Policy.SUMMARY and rc.symptom in TRACKING_TITLES:
         return rc.symptom
     # Garbage read from uninitialised memory is the same class (rootcause.same_class): a guess
