@@ -450,9 +450,10 @@ class Lane:
                               self._bounds(r.graph).strict)
 
     def _fail_alike(self, pr: CaseResult, base: CaseResult) -> bool:
-        """Both builds fail the model with outputs that agree within the strict bound: one
-        failure, whichever node each build's localisation stopped at."""
-        if pr.fingerprint is None or base.fingerprint is None:
+        """This build fails the model and the base build's outputs agree with its outputs within
+        the strict bound: one failure (or one model on the bound's edge), whichever node each
+        build's localisation stopped at (bugs.triage.case_verdict)."""
+        if pr.fingerprint is None:
             return False
         a, b = pr.arrays.get("actual"), base.arrays.get("actual")
         if a is None or b is None:

@@ -46,7 +46,9 @@ def test_a_model_both_builds_fail_alike_is_pre_existing_wherever_localisation_st
     gather = Fingerprint("compare", "DCF", "mismatch", "values", "GatherElements", "in-degree 2")
     assert case_verdict(lrn, gather, outputs_agree=True) is Verdict.PRE_EXISTING
     assert case_verdict(lrn, gather) is Verdict.CHANGED  # the same keys, other outputs: changed
-    assert case_verdict(lrn, None, outputs_agree=True) is Verdict.NEW  # nothing to agree with
+    # The base build passed with this build's outputs: the model sits on the bound's edge.
+    assert case_verdict(lrn, None, outputs_agree=True) is Verdict.PRE_EXISTING
+    assert case_verdict(lrn, None) is Verdict.NEW
 
 
 def rec(pr: Fingerprint | None, base: Fingerprint | None, case: str = "cases/1", errors=(None, None)) -> CaseRecord:
