@@ -53,7 +53,8 @@ from .oracle import Status, Tolerance
 from .records.enums import Policy, StopReason, Symptom, Verdict
 from .records.campaign import CampaignIdentity, CampaignRecord, Session
 from .records.case import CaseRecord, PlatformRecord
-from .records.summary import Diagnosis, EngineSummary, FailureRow, HarnessErrors, Outcomes, Summary, TriageSummary
+from .records.summary import (Diagnosis, EngineSummary, FailureRow, HarnessErrors, Outcomes, RootCauseRow, Summary,
+                              TriageSummary)
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource, shard_text
 from .search.guided import GuidedSource
@@ -784,7 +785,7 @@ def summarize(inp: SummaryInputs) -> Summary:
     of = {fid: rc.key.id for rc in causes for fid in rc.fingerprints}
     blamable = {fid for rc in causes if fails_check(rc.key.symptom, _is_new(rc, verdicts, inp.book.before),
                                                     inp.cfg.list_only) for fid in rc.fingerprints}
-    if verdicts is not None:
+    if verdicts is not None and inp.triage is not None:
         seen = {f.key for f in failures}
         tri = TriageSummary(inp.triage.base, triage.counts(verdicts),
                             tuple(f for f in triage.blamed(verdicts) if f in blamable),
