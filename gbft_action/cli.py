@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: gbft_action.bugs.policy.DEFAULT_POLICY)")
     f.add_argument("--list-only", type=_list_only, default=None, metavar="CLASS,...",
                    help="symptom classes whose new failures against the base build are listed, not failing the "
-                        "check, e.g. precision,nan-inf ('' for none; default: reference-disagreement)")
+                        "check, e.g. precision,nan-inf ('none' for none; default: reference-disagreement)")
     _platform_args(f)
     f.add_argument("--platform", dest="platforms", type=_platform_list, help="one engine platform (see --platforms)")
     f.add_argument("--quiet", action="store_true")

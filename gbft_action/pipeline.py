@@ -278,10 +278,9 @@ class Lane:
                 if r.fingerprint is not None and self.cfg.frontend.name != "tf":
                     r.fingerprint = replace(r.fingerprint, frontend=self.cfg.frontend.name)
                 self._symptom(r, res, left)
-            for r in res.every_result():
-                r.error = self._error(r)
-            if res.base is not None:
-                v = case_verdict(res.fingerprint, res.base.fingerprint, self._fail_alike(res, res.base))
+            if res.base is not None:  # how far each build is from the reference: read by the verdict only
+                res.error, res.base.error = self._error(res), self._error(res.base)
+                v = case_verdict(res.fingerprint, res.base.fingerprint, self._outputs_agree(res, res.base))
                 res.verdict = v.value if v is not None else ""
         except _Aborted:
             res.aborted = True
@@ -449,7 +448,7 @@ class Lane:
         return relative_error(r.arrays["expected"], r.arrays["actual"], list(r.graph.outputs),
                               self._bounds(r.graph).strict)
 
-    def _fail_alike(self, pr: CaseResult, base: CaseResult) -> bool:
+    def _outputs_agree(self, pr: CaseResult, base: CaseResult) -> bool:
         """This build fails the model and the base build's outputs agree with its outputs within
         the strict bound: one failure (or one model on the bound's edge), whichever node each
         build's localisation stopped at (bugs.triage.case_verdict)."""

@@ -109,8 +109,9 @@ class BugVerdict:
 
     def to_json(self) -> dict[str, Any]:
         d = {**asdict(self), "verdict": self.verdict.value}
-        return {**d, "errors": list(self.errors)} if self.errors is not None else \
-            {k: v for k, v in d.items() if k != "errors"}
+        if self.errors is None:  # written only for a new one (older files do without)
+            del d["errors"]
+        return d
 
     def to_row(self) -> VerdictRow:
         """The summary's row of it (records.summary)."""
@@ -335,8 +336,9 @@ def tally(summary: Summary) -> Tally:
         by_verdict = {v.value: 0 for v in Verdict} | dict(Counter(rc.verdict.value for rc in rcs if rc.verdict))
         by_verdict["new"] = len(new)
         # New on this build, of a class listed rather than failing (bugs.policy.fails_check).
-        by_verdict["new-listed"] = sum(rc.verdict is Verdict.NEW and rc.policy is not Policy.IGNORE and rc not in new
-                                       for rc in rcs)
+        failing = {rc.key for rc in new}
+        by_verdict["new-listed"] = sum(rc.verdict is Verdict.NEW and rc.policy is not Policy.IGNORE
+                                       and rc.key not in failing for rc in rcs)
         # The base build's own failures have no root causes (nothing of this build to minimise).
         by_verdict["fixed"], by_verdict["flaky-fixed"] = counts.get("fixed", 0), counts.get("flaky-fixed", 0)
     # The tables list every root cause but the ignored ones (ties: counted in a line of their own).
@@ -394,8 +396,8 @@ def headline(summary: Summary) -> str:
         head += ": " + "; ".join(titles)
     rest = []
     if c.get("new-listed"):
-        listed = ", ".join(summary.list_only) or "none"
-        rest.append(f"{c['new-listed']} new of a class listed, not failing ({listed}; see below)")
+        rest.append(f"{c['new-listed']} new of a class listed, not failing ({', '.join(summary.list_only)}; "
+                    f"see below)")
     if c.get("changed"):
         rest.append(f"{c['changed']} changed behaviour{_s(c['changed'])} (the builds differ where TensorFlow cannot "
                     f"tell which is right, or fail differently; listed, not failing this check)")

@@ -52,8 +52,9 @@ class PlatformRecord:
     after: tuple[int, ...] = ()
     fingerprint: Fingerprint | None = None
     key: str = ""  # the fingerprint's id as written ("" for a pass)
-    # The worst relative error against the reference (oracle.relative_error), where the engine
-    # gave outputs and it is finite: the pull request's verdict says by how much precision moved.
+    # The worst relative error against the reference (oracle.relative_error), in a run with a base
+    # build (both builds' first-platform results), where the engine gave outputs and it is finite:
+    # the pull request's verdict says by how much precision moved.
     error: float | None = None
 
     @property
