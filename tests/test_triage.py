@@ -186,11 +186,13 @@ def test_headline_says_the_answer_first():
     s = replace(s, root_causes=(*s.root_causes, rc("rc-r4", "Rsqrt: TensorFlow and ONNX Runtime disagree", ["f"], 1,
                                                    "new", Policy.SUMMARY)))
     assert triage.tally(s).new == 1
-    # An ignored root cause (a tie) is not a table row, so not a distinct failure either.
-    before = triage.tally(s).failures
+    # An ignored root cause (a tie) is not a table row, so not a distinct failure either, nor a
+    # pre-existing one in the headline's counts.
+    before = triage.tally(s)
     s = replace(s, root_causes=(*s.root_causes, rc("rc-r5", "ArgMax: ties", ["g"], 1, "pre-existing",
                                                    Policy.IGNORE)))
-    assert triage.tally(s).failures == before
+    assert triage.tally(s).failures == before.failures
+    assert triage.tally(s).by_verdict["pre-existing"] == before.by_verdict["pre-existing"]
     s = Summary(0, unique_failures=4, new_failures=("a",))
     assert "No base build" in triage.headline(s) and s.blamed == ("a",)
     assert triage.headline(s).startswith("4 distinct failures, 1 not seen before")

@@ -333,7 +333,10 @@ def tally(summary: Summary) -> Tally:
     new = sorted((rc for rc in rcs if blamed & set(rc.fingerprints)), key=lambda rc: (-rc.count, rc.key))
     by_verdict: dict[str, int] = {}
     if tri:  # the blamed ones are "new" whatever else their fingerprints were; the rest by their verdict
-        by_verdict = {v.value: 0 for v in Verdict} | dict(Counter(rc.verdict.value for rc in rcs if rc.verdict))
+        # The tables' rows: an ignored root cause (a tie) is counted in a line of its own, not here
+        # ("118 pre-existing" over a table of 117 was one tie).
+        by_verdict = {v.value: 0 for v in Verdict} | dict(Counter(rc.verdict.value for rc in rcs
+                                                                  if rc.verdict and rc.policy is not Policy.IGNORE))
         by_verdict["new"] = len(new)
         # New on this build, of a class listed rather than failing (bugs.policy.fails_check).
         failing = {rc.key for rc in new}
