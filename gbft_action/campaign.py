@@ -727,7 +727,8 @@ def diagnosis_order(firsts: dict[str, PlatformRecord], seen: dict[str, int],
                    key=lambda f: (policy_for(firsts[f].symptom_text, overrides) != "report",
                                   seen[f] < FREQUENT, firsts[f].n_nodes, f))
     met: set[tuple[str, str, str]] = set()
-    heads, rest = [], []
+    heads: list[str] = []
+    rest: list[str] = []
     for f in order:
         lk = _local(firsts[f])
         (rest if lk in met else heads).append(f)

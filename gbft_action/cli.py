@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .bugs.policy import DEFAULT_LIST_ONLY, parse_list_only
 from .corpus import CorpusError, load_corpus
 from .frontends import FRONTENDS, Frontend, corpus_file, frontend_of, parse_frontends
 from .statefile import corrupt
@@ -101,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--symptom-policy", type=_symptom_policy, default={}, metavar="CLASS=POLICY,...",
                    help="report, summary or ignore per symptom class, e.g. precision=report,nan-inf=summary "
                         "(default: gbft_action.bugs.policy.DEFAULT_POLICY)")
-    f.add_argument("--list-only", type=_list_only, default=None, metavar="CLASS,...",
+    f.add_argument("--list-only", type=_list_only, default=DEFAULT_LIST_ONLY, metavar="CLASS,...",
                    help="symptom classes whose new failures against the base build are listed, not failing the "
                         "check, e.g. precision,nan-inf ('none' for none; default: reference-disagreement)")
     _platform_args(f)
@@ -156,8 +157,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _list_only(text: str) -> tuple[str, ...]:
-    from .bugs.policy import parse_list_only
-
     try:
         return parse_list_only(text)
     except ValueError as e:  # argparse shows an ArgumentTypeError's own words
@@ -286,8 +285,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      minimize_share=args.minimize_share, special_share=args.special_share,
                      platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
-                     symptom_policy=args.symptom_policy, shard=shard,
-                     **({"list_only": args.list_only} if args.list_only is not None else {}))
+                     symptom_policy=args.symptom_policy, list_only=args.list_only, shard=shard)
     try:
         cfg.validate()
     except ValueError as e:

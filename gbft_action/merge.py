@@ -42,6 +42,7 @@ from typing import Any, Callable
 from . import __version__
 from .bugs import triage
 from .bugs.bundle import BugBook, known_of
+from .bugs.policy import DEFAULT_LIST_ONLY
 from .records import BundleMeta, RecordError, Summary
 from .records.summary import Diagnosis, ShardRun
 from .records.known import KnownBug
@@ -349,7 +350,7 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
     head = _head(parts)
     rec = head.record
     cfg = FuzzConfig(out=out, seed=rec.seed, blocks=rec.blocks, symptom_policy=rec.symptom_policy,
-                     **({"list_only": rec.list_only} if rec.list_only is not None else {}))
+                     list_only=DEFAULT_LIST_ONLY if rec.list_only is None else rec.list_only)
     sessions = [s for v in shards.values() for s in v.sessions]
     summaries = [p.summary for p in parts if p.summary is not None]
     platform_info = {name: {"machine": s.platforms[name].machine or "" if name in s.platforms else ""}

@@ -91,6 +91,22 @@ def test_the_rule_is_one_function_over_class_and_newness():
         parse_list_only("precison")
 
 
+def test_the_cli_and_the_action_take_the_listed_classes_and_name_a_bad_one(capsys):
+    from gbft_action.action.config import ActionConfig, ConfigError
+    from gbft_action.cli import build_parser
+
+    ap = build_parser()
+    assert ap.parse_args(["fuzz"]).list_only == ("reference-disagreement",)
+    assert ap.parse_args(["fuzz", "--list-only", "precision,nan-inf"]).list_only == ("precision", "nan-inf")
+    assert ap.parse_args(["fuzz", "--list-only", "none"]).list_only == ()
+    with pytest.raises(SystemExit):
+        ap.parse_args(["fuzz", "--list-only", "precison"])
+    assert "unknown symptom class 'precison'" in capsys.readouterr().err
+    assert ActionConfig().validate().listed_classes == ("reference-disagreement",)
+    with pytest.raises(ConfigError, match="input 'list-only': unknown symptom class 'nan'"):
+        ActionConfig(list_only="nan").validate()
+
+
 def test_an_infinity_turned_into_nan_only_by_the_pr_build_is_red_and_named(tmp_path):
     run = Run(tmp_path)
     run.model(fp("Realdiv"), None, "nan-inf", "Inf->NaN")
