@@ -785,7 +785,8 @@ def summarize(inp: SummaryInputs) -> Summary:
     causes = root_causes(failures, firsts, inp.book, inp.cfg.symptom_policy)
     of = {fid: rc.key.id for rc in causes for fid in rc.fingerprints}
     blamable = {fid for rc in causes if fails_check(rc.key.symptom, _is_new(rc, verdicts, inp.book.before),
-                                                    inp.cfg.list_only) for fid in rc.fingerprints}
+                                                    inp.cfg.list_only, verdicts is not None, rc.policy)
+                for fid in rc.fingerprints}
     if verdicts is not None and inp.triage is not None:
         seen = {f.key for f in failures}
         tri = TriageSummary(inp.triage.base, triage.counts(verdicts),

@@ -86,6 +86,11 @@ def test_the_rule_is_one_function_over_class_and_newness():
     assert not fails_check("tie", True, ())  # not a defect, listed or not
     assert not fails_check("crash", False)
     assert not fails_check("precision", True, ("precision",))
+    # Without a base build nothing says the engine changed: only what the policy files (and a lost
+    # operator) fails a run on what was not seen before.
+    assert not fails_check("precision", True, against_base=False, policy="summary")
+    assert fails_check("unsupported", True, against_base=False, policy="summary")
+    assert fails_check("crash", True, against_base=False, policy="report")
     assert parse_list_only("none") == () and parse_list_only("precision, nan-inf") == ("precision", "nan-inf")
     with pytest.raises(ValueError, match="unknown symptom class 'precison'"):
         parse_list_only("precison")

@@ -7,8 +7,8 @@
 
 ``DEFAULT_POLICY`` is the campaign's default; a user overrides classes with
 ``symptom-policy`` (action) or ``--symptom-policy`` (``gbft fuzz``), both parsed
-here by ``parse_policy`` so the two cannot disagree.  The policy decides issues and tracking
-issues, and nothing else: what fails a pull request is ``fails_check``.
+here by ``parse_policy`` so the two cannot disagree.  With a base build the policy decides issues
+and tracking issues, and nothing else: what fails a pull request is ``fails_check``.
 
 May import: the standard library only (the action's config reads it).
 """
@@ -50,12 +50,18 @@ LIST_ONLY_WHY: dict[str, str] = {
 NOT_DEFECTS = ("tie",)
 
 
-def fails_check(symptom: str, new: bool, list_only: tuple[str, ...] | frozenset[str] = DEFAULT_LIST_ONLY) -> bool:
-    """The one rule that fails a pull request (fail-on: new).  ``new``: with a base build, a
-    confirmed regression (models the base build passes and this build fails, on every replay);
-    without one, a root cause not seen before (--state).  ``list_only``: the classes a team
-    chose to list rather than fail.  The symptom policy (issues or tracking issues) plays no part."""
-    return new and symptom not in NOT_DEFECTS and symptom not in list_only
+def fails_check(symptom: str, new: bool, list_only: tuple[str, ...] | frozenset[str] = DEFAULT_LIST_ONLY,
+                against_base: bool = True, policy: str = "report") -> bool:
+    """The one rule that fails the check (fail-on: new).  ``new``: with a base build
+    (``against_base``), a confirmed regression (models the base build passes and this build
+    fails, on every replay), whatever its class but those listed (``list_only``), the symptom
+    policy playing no part.  Without a base build, a root cause not seen before (--state): then
+    nothing says the engine changed, so only what the policy files fails it (and an operator
+    whose support went away); a precision or NaN/Inf difference met for the first time is an
+    old imprecision as likely as a new one."""
+    if not new or symptom in NOT_DEFECTS or symptom in list_only:
+        return False
+    return against_base or policy == "report" or symptom == "unsupported"
 
 
 def listed_line(list_only: tuple[str, ...] | list[str]) -> str:
