@@ -26,5 +26,6 @@ RUN --mount=type=secret,id=ca,required=false \
 
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
-    TF_CPP_MIN_LOG_LEVEL=2
+    TF_CPP_MIN_LOG_LEVEL=2 \
+    TF_ENABLE_ONEDNN_OPTS=1
 ENTRYPOINT ["gbft", "action"]

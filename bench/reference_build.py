@@ -18,12 +18,13 @@ across models, so a long campaign pays less).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from gbft_action.reference.tfenv import set_tf_env  # noqa: E402
+
+set_tf_env()  # before TensorFlow loads: the reference worker's kernels
 
 import tensorflow as tf  # noqa: E402
 

@@ -13,13 +13,14 @@ every model is normal), which gives the "before" figure.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from collections import Counter
 from dataclasses import fields
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from gbft_action.reference.tfenv import set_tf_env  # noqa: E402
+
+set_tf_env()  # before TensorFlow loads: the reference worker's kernels
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

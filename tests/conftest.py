@@ -52,6 +52,9 @@ def tensorflow_in_process() -> None:
     worker) would otherwise silently turn every later TensorFlow test into a skip."""
     if any(m == "MNN" or m.startswith(("MNN.", "_mnncengine")) for m in sys.modules):
         pytest.fail("MNN was imported into the pytest process by an earlier test; engines run in workers")
+    from gbft_action.reference.tfenv import set_tf_env
+
+    set_tf_env()  # the reference worker's kernels (a no-op once TensorFlow is loaded)
 
 
 

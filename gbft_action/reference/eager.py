@@ -8,7 +8,8 @@ costs the Python call per node and the arithmetic.  The values are the session's
 for bit (``tests/test_graphdef.py``, every node of random graphs of the whole corpus)
 but for one thing: graph mode and eager mode pick different oneDNN paths for some
 Conv2D geometries (mostly one input channel), which sum in another order (12 of 600
-random graphs first differed at such a Conv2D, within 1e-5 there).  Both must run one
+random graphs first differed at such a Conv2D on an AVX-512 host, a third of them on an
+AVX2-only host, within 1e-5 of the tensor's largest value).  Both must run one
 thread per op: ``single_threaded`` sets that before TensorFlow's eager context starts,
 and says whether it holds (an in-process caller may have started the context with
 other settings; the worker then uses a session).

@@ -28,7 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from .tfenv import set_tf_env  # noqa: E402  (before TensorFlow loads)
+
+set_tf_env()
 
 import tensorflow as tf  # noqa: E402
 

@@ -3,6 +3,7 @@ import os
 from .expr import Var
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ["TF_ENABLE_ONEDNN_OPTS"] = "1"  # the reference worker's kernels
 
 
 class _Module:
