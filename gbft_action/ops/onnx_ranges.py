@@ -231,3 +231,47 @@ def _topk(ins, types, p, out):
 @rule("LSTM", "GRU")
 def _recurrent(ins, types, p, out):
     return R.UNIT  # o * tanh(c) and (1 - z) * tanh(.) + z * h with h0 = 0
+
+
+# --------------------------------------------------------------------------- exported forms (ops.onnx_exported)
+
+
+@rule("RMSNormPattern", "LayerNormPattern")
+def _norm_pattern(ins, types, p, out):
+    # |x / rms(x)| <= sqrt(n) over the n elements of the last axis; gamma and beta in [-1, 1]
+    return R._sym(math.sqrt(types[0].shape[-1]) + 1.0)
+
+
+@rule("GroupNormPattern")
+def _group_norm_pattern(ins, types, p, out):
+    n, c = types[0].shape[:2]
+    return R._sym(math.sqrt(prod(types[0].shape) // (n * p["groups"])) + 1.0)
+
+
+@rule("GeluPattern", "SwiGLUPattern")
+def _gated(ins, types, p, out):
+    lo, hi = ins[0]
+    if p.get("form") == "swiglu":  # down(silu(x Wg) * (x Wu)): weights U[-1, 1]
+        e = types[0].shape[-1]
+        m = R._mul(R.magnitude(ins[0]), e)
+        return R._sym(R._mul(R._mul(m, m), p["hidden"]))
+    return (min(lo, -0.3), max(hi, 0.0))  # x * gate(x) >= -0.28 (SiLU's minimum; Gelu's is -0.17)
+
+
+@rule("RotaryPattern")
+def _rotary(ins, types, p, out):
+    return R._sym(2.0 * R.magnitude(ins[0]))  # |x cos + y sin| <= |x| + |y|
+
+
+@rule("AttentionPattern")
+def _attention(ins, types, p, out):
+    e = types[0].shape[-1]
+    v = max(R._mul(R.magnitude(ins[0]), e), 1.0)  # a value (or a cached one, in [-1, 1])
+    return R._sym(R._mul(v, p["heads"] * p["head_dim"]))  # a convex mix of values, projected
+
+
+@rule("CausalConvPattern")
+def _causal_conv(ins, types, p, out):
+    c = types[0].shape[1]
+    taps = p["kernel"] * (1 if p["depthwise"] else c)
+    return R._sym(R._mul(max(R.magnitude(ins[0]), 1.0), taps) + 1.0)

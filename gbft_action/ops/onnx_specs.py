@@ -13,7 +13,7 @@ that every model is valid by construction, as for TensorFlow.  Tensors an
 operator needs beside its data input (weights, indices, grids, rois) are drawn
 by the emitter from ``weights_rng(seed, node id)``: only their shapes are here.
 
-Framework-free.  May import: graph.ir, ops.domains, ops.shapes, ops.specs.
+Framework-free.  May import: graph.ir, ops.domains, ops.onnx_exported, ops.shapes, ops.specs.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import random
 
 from ..graph.ir import TensorType
 from .domains import Choice, Domain, FloatRange, IntRange
+from .onnx_exported import exported_specs
 from .shapes import MAX_ELEMS, MAX_RANK, conv_out, divisors, factorize, prod, same_out, slice_len, to_rank4
 from .specs import (
     F32,
@@ -768,6 +769,7 @@ def _table() -> dict[str, Spec]:
         Recurrent("GRU", "GRU", ranks=(3, 3), domains={
             "hidden_size": IntRange(1, 8), "direction": Choice(("forward", "reverse", "bidirectional")),
             "layout": Choice((0,)), "linear_before_reset": BOOL}),
+        *exported_specs(),
     ]
     return {s.name: s for s in specs}
 

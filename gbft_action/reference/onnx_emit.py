@@ -25,6 +25,7 @@ from ..graph.ir import Graph, Node, TensorType
 from ..ops.onnx_specs import FLOAT_SPECIALS, INT_EDGES, ONNX_SPECS, MatMul
 from ..ops.recorded import Instance, recorded_specs
 from . import registrar
+from .onnx_exported import EXPORTED_EMITTERS
 from .onnx_patterns import parsed
 from .weights import divisor, uniform, weights_rng
 
@@ -71,6 +72,7 @@ EMITTERS: dict[str, Emitter] = {}
 
 
 emits = registrar(EMITTERS)
+EMITTERS.update(EXPORTED_EMITTERS)  # the exported forms (ops.onnx_exported), written out
 
 
 def value_info(name: str, t: TensorType) -> onnx.ValueInfoProto:

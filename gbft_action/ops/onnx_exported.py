@@ -1,0 +1,161 @@
+"""Exported forms: the subgraphs exporters write for a transformer's layers, one block each (issue 36).
+
+torch.onnx.export and HF's exporters write RMSNorm, LayerNorm, GroupNorm, Gelu, SiLU /
+SwiGLU, rotary embeddings, scaled dot-product attention and causal convolutions as primitive
+operators (the function bodies of ONNX's opset-18+ operators, written out), and MNN's
+converter recognises those subgraphs and fuses them into its own kernels (its
+``optimizer/merge/Fuse*`` passes).  A defect there lives in a pass no single-operator probe
+and no CNN-era block reaches.
+
+Each form is ONE node of the IR, expanded by ``reference.onnx_exported`` into its ONNX nodes,
+so that:
+  * a key names the pattern and what sets the instance apart ("AttentionPattern: wrong
+    results (mask=causal, heads=4)"): its choice parameters are the ones diagnosis names;
+  * the minimiser can drop or simplify the node but never cut the subgraph in two: a
+    minimised model still holds the whole form, so it still triggers the fusion.
+Constants a pass checks by value (Gelu's 0.5 and sqrt(2), a norm's epsilon, the exponent 2)
+are written as exporters write them, never drawn at random.
+
+Framework-free.  May import: graph.ir, ops.domains, ops.shapes, ops.specs.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from ..graph.ir import TensorType
+from .domains import Choice, Domain, IntRange
+from .shapes import MAX_ELEMS, MAX_RANK, divisors, factorize, prod
+from .specs import F32, Params, Spec
+
+BOOL = Choice((True, False))
+EPSILONS = Choice((1e-5, 1e-6, 1e-12))  # torch's LayerNorm, LLaMA's RMSNorm, BERT's LayerNorm
+
+
+class Pattern(Spec):
+    """An exported form over its input's last axis (or NCHW channels): the output has the
+    input's shape unless a subclass says otherwise."""
+
+    def __init__(self, name: str, ranks: tuple[int, int], domains: dict[str, Domain]) -> None:
+        super().__init__(name, name, frozenset({1}), ranks=ranks, domains=domains)
+
+    def rank4(self, rng: random.Random, size: int) -> tuple[int, ...]:
+        return factorize(rng, size, 4)
+
+    def infer(self, ins: list[TensorType], p: Params) -> TensorType:
+        return TensorType(ins[0].shape, F32)
+
+
+class GroupNormPattern(Pattern):
+    """torch's GroupNorm export: Reshape [N, G, -1] -> InstanceNormalization -> Reshape back ->
+    per-channel Mul and Add.  ``groups`` is repaired to a divisor of C."""
+
+    def repair(self, rng, ins, p):
+        c = ins[0].shape[1]
+        ok = [d for d in divisors(c) if d <= p["groups"]] or [1]
+        p["groups"] = max(ok)
+        return p
+
+
+class SwiGLUPattern(Pattern):
+    """SiLU (x * Sigmoid(x)) or LLaMA's MLP: down(silu(x Wg) * (x Wu)), back to the input's width."""
+
+    def repair(self, rng, ins, p):
+        lead = prod(ins[0].shape[:-1])
+        while p["hidden"] > 2 and lead * p["hidden"] > MAX_ELEMS:
+            p["hidden"] //= 2
+        return p
+
+
+class RotaryPattern(Pattern):
+    """Rotary embedding on [B, H, S, D]: the first ``rot`` = D or D/2 (partial, GPT-NeoX) dims,
+    rounded down to even, rotated as HF's rotate_half (Slice, Neg, Concat), with cos and sin as
+    constants or gathered from a cache by position ids; the rest passes through."""
+
+    def want(self, rng, ins):
+        t = ins[0]
+        shape = t.shape if t.rank == 4 else factorize(rng, t.size, 4)
+        if shape[-1] < 2:  # nothing to rotate: put the largest dim last
+            shape = tuple(sorted(shape))
+        return [TensorType(shape, F32)]
+
+    @staticmethod
+    def rot(d: int, p: Params) -> int:
+        r = d // 2 if p["partial"] else d
+        return r - r % 2
+
+
+class AttentionPattern(Pattern):
+    """Scaled dot-product attention as exporters write it, on x [B, S, E]: q, k, v = x W (MatMul),
+    Reshape [B, S, heads, dh] and Transpose to [B, heads, S, dh]; k (and v) after ``past``
+    cached positions (Concat on the sequence axis); grouped key/value heads (gqa: heads / 2 of
+    them) repeated to full as HF's repeat_kv (Unsqueeze, Expand, Reshape); scores q k^T scaled
+    (Mul by 1/sqrt(dh) or Div by sqrt(dh)); a causal or padding mask added (0 or the float
+    minimum, as HF writes it); Softmax on the last axis; p v; Transpose and Reshape back and an
+    output projection to E."""
+
+    MAX_SEQ, MAX_WIDTH = 16, 32
+
+    def want(self, rng, ins):
+        t = ins[0]
+        b, s, e = t.shape if t.rank == 3 else factorize(rng, t.size, 3)
+        return [TensorType((min(b, 2), min(s, self.MAX_SEQ), min(e, self.MAX_WIDTH)), F32)]
+
+    def repair(self, rng, ins, p):
+        if p["kv"] == "gqa" and p["heads"] < 2:
+            p["kv"] = "mha"
+        return p
+
+    @staticmethod
+    def kv_heads(p: Params) -> int:
+        return p["heads"] // 2 if p["kv"] == "gqa" else p["heads"]
+
+
+class CausalConvPattern(Pattern):
+    """A causal 1-D convolution with its state (Mamba / streaming conv): Concat(state, x) on the
+    time axis of [N, C, T], then Conv with kernel K and no padding, depthwise or dense: the
+    output has x's shape (dense: ``out_ch`` channels).  The state is a constant [N, C, K - 1]."""
+
+    def want(self, rng, ins):
+        t = ins[0]
+        n, c, tt = t.shape if t.rank == 3 else factorize(rng, t.size, 3)
+        return [TensorType((n, min(c, 16), tt), F32)]
+
+    def infer(self, ins, p):
+        n, c, t = ins[0].shape
+        return TensorType((n, c if p["depthwise"] else p["out_ch"], t), F32)
+
+
+ANY = (1, MAX_RANK)
+
+
+def exported_specs() -> list[Spec]:
+    """The forms, with the choices that set instances apart (a key names those a defect needs)."""
+    return [
+        Pattern("RMSNormPattern", ANY, {"epsilon": EPSILONS, "form": Choice(("div", "reciprocal")),
+                                        "gamma": BOOL}),
+        Pattern("LayerNormPattern", (2, MAX_RANK), {"epsilon": EPSILONS, "square": Choice(("pow", "mul")),
+                                             "affine": BOOL}),
+        GroupNormPattern("GroupNormPattern", (4, 4), {"groups": IntRange(1, 8), "epsilon": EPSILONS}),
+        Pattern("GeluPattern", ANY, {"form": Choice(("erf", "tanh_torch", "tanh_nested"))}),
+        SwiGLUPattern("SwiGLUPattern", (2, 4), {"form": Choice(("silu", "swiglu")), "hidden": IntRange(2, 16)}),
+        RotaryPattern("RotaryPattern", (4, 4), {"cache": Choice(("const", "gathered")), "partial": BOOL,
+                                                "base": Choice((10000.0, 500000.0))}),
+        AttentionPattern("AttentionPattern", (3, 3), {
+            "heads": Choice((1, 2, 4)), "head_dim": Choice((4, 8)), "kv": Choice(("mha", "gqa")),
+            "mask": Choice(("none", "causal", "padding")), "scale": Choice(("mul", "div")),
+            "past": Choice((0, 2))}),
+        CausalConvPattern("CausalConvPattern", (3, 3), {"kernel": IntRange(2, 4), "depthwise": BOOL,
+                                                        "out_ch": IntRange(1, 8)}),
+    ]
+
+
+def rope_angles(positions: int, rot: int, base: float) -> list[list[float]]:
+    """θ[s][i] = s / base^(2i / rot) for the first rot / 2 frequencies, duplicated as HF's
+    ``torch.cat((freqs, freqs), -1)``: [positions, rot]."""
+    half = [1.0 / base ** (2 * i / rot) for i in range(rot // 2)]
+    return [[s * f for f in half + half] for s in range(positions)]
+
+
+GELU_TANH_C = math.sqrt(2.0 / math.pi)

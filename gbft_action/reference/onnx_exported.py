@@ -1,0 +1,252 @@
+"""Emitters of the exported forms (``ops.onnx_exported``): each node written out as the
+primitive ONNX operators torch.onnx.export and HF's exporters emit for it, the constants a
+converter's fusion pass checks by value written as the exporters write them.
+
+Every helper tensor is ``<id>_<suffix>`` and the last node's output is the node's tensor, as
+in ``onnx_emit``.  Registered into ``onnx_emit.EMITTERS`` when that module loads.
+
+No TensorFlow.  May import: graph.ir, ops, reference.onnx_emit, reference.weights, onnx, numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..ops.onnx_exported import GELU_TANH_C, AttentionPattern, RotaryPattern, rope_angles
+from . import registrar
+from .weights import uniform
+
+if TYPE_CHECKING:  # onnx_emit imports this module: its Ctx for the hints only
+    from .onnx_emit import Ctx
+
+EXPORTED_EMITTERS: dict[str, Callable[..., Any]] = {}
+emits = registrar(EXPORTED_EMITTERS)
+
+F32_MIN = float(np.finfo(np.float32).min)  # HF's additive mask value: torch.finfo(dtype).min
+
+
+def _scalar(ctx: Ctx, suffix: str, v: float) -> str:
+    return ctx.const(suffix, np.float32(v))
+
+
+def _t(ctx: Ctx, suffix: str) -> str:
+    return f"{ctx.node.id}_{suffix}"
+
+
+def _mean_last(ctx: Ctx, x: str, out: str) -> str:
+    return ctx.op("ReduceMean", [x], out=_t(ctx, out), axes=[-1], keepdims=1)
+
+
+@emits("RMSNormPattern")
+def _rms_norm(ctx, xs, p):
+    """x * rsqrt(mean(x^2, -1) + eps) * gamma (LLaMA), or x / sqrt(...) (T5's Div form)."""
+    x = xs[0]
+    d = ctx.type(x).shape[-1]
+    sq = ctx.op("Pow", [x, _scalar(ctx, "two", 2.0)], out=_t(ctx, "sq"))
+    var = _mean_last(ctx, sq, "var")
+    rms = ctx.op("Sqrt", [ctx.op("Add", [var, _scalar(ctx, "eps", p["epsilon"])], out=_t(ctx, "var_eps"))],
+                 out=_t(ctx, "rms"))
+    last = None if not p["gamma"] else _t(ctx, "normed")
+    if p["form"] == "div":
+        normed = ctx.op("Div", [x, rms], out=last)
+    else:
+        normed = ctx.op("Mul", [x, ctx.op("Reciprocal", [rms], out=_t(ctx, "inv"))], out=last)
+    if p["gamma"]:
+        ctx.op("Mul", [normed, ctx.const("gamma", uniform(ctx.rng, (d,)))])
+
+
+@emits("LayerNormPattern")
+def _layer_norm(ctx, xs, p):
+    """(x - mean) / sqrt(mean((x - mean)^2) + eps) * gamma + beta over the last axis."""
+    x = xs[0]
+    d = ctx.type(x).shape[-1]
+    mean = _mean_last(ctx, x, "mean")
+    cen = ctx.op("Sub", [x, mean], out=_t(ctx, "centred"))
+    sq = (ctx.op("Pow", [cen, _scalar(ctx, "two", 2.0)], out=_t(ctx, "sq")) if p["square"] == "pow"
+          else ctx.op("Mul", [cen, cen], out=_t(ctx, "sq")))
+    var = _mean_last(ctx, sq, "var")
+    std = ctx.op("Sqrt", [ctx.op("Add", [var, _scalar(ctx, "eps", p["epsilon"])], out=_t(ctx, "var_eps"))],
+                 out=_t(ctx, "std"))
+    if not p["affine"]:
+        ctx.op("Div", [cen, std])
+        return
+    normed = ctx.op("Div", [cen, std], out=_t(ctx, "normed"))
+    scaled = ctx.op("Mul", [normed, ctx.const("gamma", uniform(ctx.rng, (d,)))], out=_t(ctx, "scaled"))
+    ctx.op("Add", [scaled, ctx.const("beta", uniform(ctx.rng, (d,)))])
+
+
+@emits("GroupNormPattern")
+def _group_norm(ctx, xs, p):
+    """torch.nn.GroupNorm's export: InstanceNormalization over [N, G, C/G * H * W] with unit
+    scale and zero bias, reshaped back, then the per-channel affine."""
+    x = xs[0]
+    n, c, h, w = ctx.type(x).shape
+    g = p["groups"]
+    grouped = ctx.op("Reshape", [x, ctx.ints("grouped_shape", [n, g, -1])], out=_t(ctx, "grouped"))
+    normed = ctx.op("InstanceNormalization", [grouped, ctx.const("ones", np.ones(g, np.float32)),
+                                              ctx.const("zeros", np.zeros(g, np.float32))],
+                    out=_t(ctx, "normed"), epsilon=float(p["epsilon"]))
+    back = ctx.op("Reshape", [normed, ctx.ints("shape", [n, c, h, w])], out=_t(ctx, "back"))
+    scaled = ctx.op("Mul", [back, ctx.const("gamma", uniform(ctx.rng, (c, 1, 1)))], out=_t(ctx, "scaled"))
+    ctx.op("Add", [scaled, ctx.const("beta", uniform(ctx.rng, (c, 1, 1)))])
+
+
+@emits("GeluPattern")
+def _gelu(ctx, xs, p):
+    """erf: x * 0.5 * (1 + erf(x / sqrt(2))), in torch's export order (Div, Erf, Add, Mul, Mul);
+    tanh: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), in torch's order or nested
+    as MNN's own pass expects it."""
+    x = xs[0]
+    if p["form"] == "erf":
+        e = ctx.op("Erf", [ctx.op("Div", [x, _scalar(ctx, "sqrt2", math.sqrt(2.0))], out=_t(ctx, "scaled"))],
+                   out=_t(ctx, "erf"))
+        one_plus = ctx.op("Add", [e, _scalar(ctx, "one", 1.0)], out=_t(ctx, "one_plus"))
+        ctx.op("Mul", [ctx.op("Mul", [x, one_plus], out=_t(ctx, "x_times")), _scalar(ctx, "half", 0.5)])
+        return
+    cube = ctx.op("Pow", [x, _scalar(ctx, "three", 3.0)], out=_t(ctx, "cube"))
+    inner = ctx.op("Add", [x, ctx.op("Mul", [cube, _scalar(ctx, "c", 0.044715)], out=_t(ctx, "c_cube"))],
+                   out=_t(ctx, "inner"))
+    t = ctx.op("Tanh", [ctx.op("Mul", [inner, _scalar(ctx, "k", GELU_TANH_C)], out=_t(ctx, "k_inner"))],
+               out=_t(ctx, "tanh"))
+    one_plus = ctx.op("Add", [t, _scalar(ctx, "one", 1.0)], out=_t(ctx, "one_plus"))
+    if p["form"] == "tanh_nested":  # x * ((1 + tanh) * 0.5): the nesting MNN's FuseGeLu matches
+        ctx.op("Mul", [x, ctx.op("Mul", [one_plus, _scalar(ctx, "half", 0.5)], out=_t(ctx, "gate"))])
+        return
+    half_x = ctx.op("Mul", [x, _scalar(ctx, "half", 0.5)], out=_t(ctx, "half_x"))  # torch / HF's order
+    ctx.op("Mul", [half_x, one_plus])
+
+
+@emits("SwiGLUPattern")
+def _swiglu(ctx, xs, p):
+    x = xs[0]
+    if p["form"] == "silu":
+        ctx.op("Mul", [x, ctx.op("Sigmoid", [x], out=_t(ctx, "sig"))])
+        return
+    e, hid = ctx.type(x).shape[-1], p["hidden"]
+    gate = ctx.op("MatMul", [x, ctx.const("w_gate", uniform(ctx.rng, (e, hid)))], out=_t(ctx, "gate"))
+    up = ctx.op("MatMul", [x, ctx.const("w_up", uniform(ctx.rng, (e, hid)))], out=_t(ctx, "up"))
+    silu = ctx.op("Mul", [gate, ctx.op("Sigmoid", [gate], out=_t(ctx, "gate_sig"))], out=_t(ctx, "silu"))
+    h = ctx.op("Mul", [silu, up], out=_t(ctx, "h"))
+    ctx.op("MatMul", [h, ctx.const("w_down", uniform(ctx.rng, (hid, e)))])
+
+
+@emits("RotaryPattern")
+def _rotary(ctx, xs, p):
+    """x * cos + rotate_half(x) * sin on the first ``rot`` dims of [B, H, S, D]."""
+    x = xs[0]
+    b, h, s, d = ctx.type(x).shape
+    rot = RotaryPattern.rot(d, p)
+    if rot == 0:  # too narrow to rotate (D < 2, or D < 4 when partial): cos of angle 0
+        ctx.op("Mul", [x, _scalar(ctx, "cos0", 1.0)])
+        return
+    cos, sin = _rope_tables(ctx, s, rot, p)
+    part = x if rot == d else ctx.op("Slice", [x, ctx.ints("rot_start", [0]), ctx.ints("rot_end", [rot]),
+                                               ctx.ints("rot_axes", [-1])], out=_t(ctx, "rot_part"))
+    x1 = ctx.op("Slice", [part, ctx.ints("x1_start", [0]), ctx.ints("x1_end", [rot // 2]),
+                          ctx.ints("x1_axes", [-1])], out=_t(ctx, "x1"))
+    x2 = ctx.op("Slice", [part, ctx.ints("x2_start", [rot // 2]), ctx.ints("x2_end", [rot]),
+                          ctx.ints("x2_axes", [-1])], out=_t(ctx, "x2"))
+    rotated = ctx.op("Concat", [ctx.op("Neg", [x2], out=_t(ctx, "neg_x2")), x1], out=_t(ctx, "rotated"), axis=-1)
+    a = ctx.op("Mul", [part, cos], out=_t(ctx, "x_cos"))
+    c = ctx.op("Mul", [rotated, sin], out=_t(ctx, "rot_sin"))
+    if rot == d:
+        ctx.op("Add", [a, c])
+        return
+    emb = ctx.op("Add", [a, c], out=_t(ctx, "embedded"))
+    rest = ctx.op("Slice", [x, ctx.ints("pass_start", [rot]), ctx.ints("pass_end", [d]),
+                            ctx.ints("pass_axes", [-1])], out=_t(ctx, "pass"))
+    ctx.op("Concat", [emb, rest], axis=-1)
+
+
+def _rope_tables(ctx: Ctx, s: int, rot: int, p: dict) -> tuple[str, str]:
+    """cos and sin [S, rot]: constants, or Gather'ed from a cache of S + 4 positions by
+    position ids (HF's cos_cached[position_ids]), then broadcast over batch and heads."""
+    angles = np.asarray(rope_angles(s + 4 if p["cache"] == "gathered" else s, rot, p["base"]), np.float64)
+    if p["cache"] == "const":
+        return (ctx.const("cos", np.cos(angles).astype(np.float32)),
+                ctx.const("sin", np.sin(angles).astype(np.float32)))
+    ids = ctx.const("position_ids", np.arange(s, dtype=np.int64), np.int64)
+    cos = ctx.op("Gather", [ctx.const("cos_cache", np.cos(angles).astype(np.float32)), ids], out=_t(ctx, "cos"),
+                 axis=0)
+    sin = ctx.op("Gather", [ctx.const("sin_cache", np.sin(angles).astype(np.float32)), ids], out=_t(ctx, "sin"),
+                 axis=0)
+    return cos, sin
+
+
+@emits("AttentionPattern")
+def _attention(ctx, xs, p):
+    x = xs[0]
+    b, s, e = ctx.type(x).shape
+    heads, dh, kvh, past = p["heads"], p["head_dim"], AttentionPattern.kv_heads(p), p["past"]
+    q = _heads(ctx, x, "q", heads, dh)
+    kv_shape = (b, kvh, past + s, dh)  # after the cache
+    k = _repeat_kv(ctx, _cached(ctx, _heads(ctx, x, "k", kvh, dh), "k", past, kv_shape), "k", heads, kv_shape)
+    v = _repeat_kv(ctx, _cached(ctx, _heads(ctx, x, "v", kvh, dh), "v", past, kv_shape), "v", heads, kv_shape)
+    kt = ctx.op("Transpose", [k], out=_t(ctx, "k_t"), perm=[0, 1, 3, 2])
+    scores = ctx.op("MatMul", [q, kt], out=_t(ctx, "qk"))
+    scores = (ctx.op("Mul", [scores, _scalar(ctx, "scale", 1.0 / math.sqrt(dh))], out=_t(ctx, "scaled"))
+              if p["scale"] == "mul" else
+              ctx.op("Div", [scores, _scalar(ctx, "sqrt_dh", math.sqrt(dh))], out=_t(ctx, "scaled")))
+    if p["mask"] != "none":
+        scores = ctx.op("Add", [scores, ctx.const("mask", _mask(p["mask"], s, past))], out=_t(ctx, "masked"))
+    probs = ctx.op("Softmax", [scores], out=_t(ctx, "probs"), axis=-1)
+    ctxv = ctx.op("MatMul", [probs, v], out=_t(ctx, "pv"))
+    merged = ctx.op("Transpose", [ctxv], out=_t(ctx, "pv_t"), perm=[0, 2, 1, 3])
+    flat = ctx.op("Reshape", [merged, ctx.ints("merged_shape", [b, s, heads * dh])], out=_t(ctx, "merged"))
+    ctx.op("MatMul", [flat, ctx.const("w_o", uniform(ctx.rng, (heads * dh, e)))])
+
+
+def _heads(ctx: Ctx, x: str, name: str, heads: int, dh: int) -> str:
+    """x W reshaped to [B, S, heads, dh] and transposed to [B, heads, S, dh]."""
+    b, s, e = ctx.type(x).shape
+    proj = ctx.op("MatMul", [x, ctx.const(f"w_{name}", uniform(ctx.rng, (e, heads * dh)))], out=_t(ctx, name))
+    split = ctx.op("Reshape", [proj, ctx.ints(f"{name}_shape", [b, s, heads, dh])], out=_t(ctx, f"{name}_heads"))
+    return ctx.op("Transpose", [split], out=_t(ctx, f"{name}_bhsd"), perm=[0, 2, 1, 3])
+
+
+def _cached(ctx: Ctx, t: str, name: str, past: int, shape: tuple[int, int, int, int]) -> str:
+    """The key-value cache: ``past`` earlier positions (a constant) concatenated in front;
+    ``shape`` is the result's [B, kv heads, past + S, dh]."""
+    b, kvh, _, dh = shape
+    if past == 0:
+        return t
+    cache = ctx.const(f"past_{name}", uniform(ctx.rng, (b, kvh, past, dh)))
+    return ctx.op("Concat", [cache, t], out=_t(ctx, f"{name}_all"), axis=2)
+
+
+def _repeat_kv(ctx: Ctx, t: str, name: str, heads: int, shape: tuple[int, int, int, int]) -> str:
+    """HF's repeat_kv: [B, kvh, L, dh] -> Unsqueeze(2) -> Expand [B, kvh, rep, L, dh] -> Reshape."""
+    b, kvh, length, dh = shape
+    if heads == kvh:
+        return t
+    u = ctx.op("Unsqueeze", [t, ctx.ints(f"{name}_unsq_axes", [2])], out=_t(ctx, f"{name}_unsq"))
+    ex = ctx.op("Expand", [u, ctx.ints(f"{name}_expand_shape", [b, kvh, heads // kvh, length, dh])],
+                out=_t(ctx, f"{name}_expanded"))
+    return ctx.op("Reshape", [ex, ctx.ints(f"{name}_rep_shape", [b, heads, length, dh])], out=_t(ctx, f"{name}_rep"))
+
+
+def _mask(kind: str, s: int, past: int) -> np.ndarray:
+    """[S, past + S]: causal (query i sees keys up to past + i) or padding (the last key, a
+    padded position, hidden from every query; never a whole row)."""
+    m = np.zeros((s, past + s), np.float32)
+    if kind == "causal":
+        m[np.triu_indices(s, k=past + 1, m=past + s)] = F32_MIN
+    elif past + s > 1:
+        m[:, -1] = F32_MIN
+    return m
+
+
+@emits("CausalConvPattern")
+def _causal_conv(ctx, xs, p):
+    x = xs[0]
+    n, c, t = ctx.type(x).shape
+    k = p["kernel"]
+    state = ctx.const("state", uniform(ctx.rng, (n, c, k - 1)))
+    full = ctx.op("Concat", [state, x], out=_t(ctx, "with_state"), axis=2)
+    oc, group = (c, c) if p["depthwise"] else (p["out_ch"], 1)
+    w = ctx.const("w", uniform(ctx.rng, (oc, c // group, k)))
+    ctx.op("Conv", [full, w, ctx.const("bias", uniform(ctx.rng, (oc,)))], kernel_shape=[k], pads=[0, 0],
+           strides=[1], dilations=[1], group=group)

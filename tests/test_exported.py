@@ -1,0 +1,190 @@
+"""The exported forms (ops.onnx_exported, reference.onnx_exported): each computes its layer's
+formula (ONNX Runtime against float64 numpy written here from the papers' formulas, not
+from the emitter), and the forms MNN's converter fuses reach its fusion passes."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gbft_action.graph.ir import Graph, Node, TensorType
+from gbft_action.ops.onnx_exported import AttentionPattern, RotaryPattern, exported_specs
+from gbft_action.ops.onnx_specs import ONNX_SPECS
+from gbft_action.reference.onnx_worker import OnnxReferenceHandler
+from gbft_action.reference.weights import weights_rng
+from gbft_action.workers.arrays import unpack
+
+HANDLER = OnnxReferenceHandler()
+SHAPES = {"GroupNormPattern": (1, 6, 3, 4), "RotaryPattern": (2, 2, 5, 6), "AttentionPattern": (2, 5, 6),
+          "CausalConvPattern": (1, 4, 7)}
+FORMS = [s.name for s in exported_specs()]
+
+
+def _one(op: str, params: dict, seed: int) -> Graph:
+    t = TensorType(SHAPES.get(op, (2, 3, 8)))
+    out = ONNX_SPECS[op].infer([t], params)
+    return Graph({"in0": t}, [Node("n0", op, ["in0"], params, out, block=op)], ["n0"], seed=seed)
+
+
+def _ort(g: Graph, d: Path) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    import onnx
+    from onnx import numpy_helper
+
+    r = HANDLER.build({"op": "build", "graph": g.to_json(), "dir": str(d)})
+    assert r["ok"], r
+    m = onnx.load(str(d / "model.onnx"))
+    consts = {t.name.removeprefix("n0_"): numpy_helper.to_array(t).astype(np.float64) for t in m.graph.initializer}
+    return unpack(r["inputs"])["in0"].astype(np.float64), unpack(r["expected"])["n0"], consts
+
+
+# --------------------------------------------------------------------------- float64 formulas
+
+
+def _rms(x, p, c):
+    y = x / np.sqrt((x * x).mean(-1, keepdims=True) + p["epsilon"])
+    return y * c["gamma"] if p["gamma"] else y
+
+
+def _ln(x, p, c):
+    y = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + p["epsilon"])
+    return y * c["gamma"] + c["beta"] if p["affine"] else y
+
+
+def _gn(x, p, c):
+    n, ch = x.shape[:2]
+    g = x.reshape(n, p["groups"], -1)
+    y = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + p["epsilon"])).reshape(x.shape)
+    return y * c["gamma"] + c["beta"]
+
+
+def _gelu(x, p, c):
+    if p["form"] == "erf":
+        return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _swiglu(x, p, c):
+    silu = lambda v: v / (1 + np.exp(-v))  # noqa: E731
+    if p["form"] == "silu":
+        return silu(x)
+    return (silu(x @ c["w_gate"]) * (x @ c["w_up"])) @ c["w_down"]
+
+
+def _rotary(x, p, c):
+    d = x.shape[-1]
+    rot = RotaryPattern.rot(d, p)
+    if rot == 0:
+        return x
+    s = x.shape[2]
+    inv = p["base"] ** (-np.arange(0, rot, 2) / rot)
+    ang = np.arange(s)[:, None] * np.concatenate([inv, inv])[None, :]
+    part = x[..., :rot]
+    half = np.concatenate([-part[..., rot // 2:], part[..., :rot // 2]], -1)
+    return np.concatenate([part * np.cos(ang) + half * np.sin(ang), x[..., rot:]], -1)
+
+
+def _attention(x, p, c):
+    b, s, e = x.shape
+    h, dh, kvh, past = p["heads"], p["head_dim"], AttentionPattern.kv_heads(p), p["past"]
+    split = lambda t, n: t.reshape(b, s, n, dh).transpose(0, 2, 1, 3)  # noqa: E731
+    q, k, v = split(x @ c["w_q"], h), split(x @ c["w_k"], kvh), split(x @ c["w_v"], kvh)
+    if past:
+        k, v = np.concatenate([c["past_k"], k], 2), np.concatenate([c["past_v"], v], 2)
+    k, v = np.repeat(k, h // kvh, axis=1), np.repeat(v, h // kvh, axis=1)
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
+    allowed = np.ones((s, past + s), bool)
+    if p["mask"] == "causal":
+        allowed = np.arange(past + s)[None, :] <= np.arange(s)[:, None] + past
+    elif p["mask"] == "padding" and past + s > 1:
+        allowed[:, -1] = False
+    scores = np.where(allowed, scores, -np.inf)
+    w = np.exp(scores - scores.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    return (w @ v).transpose(0, 2, 1, 3).reshape(b, s, h * dh) @ c["w_o"]
+
+
+def _causal_conv(x, p, c):
+    full = np.concatenate([c["state"], x], 2)
+    k, (n, ch, t) = p["kernel"], x.shape
+    w, out = c["w"], []
+    for o in range(w.shape[0]):
+        chans = [o] if p["depthwise"] else range(ch)
+        out.append(sum(np.convolve(full[0, i], w[o, 0 if p["depthwise"] else i][::-1], "valid") for i in chans)
+                   + c["bias"][o])
+    return np.stack(out)[None]
+
+
+FORMULAS = {"RMSNormPattern": _rms, "LayerNormPattern": _ln, "GroupNormPattern": _gn, "GeluPattern": _gelu,
+            "SwiGLUPattern": _swiglu, "RotaryPattern": _rotary, "AttentionPattern": _attention,
+            "CausalConvPattern": _causal_conv}
+
+
+def test_every_form_has_a_formula_here():
+    assert set(FORMS) == set(FORMULAS)
+
+
+@pytest.mark.parametrize("op", FORMS)
+def test_every_form_computes_its_layers_formula(tmp_path, op):
+    """Each choice of each form, sampled 12 times: ONNX Runtime's output equals the float64
+    formula to float32's rounding (the model is what the formula says, whatever shape)."""
+    rng, seen = random.Random(op), set()
+    spec = ONNX_SPECS[op]
+    for i in range(12):
+        p = spec.sample(rng, [TensorType(SHAPES.get(op, (2, 3, 8)))])
+        g = _one(op, p, seed=i)
+        x, y, consts = _ort(g, tmp_path / str(i))
+        want = FORMULAS[op](x, p, consts)
+        assert y.shape == want.shape == g.nodes[0].out.shape, (op, p)
+        assert np.allclose(y, want, rtol=1e-4, atol=1e-5), (op, p, np.abs(y - want).max())
+        seen |= {(k, v) for k, v in p.items() if isinstance(v, str)}
+    assert all((k, v) in seen for k, d in spec.domains.items() if hasattr(d, "values")
+               for v in d.values if isinstance(v, str)), (op, seen)  # every form of it was run
+
+
+def test_constants_are_drawn_from_the_graph_seed_and_node():
+    """Weights come from weights_rng(seed, node id), so the same graph is the same model."""
+    a = _one("AttentionPattern", ONNX_SPECS["AttentionPattern"].sample(random.Random(1), [TensorType((1, 4, 6))]), 5)
+    b = Graph.from_json(json.loads(json.dumps(a.to_json())))
+    from gbft_action.reference.onnx_emit import build
+
+    assert build(a).SerializeToString() == build(b).SerializeToString()
+    assert weights_rng(5, "n0").uniform() == weights_rng(5, "n0").uniform()
+
+
+# --------------------------------------------------------------------------- MNN's fusion passes
+
+_MNN_OPS = r"""
+import sys, json, _tools, MNN.expr as F
+src, dst = sys.argv[1], sys.argv[2]
+_tools.mnnconvert(["mnnconvert", "-f", "ONNX", "--modelFile", src, "--MNNModel", dst, "--bizCode", "gbft"])
+print(json.dumps(sorted({v.op_type for v in F.load_as_dict(dst).values()})))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op,params,fused", [
+    ("GeluPattern", {"form": "erf"}, "GELU"),
+    ("GeluPattern", {"form": "tanh_nested"}, "GELU"),
+    ("RMSNormPattern", {"epsilon": 1e-6, "form": "reciprocal", "gamma": True}, "LayerNorm"),
+    ("RMSNormPattern", {"epsilon": 1e-5, "form": "div", "gamma": False}, "LayerNorm"),
+    ("LayerNormPattern", {"epsilon": 1e-5, "square": "pow", "affine": True}, "LayerNorm"),
+])
+def test_forms_reach_mnns_fusion_passes(tmp_path, op, params, fused):
+    """Written as exporters write them, the forms are what MNN's converter fuses: the converted
+    model holds the fused kernel and none of the primitives it replaced (a form one constant
+    off would test the primitives only, and a change to the fused kernel would go unseen)."""
+    pytest.importorskip("MNN")
+    g = _one(op, params, seed=3)
+    r = HANDLER.build({"op": "build", "graph": g.to_json(), "dir": str(tmp_path)})
+    assert r["ok"], r
+    out = subprocess.run([sys.executable, "-c", _MNN_OPS, str(tmp_path / "model.onnx"), str(tmp_path / "m.mnn")],
+                         capture_output=True, text=True, timeout=120)
+    ops = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(ops) == {"Input", fused}, ops  # MNN's op types: the primitives ("ERF", "Reduction"...) all gone
