@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--symptom-policy", type=_symptom_policy, default={}, metavar="CLASS=POLICY,...",
                    help="report, summary or ignore per symptom class, e.g. precision=report,nan-inf=summary "
                         "(default: gbft_action.bugs.policy.DEFAULT_POLICY)")
+    f.add_argument("--engine-settings", default="", metavar="NAME=VALUE,...",
+                   help="the engine's settings, for both builds, e.g. precision=low,threads=4,transformer_fuse=on "
+                        "for MNN (each bundle and repro keeps them; low precision is judged at float16's bound)")
     f.add_argument("--list-only", type=_list_only, default=DEFAULT_LIST_ONLY, metavar="CLASS,...",
                    help="symptom classes whose new failures against the base build are listed, not failing the "
                         "check, e.g. precision,nan-inf ('none' for none; default: reference-disagreement)")
@@ -326,14 +329,25 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 
 def _builds(args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
-    """The build under test and the base build (None) from --engine-build/--base-build."""
+    """The build under test and the base build (None) from --engine-build/--base-build, both
+    with the engine's --engine-settings."""
+    from dataclasses import replace
+
     from .engines.builds import Commands, prepare_builds
+    from .engines.registry import knowledge_of
 
     for opt, p in (("--engine-build", args.engine_build), ("--base-build", args.base_build)):
         if p is not None and not p.exists():
             raise ValueError(f"{opt} {p}: no such file or folder")
-    return prepare_builds(args.engine, args.engine_build, args.base_build, out,
-                          Commands(args.converter_command, args.runner_command))
+    try:
+        env = knowledge_of(args.engine).env_for(knowledge_of(args.engine).parse_settings(args.engine_settings))
+    except ValueError as e:
+        raise ValueError(f"--engine-settings: {e}") from None
+    pr, base = prepare_builds(args.engine, args.engine_build, args.base_build, out,
+                              Commands(args.converter_command, args.runner_command))
+    # Both builds at the same settings: the verdict compares builds, never settings.
+    return (replace(pr, env={**pr.env, **env}),
+            None if base is None else replace(base, env={**base.env, **env}))
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:

@@ -177,19 +177,21 @@ def holds_half(g: Graph) -> bool:
     return bool(g.element_types() & HALF_TYPES)
 
 
-def bounds_for(g: Graph, base: Tolerance) -> Bounds:
+def bounds_for(g: Graph, base: Tolerance, half_arithmetic: bool = False) -> Bounds:
     """The one rule for how a case is compared: ``base`` (the campaign's tolerance) and the
-    float32 loose bound, or, for a case holding a float16 tensor, each widened to at least
+    float32 loose bound, or, for a case holding a float16 tensor or run by an engine set to
+    compute in float16 (``half_arithmetic``: MNN's precision low), each widened to at least
     HALF's (see above; min_ratio stays the campaign's)."""
-    if not holds_half(g):
+    if not (holds_half(g) or half_arithmetic):
         return Bounds(base)
     return Bounds(Tolerance(max(base.rtol, HALF.strict.rtol), max(base.atol, HALF.strict.atol), base.min_ratio),
                   HALF.loose, HALF.norm)
 
 
-def tolerance_for(g: Graph, base: Tolerance) -> Tolerance:
-    """The strict bound g is judged with (bounds_for): ``base`` itself unless g holds float16."""
-    return bounds_for(g, base).strict
+def tolerance_for(g: Graph, base: Tolerance, half_arithmetic: bool = False) -> Tolerance:
+    """The strict bound g is judged with (bounds_for): ``base`` itself unless g holds float16
+    or the engine computes in it."""
+    return bounds_for(g, base, half_arithmetic).strict
 
 
 def references_disagree(first: dict[str, np.ndarray], second: dict[str, np.ndarray], actual: dict[str, np.ndarray],

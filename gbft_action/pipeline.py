@@ -39,6 +39,7 @@ from .oracle import (ENGINE_FAILURES, VIEWS, Bounds, OutputDiff, Status, Toleran
                      judge_outputs, precision_only, references_disagree, relative_error, undefined_anywhere)
 from .workers.arrays import digest, pack, unpack
 from .platforms import Platform, host_machine
+from .records.bundle import EngineInfo
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
 
 
@@ -137,6 +138,8 @@ class LaneConfig:
 class Lane:
     """A reference worker and one engine worker per platform; ``eng`` is the first platform's."""
 
+    half_arithmetic = False  # the engine's settings make it compute in float16 (known at start)
+
     def __init__(self, cfg: LaneConfig, lane_id: int) -> None:
         self.cfg = cfg
         logs = cfg.workdir / "logs"
@@ -189,6 +192,8 @@ class Lane:
         self.ref.start()
         for w in self._engines():
             w.start()
+        # Settings that make the engine compute in float16 (MNN's precision low), as it says them.
+        self.half_arithmetic = self.knowledge.half_arithmetic(EngineInfo.of_hello(self.eng.hello).settings)
         fe, formats = self.cfg.frontend, self.eng.hello.get("formats")
         if formats is not None and fe.format not in formats:  # a usage error, before any model
             raise FrontendError(f"engine {self.eng.hello.get('engine')!r} does not read {fe.name} models "
@@ -464,8 +469,9 @@ class Lane:
 
     def _bounds(self, g: Graph) -> Bounds:
         """How g's outputs are compared: the campaign's tolerance, widened for a model holding
-        float16 (oracle.bounds_for, the one rule; replay and the repro apply it too)."""
-        return bounds_for(g, self.cfg.tolerance)
+        float16 or run by an engine set to compute in it (oracle.bounds_for, the one rule; replay
+        and the repro apply it too)."""
+        return bounds_for(g, self.cfg.tolerance, self.half_arithmetic)
 
     def _reference_failure(self, res: CaseResult, r: CallResult) -> None:
         res.stage = "reference"

@@ -188,3 +188,30 @@ def test_forms_reach_mnns_fusion_passes(tmp_path, op, params, fused):
                          capture_output=True, text=True, timeout=120)
     ops = json.loads(out.stdout.strip().splitlines()[-1])
     assert set(ops) == {"Input", fused}, ops  # MNN's op types: the primitives ("ERF", "Reduction"...) all gone
+
+
+_ADAPTER_OPS = r"""
+import sys, json, pathlib, MNN.expr as F
+from gbft_action.engines.mnn import MNNEngine
+out = MNNEngine().convert(pathlib.Path(sys.argv[1]), "onnx", pathlib.Path(sys.argv[2]))
+print(json.dumps(sorted({v.op_type for v in F.load_as_dict(str(out)).values()})))
+"""
+
+
+@pytest.mark.slow
+def test_the_transformer_fuse_setting_reaches_mnns_converter(tmp_path):
+    """transformer_fuse=on (--engine-settings; GBFT_MNN_TRANSFORMER_FUSE in the engine worker)
+    converts with --transformerFuse: the attention form becomes MNN's fused Attention, which
+    the default conversion leaves as MatMul and Softmax."""
+    pytest.importorskip("MNN")
+    p = {"heads": 2, "head_dim": 4, "kv": "mha", "mask": "causal", "scale": "div", "past": 0}
+    g = _one("AttentionPattern", p, seed=3)
+    assert HANDLER.build({"op": "build", "graph": g.to_json(), "dir": str(tmp_path)})["ok"]
+    seen = {}
+    for fuse in ("off", "on"):
+        env = {**__import__("os").environ, "GBFT_MNN_TRANSFORMER_FUSE": fuse}
+        (tmp_path / fuse).mkdir()
+        out = subprocess.run([sys.executable, "-c", _ADAPTER_OPS, str(tmp_path / "model.onnx"), str(tmp_path / fuse)],
+                             capture_output=True, text=True, timeout=120, env=env)
+        seen[fuse] = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "Attention" in seen["on"] and "Attention" not in seen["off"] and "Softmax" in seen["off"], seen

@@ -95,15 +95,18 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: BundleMeta, data: 
     commands = {k: repr(v) for k, v in meta.engine.commands.items()}
     known = knowledge_of(engine)
     half_inputs = any(t.dtype in HALF_TYPES for t in graph.inputs.values())  # an operator isolated on float16
+    settings = known.settings(meta.engine.settings)
     engine_stage = env.get_template(known.repro_template).render(commands=commands, engine_name=engine,
-                                                                 settings=known.settings(meta.engine.settings),
+                                                                 settings=settings,
                                                                  frontend=frontend, half_inputs=half_inputs)
     return env.get_template("repro.py.j2").render(
         fp_id=doc(meta.id, 64), title=doc(meta.title), engine_name=engine, engine_version=doc(meta.engine.version, 40),
         platforms=[doc(p, 40) for p in meta.platforms or ["?"]], tool_version=doc(meta.tool_version, 40),
         seed="?" if meta.seed is None else meta.seed, case_index=meta.case_index, seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?",
-        tol=tolerance_for(graph, meta.tolerance), half=holds_half(graph),  # the bound the campaign judged it with
+        tol=tolerance_for(graph, meta.tolerance, known.half_arithmetic(settings)),  # the bound the campaign judged it with
+        half="the model holds float16" if holds_half(graph) else
+        "the engine computes in float16 at this precision" if known.half_arithmetic(settings) else "",
         status_text=STATUS_TEXT.get(status, ""),
         signals=_signals(meta), memory=_numbers(MEMORY_SIGNALS),
         engine_pip=doc(engine_needs(meta.engine)), helpers=HELPERS, frontend=frontend, onnx=onnx,

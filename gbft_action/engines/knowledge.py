@@ -106,6 +106,25 @@ class EngineKnowledge:
         return {name: str(given[name]) for name, (_, allowed) in self.setting_vars.items()
                 if str(given.get(name, "")) in allowed}
 
+    def parse_settings(self, text: str) -> dict[str, str]:
+        """``name=value,...`` as a user writes it (``--engine-settings``), checked against
+        ``setting_vars``; ValueError names the bad part."""
+        out: dict[str, str] = {}
+        for item in filter(None, (x.strip() for x in text.split(","))):
+            name, eq, value = item.partition("=")
+            if not eq or name not in self.setting_vars:
+                known = ", ".join(sorted(self.setting_vars)) or "none"
+                raise ValueError(f"{item!r}: not a setting of {self.name} (name=value; settings: {known})")
+            allowed = self.setting_vars[name][1]
+            if value not in allowed:
+                raise ValueError(f"{item!r}: {name} takes {', '.join(allowed)}")
+            out[name] = value
+        return out
+
+    def half_arithmetic(self, settings: Mapping[str, str]) -> bool:
+        """Whether the engine computes in float16 with these settings (judged at float16's bound)."""
+        return False
+
     def env_for(self, settings: dict[str, str]) -> dict[str, str]:
         """The adapter's environment for ``settings`` (a replay runs the engine as found)."""
         return {self.setting_vars[k][0]: v for k, v in settings.items() if k in self.setting_vars}

@@ -31,20 +31,26 @@ class MNNEngine:
 
         self._tools, self.MNN, self.F = _tools, MNN, F
         self.precision = os.environ.get("GBFT_MNN_PRECISION", "high").lower()
+        self.threads = os.environ.get("GBFT_MNN_THREADS", "1")
+        self.transformer_fuse = os.environ.get("GBFT_MNN_TRANSFORMER_FUSE", "off")
 
     def version(self) -> str:
         return str(self.MNN.version())
 
     def describe(self) -> dict[str, dict[str, str]]:
-        """Settings a repro and a replay must use too (bundles keep them; mnn_knowledge reads them)."""
-        return {"settings": {"precision": self.precision}}
+        """Settings a repro and a replay must use too (bundles keep them; mnn_knowledge reads
+        them): the precision always, the others where they are not the default (one thread, no
+        transformer fusion), so bundles of the default setting read as they always did."""
+        extra = {k: v for k, v, default in (("threads", self.threads, "1"),
+                                            ("transformer_fuse", self.transformer_fuse, "off")) if v != default}
+        return {"settings": {"precision": self.precision, **extra}}
 
     def convert(self, model: Path, fmt: str, workdir: Path) -> Path:
         out = workdir / "model.mnn"
         if out.exists():
             out.unlink()
         argv = ["mnnconvert", "-f", FRAMEWORK_FLAG[fmt], "--modelFile", str(model), "--MNNModel", str(out),
-                "--bizCode", "gbft"]
+                "--bizCode", "gbft"] + (["--transformerFuse"] if self.transformer_fuse == "on" else [])
         self._tools.mnnconvert(argv)
         if not out.exists() or out.stat().st_size == 0:
             raise ConvertError("MNNConvert produced no model (see the converter log)")
@@ -65,7 +71,8 @@ class MNNEngine:
         F = self.F
         prec = {"high": F.PrecisionMode.High, "normal": F.PrecisionMode.Normal, "low": F.PrecisionMode.Low}
         names = sorted(inputs)
-        net = self.MNN.nn.load_module_from_file(str(artifact), names, outputs, precision_mode=prec[self.precision])
+        net = self.MNN.nn.load_module_from_file(str(artifact), names, outputs, precision_mode=prec[self.precision],
+                                                thread_num=int(self.threads))
         layout = getattr(self, "layout", F.NHWC)
         xs = [self._const(inputs[k], layout) for k in names]
         ys = net.forward(xs)

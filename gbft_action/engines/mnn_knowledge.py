@@ -32,6 +32,7 @@ May import: the standard library and engines.knowledge (never MNN: the host uses
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from .knowledge import ERROR_WORDS, EngineKnowledge, Failure, Package
 
@@ -49,6 +50,8 @@ _ONLY_SUPPORTS = re.compile(r"MNN (\w+) only supports? ")
 # caller's guess was another one (a Unary op's failure listed as ReverseSequence's).
 _RUNTIME_NO_EXECUTION = re.compile(r"CpuBinary: unsupported data type \(bits: \d+, code: \d+\)")
 PRECISIONS = ("high", "normal", "low")  # MNN's PrecisionMode, GBFT_MNN_PRECISION (engines/mnn.py)
+THREADS = ("1", "4")  # the session's thread count, GBFT_MNN_THREADS
+SWITCH = ("off", "on")  # a converter flag: --transformerFuse (GBFT_MNN_TRANSFORMER_FUSE)
 
 
 class MNNKnowledge(EngineKnowledge):
@@ -61,7 +64,13 @@ class MNNKnowledge(EngineKnowledge):
     # 2": a NegativeLogLikelihoodLoss without weights): it took the node; a model that then
     # failed with "Unary Op can not execute" was filed under that loss.
     notes = re.compile(r"Check it out ==> \S+ has empty input")
-    setting_vars = {"precision": ("GBFT_MNN_PRECISION", PRECISIONS)}
+    setting_vars = {"precision": ("GBFT_MNN_PRECISION", PRECISIONS), "threads": ("GBFT_MNN_THREADS", THREADS),
+                    "transformer_fuse": ("GBFT_MNN_TRANSFORMER_FUSE", SWITCH)}
+
+    def half_arithmetic(self, settings: Mapping[str, str]) -> bool:
+        # Low precision runs float16 kernels where the CPU has them (ARMv8.2's FP16); on
+        # others MNN keeps float32, and float16's bound only makes the check looser there.
+        return settings.get("precision") == "low"
 
     def explain(self, stage: str, log: str, message: str) -> Failure | None:
         m = _NOT_SUPPORT.search(log) or _NOT_SUPPORT.search(message)
