@@ -51,6 +51,7 @@ from .graph.ir import Graph
 from .graph.solver import GenError
 from .oracle import Status, Tolerance
 from .records.enums import Policy, StopReason, Symptom, Verdict
+from .records.bundle import EngineInfo
 from .records.campaign import CampaignIdentity, CampaignRecord, Session
 from .records.case import CaseRecord, PlatformRecord
 from .records.summary import (Diagnosis, EngineSummary, FailureRow, HarnessErrors, Outcomes, RootCauseRow, Summary,
@@ -904,7 +905,7 @@ def _counts(records: list[CaseRecord], sessions: list[Session], engine: dict[str
         by_status={s.value: by.get(s.value, 0) for s in Status},
         unique_failures=len({r.key for r in flat if r.failed}),
         engine=EngineSummary(str(engine.get("engine", "")), str(engine.get("version", "")),
-                             str(engine.get("machine", ""))),
+                             str(engine.get("machine", "")), EngineInfo.of_hello(engine).settings),
         platforms=platform_counts(flat, platform_info),
         platform_order=tuple(platform_info),  # summary.json's keys are sorted
         stop_reason=sessions[-1].stop_reason if sessions else "", sessions=len(sessions),

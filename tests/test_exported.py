@@ -215,3 +215,29 @@ def test_the_transformer_fuse_setting_reaches_mnns_converter(tmp_path):
                              capture_output=True, text=True, timeout=120, env=env)
         seen[fuse] = set(json.loads(out.stdout.strip().splitlines()[-1]))
     assert "Attention" in seen["on"] and "Attention" not in seen["off"] and "Softmax" in seen["off"], seen
+
+
+def test_the_job_summary_names_the_settings_and_the_forms_reached():
+    """The heading names the engine's settings (words only: summary.json is an artifact's data)
+    and the coverage line the exported forms the models reached; a summary.json without them
+    (an older one, or a TensorFlow campaign) renders as before."""
+    from gbft_action.corpus import ONNX_CORPUS, load_corpus
+    from gbft_action.records.summary import EngineSummary, Summary
+    from gbft_action.report.render import Renderer
+    from gbft_action.search.coverage import Coverage
+
+    corpus = load_corpus(ONNX_CORPUS)
+    cov = Coverage.from_corpus(corpus)
+    g = _one("GeluPattern", {"form": "erf"}, seed=1)
+    g.meta["frontend"] = "onnx"
+    cov.add(g)
+    shown = cov.summary()
+    assert shown["forms"] == ["GeluPattern"]
+    eng = EngineSummary("mnn", "3.6.1", "x86_64", {"precision": "low", "threads": "4", "x": "<script>"})
+    back = Summary.from_json(Summary(1, engine=eng, coverage=shown).to_json())
+    assert back.engine.settings == eng.settings
+    md = Renderer().summary(back, "", [], [], [])
+    assert md.splitlines()[0] == "## gbft-action: mnn 3.6.1 (precision low, threads 4)"
+    assert "exported forms reached: GeluPattern." in md
+    plain = Renderer().summary(Summary(1, engine=EngineSummary("mnn", "3.6.1")), "", [], [], [])
+    assert plain.splitlines()[0] == "## gbft-action: mnn 3.6.1" and "exported forms" not in plain

@@ -151,6 +151,9 @@ def exported_specs() -> list[Spec]:
     ]
 
 
+EXPORTED_FORMS = frozenset(s.name for s in exported_specs())
+
+
 def rope_angles(positions: int, rot: int, base: float) -> list[list[float]]:
     """θ[s][i] = s / base^(2i / rot) for the first rot / 2 frequencies, duplicated as HF's
     ``torch.cat((freqs, freqs), -1)``: [positions, rot]."""

@@ -30,13 +30,15 @@ class EngineSummary:
     name: str = ""
     version: str = ""
     machine: str = ""
+    settings: dict[str, str] = field(default_factory=dict)  # the adapter's (precision, threads...)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "machine": self.machine}
+        d: dict[str, Any] = {"name": self.name, "version": self.version, "machine": self.machine}
+        return {**d, "settings": dict(self.settings)} if self.settings else d
 
     @staticmethod
     def from_json(f: Fields) -> EngineSummary:
-        return EngineSummary(f.str("name"), f.str("version"), f.str("machine"))
+        return EngineSummary(f.str("name"), f.str("version"), f.str("machine"), f.str_map("settings"))
 
 
 @dataclass(frozen=True)

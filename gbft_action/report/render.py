@@ -198,7 +198,8 @@ class Renderer:
         plats = {p: counts[p] for p in summary.platform_order or counts if p in counts}
         base = summary.triage.base if summary.triage else {}
         return self.env.get_template("summary.md.j2").render(
-            engine={"name": eng.name, "version": eng.version}, models=summary.models,
+            engine={"name": eng.name, "version": eng.version, "settings": _settings(eng.settings)},
+            models=summary.models,
             base=" ".join(str(x) for x in (base.get("engine", ""), base.get("version", "")) if x)[:80],
             headline=Markup(headline), sections=sections, ids=ids,
             elapsed_s=summary.elapsed_s, models_per_s=summary.models_per_s,
@@ -208,6 +209,13 @@ class Renderer:
             frontends=summary.frontends or {}, harness=summary.harness_errors.to_json(),
             refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored, listed=listed,
             shards=_shards(summary.shards), support=support_matrix(summary))
+
+
+def _settings(settings: Mapping[str, str]) -> str:
+    """The engine's settings as the heading shows them ("precision low, threads 4"); only
+    words: summary.json is data from an artifact."""
+    ok = re.compile(r"[a-z0-9_]{1,32}")
+    return ", ".join(f"{k} {v}" for k, v in sorted(settings.items()) if ok.fullmatch(k) and ok.fullmatch(v))
 
 
 def _shards(shards: Mapping[str, ShardRun] | None) -> dict[str, Any] | None:
