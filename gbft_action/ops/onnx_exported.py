@@ -127,7 +127,37 @@ class CausalConvPattern(Pattern):
         return TensorType((n, c if p["depthwise"] else p["out_ch"], t), F32)
 
 
+class RecurrentPattern(Pattern):
+    """LSTM / GRU as torch.onnx.export writes them: weights, bias and (``init``) initial states
+    as initialisers, every output named (Y, Y_h and, for LSTM, Y_c: MNN's converter crashes on
+    an LSTM that names Y alone, so that form would settle the operator as a crash), optional
+    ``sequence_lens``, ``clip`` and ``input_forget``; the node's tensor is Y in torch's
+    [seq, batch, dirs * hidden] (Transpose and Reshape after the op) or the last state Y_h."""
+
+    MAX_STEPS = 512  # a few hundred steps at most: sequential kernels are slow
+
+    def want(self, rng, ins):
+        t = ins[0]
+        seq = t.shape if t.rank == 3 else factorize(rng, t.size, 3)
+        while prod(seq) > self.MAX_STEPS and max(seq) > 1:
+            i = max(range(3), key=lambda j: seq[j])
+            seq = seq[:i] + ((seq[i] + 1) // 2,) + seq[i + 1:]
+        return [TensorType(seq, F32)]
+
+    @staticmethod
+    def dirs(p: Params) -> int:
+        return 2 if p["direction"] == "bidirectional" else 1
+
+    def infer(self, ins, p):
+        s, b, _ = ins[0].shape
+        h, d = p["hidden_size"], self.dirs(p)
+        return TensorType((s, b, d * h) if p["output"] == "y" else (d, b, h), F32)
+
+
 ANY = (1, MAX_RANK)
+RECURRENT: dict[str, Domain] = {
+    "hidden_size": IntRange(1, 8), "direction": Choice(("forward", "reverse", "bidirectional")),
+    "init": BOOL, "seqlens": Choice((False, True)), "clip": Choice((0.0, 3.0)), "output": Choice(("y", "h"))}
 
 
 def exported_specs() -> list[Spec]:
@@ -148,6 +178,8 @@ def exported_specs() -> list[Spec]:
             "past": Choice((0, 2))}),
         CausalConvPattern("CausalConvPattern", (3, 3), {"kernel": IntRange(2, 4), "depthwise": BOOL,
                                                         "out_ch": IntRange(1, 8)}),
+        RecurrentPattern("LSTMPattern", (3, 3), {**RECURRENT, "input_forget": Choice((False, True))}),
+        RecurrentPattern("GRUPattern", (3, 3), {**RECURRENT, "linear_before_reset": BOOL}),
     ]
 
 

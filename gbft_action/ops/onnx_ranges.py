@@ -275,3 +275,9 @@ def _causal_conv(ins, types, p, out):
     c = types[0].shape[1]
     taps = p["kernel"] * (1 if p["depthwise"] else c)
     return R._sym(R._mul(max(R.magnitude(ins[0]), 1.0), taps) + 1.0)
+
+
+@rule("LSTMPattern", "GRUPattern")
+def _recurrent_pattern(ins, types, p, out):
+    # o * tanh(c) and (1 - z) * tanh(.) + z * h: within [-1, 1] from a state in [-1, 1]
+    return R.UNIT

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..ops.onnx_exported import GELU_TANH_C, AttentionPattern, RotaryPattern, rope_angles
+from ..ops.onnx_exported import GELU_TANH_C, AttentionPattern, RecurrentPattern, RotaryPattern, rope_angles
 from . import registrar
 from .weights import uniform
 
@@ -237,6 +237,38 @@ def _mask(kind: str, s: int, past: int) -> np.ndarray:
     elif past + s > 1:
         m[:, -1] = F32_MIN
     return m
+
+
+@emits("LSTMPattern", "GRUPattern")
+def _recurrent(ctx, xs, p):
+    """The op with initialiser weights, every output named; Y transposed to [S, B, D, H] and
+    reshaped to [S, B, D * H] as torch writes it, or the last state Y_h."""
+    x = xs[0]
+    s, b, i = ctx.type(x).shape
+    lstm = ctx.node.op == "LSTMPattern"
+    h, d, gates = p["hidden_size"], RecurrentPattern.dirs(p), 4 if lstm else 3
+    ins = [x, ctx.const("w", uniform(ctx.rng, (d, gates * h, i))), ctx.const("r", uniform(ctx.rng, (d, gates * h, h))),
+           ctx.const("bias", uniform(ctx.rng, (d, 2 * gates * h)))]
+    # sequence_lens: the last batch entry shorter (padded), never zero steps
+    ins.append(ctx.const("seq_lens", np.array([s] * (b - 1) + [max(1, s - 2)], np.int32), np.int32)
+               if p["seqlens"] else "")
+    if p["init"]:
+        ins += [ctx.const(k, uniform(ctx.rng, (d, b, h))) for k in (("h0", "c0") if lstm else ("h0",))]
+    while ins[-1] == "":
+        ins.pop()
+    attrs: dict[str, Any] = {"hidden_size": h, "direction": p["direction"]}
+    if p["clip"]:
+        attrs["clip"] = float(p["clip"])
+    if lstm:
+        attrs["input_forget"] = int(p["input_forget"])
+    else:
+        attrs["linear_before_reset"] = int(p["linear_before_reset"])
+    y, y_h = (_t(ctx, "y"), ctx.node.id) if p["output"] == "h" else (_t(ctx, "y4"), _t(ctx, "y_h"))
+    outs = [y, y_h] + ([_t(ctx, "y_c")] if lstm else [])
+    ctx.op("LSTM" if lstm else "GRU", ins, out=outs[0], outputs=outs, **attrs)
+    if p["output"] == "y":
+        t = ctx.op("Transpose", [y], out=_t(ctx, "y_sbdh"), perm=[0, 2, 1, 3])
+        ctx.op("Reshape", [t, ctx.ints("y_shape", [s, b, d * h])])
 
 
 @emits("CausalConvPattern")
