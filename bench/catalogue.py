@@ -176,6 +176,8 @@ class Entry:
     nodes: tuple[tuple[str, tuple[str, ...], dict[str, Any]], ...] = ()
     outputs: tuple[str, ...] = ()  # a pattern's outputs (default: the nodes nothing reads)
     frontend: str = "tf"  # the catalogue's: which operator table and converter the model goes through
+    # The engine's settings (--engine-settings: transformer_fuse, threads, precision); {} = defaults.
+    settings: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -247,7 +249,8 @@ def load(path: Path = CATALOGUE) -> Catalogue:
                   behaviour=" ".join(str(x["behaviour"]).split()), verified=str(x["verified"]).strip(),
                   seed=int(m.get("seed", 1)), values=str(x.get("values", "random")),
                   feed={k: [float(v) for v in vs] for k, vs in (x.get("feed") or {}).items()},
-                  nodes=nodes, outputs=tuple(str(o) for o in m.get("outputs") or ()), frontend=frontend)
+                  nodes=nodes, outputs=tuple(str(o) for o in m.get("outputs") or ()), frontend=frontend,
+                  settings=_settings(x))
         if e.defect not in ids:
             raise ValueError(f"entry {e.id}: unknown defect {e.defect!r}")
         if e.values not in VALUES:
@@ -432,6 +435,17 @@ def agrees(expect: dict[str, Any], o: Outcome) -> tuple[bool, str]:
     return True, ""
 
 
+def _settings(x: dict[str, Any]) -> dict[str, str]:
+    """An entry's engine settings, checked as --engine-settings checks them (names the entry)."""
+    from gbft_action.engines.registry import knowledge_of
+
+    text = ",".join(f"{k}={v}" for k, v in (x.get("settings") or {}).items())
+    try:
+        return knowledge_of("mnn").parse_settings(text)
+    except ValueError as err:
+        raise ValueError(f"entry {x.get('id')}: settings: {err}") from None
+
+
 def run_entry(lane: Any, e: Entry, budget: float = 120.0) -> Outcome:
     """One entry through a real Lane, on a fresh engine worker (no heap damage carried over);
     a special-values entry on its own feed (``Lane.run``'s ``inputs``)."""
@@ -447,17 +461,24 @@ def verify(cat: Catalogue, only: set[str] | None = None, repeat: int = 1) -> lis
     whose outcome varies from run to run), each run on a fresh engine worker."""
     from gbft_action.pipeline import Lane, LaneConfig
 
+    from gbft_action.engines.registry import knowledge_of
+
     chosen = [e for e in cat.entries if not only or e.id in only]
     results: dict[str, list[Outcome]] = {e.id: [] for e in chosen}
+    groups: dict[tuple[tuple[str, str], ...], list[Entry]] = {}
+    for e in chosen:  # one lane per setting: the engine worker reads its settings at start
+        groups.setdefault(tuple(sorted(e.settings.items())), []).append(e)
     with tempfile.TemporaryDirectory(prefix="gbft-catalogue-") as tmp:
-        lane = Lane(LaneConfig("mnn", Path(tmp) / "lane", frontend=FRONTENDS[cat.frontend]), 0)
-        lane.start()
-        try:
-            for e in chosen:
-                for _ in range(repeat * int(e.expect.get("runs", 1))):
-                    results[e.id].append(run_entry(lane, e))
-        finally:
-            lane.stop()
+        for k, (settings, entries) in enumerate(sorted(groups.items())):
+            env = knowledge_of("mnn").env_for(dict(settings))
+            lane = Lane(LaneConfig("mnn", Path(tmp) / f"lane{k}", frontend=FRONTENDS[cat.frontend], engine_env=env), 0)
+            lane.start()
+            try:
+                for e in entries:
+                    for _ in range(repeat * int(e.expect.get("runs", 1))):
+                        results[e.id].append(run_entry(lane, e))
+            finally:
+                lane.stop()
     return [(e, results[e.id]) for e in chosen]
 
 
