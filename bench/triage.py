@@ -125,7 +125,7 @@ def bundle_models(out: Path) -> dict[str, dict[str, Any]]:
 
 def fingerprint_symptom(status: str, kind: str, code: str) -> str:
     """The symptom class of a fingerprint, from its status and kind alone (the "before" rule)."""
-    if status in ("DCF", "XPF", "XBF"):
+    if status in ("DCF", "XPF", "XBF", "XTF"):
         return "nan-inf" if code in ("nan", "inf") else "wrong-result"
     if status == "TIMEOUT":
         return "timeout"

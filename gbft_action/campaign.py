@@ -68,6 +68,7 @@ from .bugs.policy import DEFAULT_LIST_ONLY, SYMPTOMS, fails_check, policy_for
 from .bugs.replay import confirm_bug
 from .bugs.rootcause import Diagnosed, RootCause, Sighting, assemble, local_key
 from .engines.builds import EngineBuild
+from .engines.registry import knowledge_of, threads_env
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
 from .statefile import corrupt, read_state
@@ -123,6 +124,8 @@ class FuzzConfig:
     # mixed campaign (search.mixed), case i going to the i mod k-th.
     frontend: str = "tf"
     shard: tuple[int, int] = (1, 1)  # (I, N): this run is part I of N of one campaign (search.case_seed)
+    # Every model also at the engine's "more threads" setting, judged against itself (an XTF).
+    threads_oracle: bool = False
 
     def validate(self) -> FuzzConfig:
         """The configuration, checked once whoever built it (the CLI's options, the action's
@@ -149,6 +152,12 @@ class FuzzConfig:
             if not ok:
                 raise ValueError(f"--{name} must be {want}, got {got}")
         self.corpora()  # one corpus for several front ends is an error too
+        if self.threads_oracle:
+            known = knowledge_of(self.engine)
+            if not known.threads_oracle:
+                raise ValueError(f"--threads-oracle: engine {self.engine!r} has no thread setting to vary")
+            if threads_env(self.engine).items() <= self.engine_env.items():
+                raise ValueError("--threads-oracle: the campaign already runs at the oracle's thread count")
         return self
 
     def corpora(self) -> dict[str, str]:
@@ -444,7 +453,8 @@ class Campaign:
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
                           self.cfg.engine_mem_mb, engine_python=self.cfg.engine_python,
                           engine_env=dict(self.cfg.engine_env),
-                          platforms=self.platforms, base=self.cfg.base, frontend=self.frontend)
+                          platforms=self.platforms, base=self.cfg.base, frontend=self.frontend,
+                          threads_env=threads_env(self.cfg.engine) if self.cfg.threads_oracle else {})
         # A lane serves one front end (its reference worker judges that format): a mixed run
         # deals its lanes out among the front ends, at least one each.
         k = len(self.frontends)

@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--engine-settings", default="", metavar="NAME=VALUE,...",
                    help="the engine's settings, for both builds, e.g. precision=low,threads=4,transformer_fuse=on "
                         "for MNN (each bundle and repro keeps them; low precision is judged at float16's bound)")
+    f.add_argument("--threads-oracle", action="store_true",
+                   help="run every model also at more threads (MNN: threads=4) and report where the outputs change "
+                        "with the thread count (XTF; no reference needed)")
     f.add_argument("--list-only", type=_list_only, default=DEFAULT_LIST_ONLY, metavar="CLASS,...",
                    help="symptom classes whose new failures against the base build are listed, not failing the "
                         "check, e.g. precision,nan-inf ('none' for none; default: reference-disagreement)")
@@ -288,7 +291,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      minimize_share=args.minimize_share, special_share=args.special_share,
                      platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
-                     symptom_policy=args.symptom_policy, list_only=args.list_only, shard=shard)
+                     symptom_policy=args.symptom_policy, list_only=args.list_only, shard=shard,
+                     threads_oracle=args.threads_oracle)
     try:
         cfg.validate()
     except ValueError as e:
@@ -354,7 +358,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     import tempfile
 
     from .bugs.bundle import BugBook
-    from .bugs.replay import bug_platforms, bundle_key, load_bundle, minimize_bug, replay
+    from .bugs.replay import bug_platforms, bundle_key, load_bundle, minimize_bug, needs_threads, replay
+    from .engines.registry import threads_env
     from .engines.builds import build_of_bundle
     from .pipeline import FrontendError, Lane, LaneConfig
     from .platforms import PlatformError
@@ -380,7 +385,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
             print(f"error: {args.bundle}/meta.json: {e}", file=sys.stderr)
             return EXIT_USAGE
         lane = Lane(LaneConfig(build.engine, Path(tmp), tolerance=tol, platforms=plats, engine_env=dict(build.env),
-                               frontend=frontend), 0)
+                               frontend=frontend, threads_env=threads_env(build.engine) if needs_threads(meta) else {}), 0)
         try:
             try:
                 info = lane.start()
@@ -471,12 +476,15 @@ def _replay_lane(meta: BundleMeta) -> Any:
     """A started lane for replaying bundles (the --check-fixes path)."""
     import tempfile
 
+    from .bugs.replay import needs_threads
     from .engines.builds import build_of_bundle
+    from .engines.registry import threads_env
     from .pipeline import Lane, LaneConfig
 
     build = build_of_bundle(meta.engine)
     lane = Lane(LaneConfig(build.engine, Path(tempfile.mkdtemp(prefix="gbft-fix-")), engine_env=dict(build.env),
-                           tolerance=meta.tolerance, frontend=frontend_of(meta.fingerprint), scratch=True), 0)
+                           tolerance=meta.tolerance, frontend=frontend_of(meta.fingerprint), scratch=True,
+                           threads_env=threads_env(build.engine) if needs_threads(meta) else {}), 0)
     lane.start()
     return lane
 

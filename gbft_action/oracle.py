@@ -23,7 +23,7 @@ from .records.enums import Status
 from .records.tolerance import Tolerance
 
 
-ENGINE_FAILURES = (Status.MCF, Status.IF, Status.DCF, Status.XPF, Status.XBF)
+ENGINE_FAILURES = (Status.MCF, Status.IF, Status.DCF, Status.XPF, Status.XBF, Status.XTF)
 
 
 @dataclass

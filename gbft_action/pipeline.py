@@ -43,6 +43,8 @@ from .records.bundle import EngineInfo
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
 
 
+# How a failure of the thread-count oracle's run reads (bugs.replay.needs_threads reads it back).
+MORE_THREADS = "at more threads"
 # GBFT_FORK_SERVER=off starts every engine worker whole (A/B benchmarks; an engine that
 # cannot be forked after its import).
 FORK_SERVER = os.environ.get("GBFT_FORK_SERVER", "on") != "off"
@@ -81,8 +83,9 @@ class CaseResult:
     fingerprint: Fingerprint | None = None
     platform: str = ""  # where the engine ran
     others: list[CaseResult] = field(default_factory=list)  # the same model on the other platforms
-    build: str = ""  # "" the build under test, "base" the base build
+    build: str = ""  # "" the build under test, "base" the base build, "threads" it at more threads
     base: CaseResult | None = None  # the same model on the base build (first platform)
+    threads: CaseResult | None = None  # the same model at more threads (the thread-count oracle)
     verdict: str = ""  # against the base build (bugs.triage.Verdict), "" when there is none
     error: float | None = None  # the worst relative error against the reference (oracle.relative_error)
     symptom: str = ""  # bugs.rootcause.Symptom of a failure
@@ -108,8 +111,8 @@ class CaseResult:
         return [self, *self.others]
 
     def every_result(self) -> list[CaseResult]:
-        """Every platform's result, then the base build's."""
-        return [*self.per_platform(), *([self.base] if self.base is not None else [])]
+        """Every platform's result, then the base build's and the one at more threads."""
+        return [*self.per_platform(), *(r for r in (self.base, self.threads) if r is not None)]
 
 
 @dataclass
@@ -129,6 +132,10 @@ class LaneConfig:
     cross_reference: bool = True
     # The work folder is the lane's own (a report's replays): stop() removes it, logs and all.
     scratch: bool = False
+    # The thread-count oracle: every model also runs on the first platform with this added to
+    # the engine's environment (its knowledge's threads_oracle settings), judged against itself
+    # at one thread; {}: off.
+    threads_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Absolute: the workers run inside it (see Lane), so a relative path would not reach them.
@@ -165,6 +172,11 @@ class Lane:
         self.base: Worker | None = None  # the base build's worker, on the first platform
         if cfg.base is not None:
             self.base = self._engine_worker(self.platforms[self.primary], cfg.base, logs / f"engine-{lane_id}-base.log")
+        self.threaded: Worker | None = None  # the build under test at more threads, on the first platform
+        if cfg.threads_env:
+            self.threaded = self._engine_worker(self.platforms[self.primary],
+                                                replace(pr, env={**pr.env, **cfg.threads_env}),
+                                                logs / f"engine-{lane_id}-threads.log")
         self.deadline_hit = threading.Event()
         self.closed = False
         # The cases the current engine workers ran: heap damage one leaves can crash a later one.
@@ -185,7 +197,7 @@ class Lane:
         return knowledge_of(self.cfg.engine, str(self.eng.hello.get("engine", "")))
 
     def _engines(self) -> list[Worker]:
-        return [*self.engs.values(), *([self.base] if self.base is not None else [])]
+        return [*self.engs.values(), *(w for w in (self.base, self.threaded) if w is not None)]
 
     def start(self) -> dict[str, Any]:
         """Start the workers; returns the first engine's hello (name, version, machine)."""
@@ -273,9 +285,13 @@ class Lane:
                 if base and self.base is not None and names[0] == self.primary:
                     res.base = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0], build="base",
                                           arrays=dict(res.arrays), after=res.after)
+                if self.threaded is not None and names[0] == self.primary:
+                    res.threads = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0], build="threads",
+                                             arrays=dict(res.arrays), after=res.after)
                 for r in res.every_result():
                     self._on_engine(r, left, twin=res if r.build else None)
                 self._cross_check(res, left)
+                self._cross_threads(res, left)
                 self._cross_build(res, left)
             for r in res.every_result():
                 r.fingerprint = fingerprint(str(r.status), r.stage, r.message, r.log, g, r.op, r.node, r.signal,
@@ -386,10 +402,14 @@ class Lane:
         assert d is not None
         if res.platform != self.primary:
             return d / res.platform
-        return d / ("base" if res.build else "this") if self.base is not None else d
+        if self.base is None and self.threaded is None:
+            return d
+        return d / {"base": "base", "threads": "more"}.get(res.build, "this")
 
     def _worker(self, res: CaseResult) -> Worker:
-        return self.base if res.build and self.base is not None else self.engs[res.platform]
+        if res.build == "threads" and self.threaded is not None:
+            return self.threaded
+        return self.base if res.build == "base" and self.base is not None else self.engs[res.platform]
 
     def _cross_check(self, first: CaseResult, left: Callable[[], float]) -> None:
         """Outputs that differ between platforms, where TensorFlow does not tell the platforms apart.
@@ -411,13 +431,33 @@ class Lane:
             if d is not None:
                 self._mark(res, d, Status.XBF, "differs from the base build")
 
-    def _differs(self, first: CaseResult, r: CaseResult, left: Callable[[], float]) -> OutputDiff | None:
-        """The first node where r's outputs differ from first's, where TensorFlow cannot tell."""
+    def _cross_threads(self, res: CaseResult, left: Callable[[], float]) -> None:
+        """The thread-count oracle, no reference needed: the build under test at more threads
+        (res.threads) against itself at one.  Outputs that differ beyond the case's strict bound
+        make the case an XTF (a race, or a tiling that reads or sums otherwise): also where the
+        reference judged only the run at more threads wrong.  A crash or an error only at more
+        threads is the case's failure, said to be at more threads."""
+        t = res.threads
+        if t is None or res.status != Status.DCP:
+            return
+        if t.status in (Status.MCF, Status.IF, Status.TIMEOUT):
+            res.status, res.stage, res.op, res.node = t.status, t.stage, t.op, t.node
+            res.signal, res.exit_code, res.failed_call, res.log = t.signal, t.exit_code, t.failed_call, t.log
+            res.message = f"{MORE_THREADS}: {t.message}"
+            return
+        d = self._differs(t, res, left, judged=False)
+        if d is not None:
+            self._mark(res, d, Status.XTF, f"differs {MORE_THREADS}")
+
+    def _differs(self, first: CaseResult, r: CaseResult, left: Callable[[], float],
+                 judged: bool = True) -> OutputDiff | None:
+        """The first node where r's outputs differ from first's, where TensorFlow cannot tell
+        (``judged``; else wherever they differ)."""
         if "actual" not in first.arrays or "actual" not in r.arrays:
             return None
         # TensorFlow judges every element, NaN ones by IEEE rules: a platform (or build) that
         # deviates has its own DCF.  Only where both pass can they still differ unjudged.
-        if not first.status == r.status == Status.DCP:
+        if judged and not first.status == r.status == Status.DCP:
             return None
         names = list(r.graph.outputs)
         bad = [x for x in judge_outputs(first.arrays["actual"], r.arrays["actual"], names, self._bounds(r.graph).strict)
@@ -730,12 +770,14 @@ def _covers(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> boo
 
 
 def _compared_with(r: CaseResult, case: CaseResult) -> dict[str, np.ndarray] | None:
-    """What r's outputs were judged against: TensorFlow's, or for an XPF the first platform's and
-    for an XBF the base build's outputs."""
+    """What r's outputs were judged against: TensorFlow's, or for an XPF the first platform's, for
+    an XBF the base build's and for an XTF the outputs at more threads."""
     if r.status == Status.XPF:
         return case.arrays.get("actual")
     if r.status == Status.XBF and case.base is not None:
         return case.base.arrays.get("actual")
+    if r.status == Status.XTF and case.threads is not None:
+        return case.threads.arrays.get("actual")
     return r.arrays.get("expected")
 
 

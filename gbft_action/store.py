@@ -113,8 +113,9 @@ class ResultStore:
         dest.mkdir(exist_ok=True)
         (dest / "graph.json").write_text(g.to_json())
         for k, r in enumerate(res.every_result()):
-            # The first platform's files keep their plain names; the base build's end in -base.
-            tail = "-base" if r.build else "" if k == 0 else f"-{r.platform}"
+            # The first platform's files keep their plain names; the base build's end in -base,
+            # the run at more threads' in -threads.
+            tail = f"-{r.build}" if r.build else "" if k == 0 else f"-{r.platform}"
             for kind, arrays in r.arrays.items():
                 if arrays and (k == 0 or kind == "actual"):
                     np.savez(dest / f"{kind}{tail}.npz", **arrays)

@@ -301,3 +301,21 @@ class OnnxRewrites(MNNEngine):
         out = Path(workdir) / "rewritten.onnx"
         onnx.save(m, str(out))
         return super().convert(out, fmt, workdir)
+
+
+class RacyAtMoreThreads(MNNEngine):
+    """Right at one thread; at more (GBFT_MNN_THREADS above 1, the thread-count oracle's run)
+    every output is off by 0.05, as a race or a tiling defect would leave it."""
+
+    def infer(self, artifact, inputs, outputs):
+        got = super().infer(artifact, inputs, outputs)
+        return {k: v + 0.05 for k, v in got.items()} if self.threads != "1" else got
+
+
+class SegfaultAtMoreThreads(MNNEngine):
+    """SIGSEGV at inference when run at more than one thread."""
+
+    def infer(self, artifact, inputs, outputs):
+        if self.threads != "1":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().infer(artifact, inputs, outputs)

@@ -296,6 +296,6 @@ def test_bool_ratio_boundary():
 
 def test_statuses():
     assert str(Status.DCF) == "DCF" and Status("MCF") is Status.MCF
-    assert set(ENGINE_FAILURES) == {Status.MCF, Status.IF, Status.DCF, Status.XPF, Status.XBF}
+    assert set(ENGINE_FAILURES) == {Status.MCF, Status.IF, Status.DCF, Status.XPF, Status.XBF, Status.XTF}
     assert Status.REF not in ENGINE_FAILURES and Status.GEN not in ENGINE_FAILURES
     assert OutputDiff("x", True, 1.0).to_json()["worst"] == []

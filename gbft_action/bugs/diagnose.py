@@ -47,7 +47,7 @@ REPLAY_S = 5.0  # the fresh replay of the minimised model gets at least this (an
 # isolation merges variants, a minimised model without it is keyed by where the bug showed
 # (a dozen keys for one BatchToSpaceND defect, each named after a downstream operator).
 KEY_MIN_S = 4.0
-DCF_LIKE = (Status.DCF, Status.XPF, Status.XBF)
+DCF_LIKE = (Status.DCF, Status.XPF, Status.XBF, Status.XTF)
 
 
 @dataclass

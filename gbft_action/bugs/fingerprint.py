@@ -56,7 +56,7 @@ def fingerprint(status: str, stage: str, message: str, log: str, g: Graph, op: s
                 knowledge: EngineKnowledge = GENERIC) -> Fingerprint | None:
     """The fingerprint of one judged engine failure (None for passes, REF, GEN);
     ``knowledge``: the engine's, to read its log with."""
-    if status in ("DCF", "XPF", "XBF"):
+    if status in ("DCF", "XPF", "XBF", "XTF"):
         return _dcf(g, node, op, mismatch, status)
     if status == "TIMEOUT" and stage in ("convert", "infer"):
         return Fingerprint(stage, status, "timeout", "", op)

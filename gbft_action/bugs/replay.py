@@ -12,7 +12,7 @@ import numpy as np
 
 from ..graph.ir import Graph
 from ..oracle import Status, judge_outputs, tolerance_for
-from ..pipeline import CaseResult, Lane
+from ..pipeline import MORE_THREADS, CaseResult, Lane
 from ..records.bundle import BundleMeta
 from ..records.summary import Diagnosis
 from .bundle import BugBook
@@ -138,6 +138,12 @@ def _replay_once(lane: Lane, g: Graph, target: Fingerprint, budget: float, fresh
         return Replay(DIFFERENT, None, res)
     fp = next((r.fingerprint for r in res.per_platform() if r.fingerprint is not None), None)
     return Replay(PASSES if fp is None else DIFFERENT, fp, res)
+
+
+def needs_threads(meta: BundleMeta) -> bool:
+    """A bug the thread-count oracle found (an XTF, or a failure only at more threads) shows
+    only with that run in the lane: a replay without it would pass and close the issue."""
+    return meta.fingerprint.status == "XTF" or meta.message.startswith(MORE_THREADS)
 
 
 def needs_base(target: Fingerprint) -> bool:

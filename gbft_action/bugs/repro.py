@@ -45,7 +45,8 @@ _STATUS = re.compile(r"[A-Z]{2,8}")
 # What each status means, in the repro's verdict line and on the issue page: "IF" alone does
 # not tell a maintainer that a missing output (titled a conversion error) shows at inference.
 STATUS_TEXT = {"MCF": "model conversion failure", "IF": "inference failure", "DCF": "data comparison failure",
-               "TIMEOUT": "timeout", "XPF": "cross-platform failure", "XBF": "cross-build failure"}
+               "TIMEOUT": "timeout", "XPF": "cross-platform failure", "XBF": "cross-build failure",
+               "XTF": "cross-thread failure"}
 
 
 @dataclass

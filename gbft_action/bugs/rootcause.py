@@ -43,7 +43,7 @@ def classify(status: str, stage: str, *, signal: int | None = None, message: str
 
     ``kind`` is the fingerprint's kind (unsupported, check, signal, missing-output, ...);
     ``loose_ok``: every differing output is within the loose bound (oracle.precision_only)."""
-    if status in ("DCF", "XPF", "XBF"):
+    if status in ("DCF", "XPF", "XBF", "XTF"):
         if nondeterministic:
             return Symptom.NONDETERMINISTIC.value
         if mismatch in ("nan", "inf"):

@@ -121,6 +121,9 @@ class EngineKnowledge:
             out[name] = value
         return out
 
+    #: the settings of the thread-count oracle's second run ({}: the engine has no thread setting)
+    threads_oracle: Mapping[str, str] = {}
+
     def half_arithmetic(self, settings: Mapping[str, str]) -> bool:
         """Whether the engine computes in float16 with these settings (judged at float16's bound)."""
         return False

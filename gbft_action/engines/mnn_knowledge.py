@@ -67,6 +67,8 @@ class MNNKnowledge(EngineKnowledge):
     setting_vars = {"precision": ("GBFT_MNN_PRECISION", PRECISIONS), "threads": ("GBFT_MNN_THREADS", THREADS),
                     "transformer_fuse": ("GBFT_MNN_TRANSFORMER_FUSE", SWITCH)}
 
+    threads_oracle = {"threads": "4"}
+
     def half_arithmetic(self, settings: Mapping[str, str]) -> bool:
         # Low precision runs float16 kernels where the CPU has them (ARMv8.2's FP16); on
         # others MNN keeps float32, and float16's bound only makes the check looser there.

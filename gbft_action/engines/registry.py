@@ -33,6 +33,12 @@ def resolve(name: str) -> str:
     raise ValueError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))}, or module:Class)")
 
 
+def threads_env(engine: str) -> dict[str, str]:
+    """The environment of the thread-count oracle's second run of ``engine`` ({}: none)."""
+    known = knowledge_of(engine)
+    return known.env_for(dict(known.threads_oracle))
+
+
 def knowledge_of(engine: str, reported: str = "") -> EngineKnowledge:
     """What the host knows of ``engine`` (a registry name or ``module:Class``).
 

@@ -22,6 +22,7 @@ class Status(_Text):
     TIMEOUT = "TIMEOUT"  # a stage exceeded its time limit (stage says which)
     XPF = "XPF"  # cross-platform failure: the engine's outputs differ between platforms
     XBF = "XBF"  # cross-build failure: the build under test's outputs differ from the base build's
+    XTF = "XTF"  # cross-thread failure: the outputs change with the engine's thread count
 
 
 class Symptom(_Text):

@@ -68,6 +68,8 @@ class Fingerprint:
             return "IF: a model output is missing from the converted model"
         if self.kind == "mismatch" and self.status == "XPF":
             return f"XPF: results from {op} differ between platforms ({self.structure})"
+        if self.kind == "mismatch" and self.status == "XTF":
+            return f"XTF: results from {op} change with the thread count ({self.structure})"
         if self.kind == "mismatch" and self.status == "XBF":
             return f"XBF: results from {op} changed from the base build ({self.structure})"
         if self.kind == "mismatch":

@@ -30,7 +30,8 @@ from .sanitize import cell, code_block, finalize, prose, title, truncate_body
 WHAT = {"MCF": "fails to convert a valid model", "IF": "fails while running a converted model",
         "DCF": "computes results that differ from the reference framework's", "TIMEOUT": "hangs on a valid model",
         "XPF": "computes different results on different platforms",
-        "XBF": "computes different results from the base build"}
+        "XBF": "computes different results from the base build",
+        "XTF": "computes different results with more threads"}
 TOOL_REPO = "gbft-action/gbft-action"
 TRACKING_TITLE = "Precision differences found by gbft (tracking)"
 # The symptom classes that, under policy ``summary``, are listed in one tracking issue each.
