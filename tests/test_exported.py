@@ -197,6 +197,10 @@ def test_every_form_computes_its_layers_formula(tmp_path, op):
         want = FORMULAS[op](x, p, consts)
         assert y.shape == want.shape == g.nodes[0].out.shape, (op, p)
         assert np.allclose(y, want, rtol=1e-4, atol=1e-5), (op, p, np.abs(y - want).max())
+        import onnx
+
+        written = {n.op_type for n in onnx.load(str(tmp_path / str(i) / "model.onnx")).graph.node}
+        assert written == set(spec.operators(p)), (op, p, written)  # what coverage counts is what is written
         seen |= {(k, v) for k, v in p.items() if (k, v) in choices}
     assert choices <= seen, (op, choices - seen)  # every form of it was run
 
@@ -286,11 +290,18 @@ def test_the_job_summary_names_the_settings_and_the_forms_reached():
     cov.add(g)
     shown = cov.summary()
     assert shown["forms"] == ["GeluPattern"]
+    from gbft_action.ops.recorded import by_opset
+
+    assert shown["operators"] == []  # the campaign's generator fills these (search.guided.model_operators)
+    shown["operators"] = ["Add", "Div", "Erf", "Mul"]
+    shown["operators_by_opset"] = by_opset(shown["operators"])  # as search.guided adds it for ONNX
+    assert shown["operators_by_opset"] == {"13": 1, "14": 3}  # Erf-13; Add, Div, Mul-14
     eng = EngineSummary("mnn", "3.6.1", "x86_64", {"precision": "low", "threads": "4", "x": "<script>"})
     back = Summary.from_json(Summary(1, engine=eng, coverage=shown).to_json())
     assert back.engine.settings == eng.settings
     md = Renderer().summary(back, "", [], [], [])
     assert md.splitlines()[0] == "## gbft-action: mnn 3.6.1 (precision low, threads 4)"
+    assert "4 operators in the models (by operator-set version: 13: 1, 14: 3)" in md
     assert "exported forms reached: GeluPattern." in md
     plain = Renderer().summary(Summary(1, engine=EngineSummary("mnn", "3.6.1")), "", [], [], [])
     assert plain.splitlines()[0] == "## gbft-action: mnn 3.6.1" and "exported forms" not in plain

@@ -46,6 +46,12 @@ class Pattern(Spec):
     def infer(self, ins: list[TensorType], p: Params) -> TensorType:
         return TensorType(ins[0].shape, F32)
 
+    def operators(self, p: Params) -> tuple[str, ...]:
+        """The ONNX operators the form writes with parameters ``p`` (coverage counts these; the
+        emitter, reference.onnx_exported, is the authority and tests/test_exported.py holds them
+        to it)."""
+        return _OPERATORS[self.name](p)
+
 
 class GroupNormPattern(Pattern):
     """torch's GroupNorm export: Reshape [N, G, -1] -> InstanceNormalization -> Reshape back ->
@@ -183,6 +189,31 @@ def exported_specs() -> list[Spec]:
     ]
 
 
+def _norm_ops(p: Params) -> tuple[str, ...]:
+    head = ("ReduceMean", "Sub", "Pow" if p.get("square") == "pow" else "Mul") if "square" in p else ("Pow", "ReduceMean")
+    scale = ("Div",) if p.get("form", "div") == "div" else ("Reciprocal", "Mul")
+    affine = ("Mul", "Add") if p.get("affine") else ("Mul",) if p.get("gamma") else ()
+    return (*head, "Add", "Sqrt", *scale, *affine)
+
+
+def _attention_ops(p: Params) -> tuple[str, ...]:
+    return ("MatMul", "Reshape", "Transpose", "Mul" if p["scale"] == "mul" else "Div", "Softmax",
+            *(("Add",) if p["mask"] != "none" else ()), *(("Concat",) if p["past"] else ()),
+            *(("Unsqueeze", "Expand") if p["kv"] == "gqa" and p["heads"] >= 2 else ()))
+
+
+_OPERATORS = {
+    "RMSNormPattern": _norm_ops,
+    "LayerNormPattern": _norm_ops,
+    "GroupNormPattern": lambda p: ("Reshape", "InstanceNormalization", "Mul", "Add"),
+    "GeluPattern": lambda p: ("Div", "Erf", "Add", "Mul") if p["form"] == "erf" else ("Pow", "Mul", "Add", "Tanh"),
+    "SwiGLUPattern": lambda p: ("Sigmoid", "Mul") if p["form"] == "silu" else ("MatMul", "Sigmoid", "Mul"),
+    "RotaryPattern": lambda p: ("Slice", "Neg", "Concat", "Mul", "Add", *(("Gather",) if p["cache"] == "gathered" else ())),
+    "AttentionPattern": _attention_ops,
+    "CausalConvPattern": lambda p: ("Concat", "Conv"),
+    "LSTMPattern": lambda p: ("LSTM", *(("Transpose", "Reshape") if p["output"] == "y" else ())),
+    "GRUPattern": lambda p: ("GRU", *(("Transpose", "Reshape") if p["output"] == "y" else ())),
+}
 EXPORTED_FORMS = frozenset(s.name for s in exported_specs())
 
 

@@ -147,5 +147,23 @@ def _load(path: str) -> dict[str, RecordedSpec]:
 
 def schemas(path: Path = RECORDS_FILE) -> dict[str, dict[str, Any]]:
     """Every operator's schema summary, instances or not (the support matrix lists them all)."""
+    return _schemas(str(path))
+
+
+@lru_cache(maxsize=2)
+def _schemas(path: str) -> dict[str, dict[str, Any]]:
     raw = json.loads(Path(path).read_text())
     return {op: rec["schema"] for op, rec in raw["ops"].items()}
+
+
+def by_opset(operators: set[str] | list[str]) -> dict[str, int]:
+    """How many of ``operators`` (ONNX operator types) are at each operator-set version: the
+    version of the schema the generator writes them at ("13": ReduceMean-13...); names of no
+    default-domain operator (another framework's) are not counted."""
+    known = schemas()
+    out: dict[str, int] = {}
+    for op in operators:
+        if op in known:
+            v = str(known[op].get("since", "?"))
+            out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))

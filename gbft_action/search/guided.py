@@ -31,7 +31,8 @@ from . import case_seed, stream_key
 from .coverage import Coverage, graph_level
 from .known import KnownFailures
 from .mcts import MCTSChooser, TreeNode
-from ..ops.recorded import RecordedSpec
+from ..ops.onnx_exported import Pattern
+from ..ops.recorded import RecordedSpec, by_opset
 from ..records.case import CaseRecord
 from .probe import PROBE, SupportMatrix, probe_graph, probes
 
@@ -187,7 +188,10 @@ class GuidedSource:
             self.arms.load(st["graph_arms"])
 
     def summary(self) -> dict[str, Any]:
-        return {**self.coverage.summary(), "graph": dict(self._graph_level), "generated": self.generated,
+        # ONNX models: how many of their operators are at each operator-set version (ReduceMean-13...)
+        versions = by_opset(self.coverage.operators) if self.corpus.frontend == "onnx" else {}
+        return {**self.coverage.summary(), **({"operators_by_opset": versions} if versions else {}),
+                "graph": dict(self._graph_level), "generated": self.generated,
                 "discarded": self.discarded, "steered": self.known.steered, "solver_errors": self.solver_errors,
                 "settled_triggers": dict(list(self.known.settled().items())[:20]), "mcts_nodes": self.mcts.size() if self.mcts else 0,
                 **({"support": self.support.to_json()} if self.support.rows else {}),
@@ -388,6 +392,8 @@ def model_operators(g: Graph, corpus: Corpus) -> set[str]:
         spec, k = corpus.specs.get(n.op), n.params.get("instance")
         if isinstance(spec, RecordedSpec) and isinstance(k, int) and 0 <= k < len(spec.instances):
             out.update(spec.instances[k].operators(n.op))
+        elif isinstance(spec, Pattern):  # an exported form: the operators it writes out
+            out.update(spec.operators(n.params))
         else:
             out.add(n.op)
     return out
