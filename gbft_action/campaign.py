@@ -158,6 +158,8 @@ class FuzzConfig:
                 raise ValueError(f"--threads-oracle: engine {self.engine!r} has no thread setting to vary")
             if threads_env(self.engine).items() <= self.engine_env.items():
                 raise ValueError("--threads-oracle: the campaign already runs at the oracle's thread count")
+            if self.base is not None:  # the base build runs at one thread: its verdict would compare other runs
+                raise ValueError("--threads-oracle: not with a base build (the verdict compares one-thread runs)")
         return self
 
     def corpora(self) -> dict[str, str]:

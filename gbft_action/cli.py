@@ -512,6 +512,10 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     cfg.special_share = old.get("special_share", cfg.special_share)
     cfg.frontend = old.get("frontend", "tf")
     cfg.shard = parse_shard(old.get("shard", "1/1"))
+    # The engine's settings (--engine-settings lives in its environment) and the thread oracle:
+    # a resumed campaign runs the engine as it ran, whatever this command line says.
+    cfg.engine_env = {**{str(k): str(v) for k, v in dict(old.get("engine_env") or {}).items()}, **cfg.engine_env}
+    cfg.threads_oracle = bool(old.get("threads_oracle", False))
     return cfg
 
 

@@ -357,7 +357,7 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
                      for s in summaries for name in s.platform_order}
     eng = min((s.engine for s in summaries), key=lambda e: json.dumps(e.to_json(), sort_keys=True), default=None)
     engine = {"engine": (eng.name if eng else "") or rec.engine, "version": eng.version if eng else "",
-              "machine": eng.machine if eng else ""}
+              "machine": eng.machine if eng else "", "settings": dict(eng.settings) if eng else {}}
     elapsed = sum(s.elapsed_s for s in sessions)
     base = _pick([s.triage.base for s in summaries if s.triage is not None] or [{}])
     summary = summarize(SummaryInputs(

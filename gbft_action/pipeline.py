@@ -39,12 +39,10 @@ from .oracle import (ENGINE_FAILURES, VIEWS, Bounds, OutputDiff, Status, Toleran
                      judge_outputs, precision_only, references_disagree, relative_error, undefined_anywhere)
 from .workers.arrays import digest, pack, unpack
 from .platforms import Platform, host_machine
-from .records.bundle import EngineInfo
+from .records.bundle import MORE_THREADS, EngineInfo
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
 
 
-# How a failure of the thread-count oracle's run reads (bugs.replay.needs_threads reads it back).
-MORE_THREADS = "at more threads"
 # GBFT_FORK_SERVER=off starts every engine worker whole (A/B benchmarks; an engine that
 # cannot be forked after its import).
 FORK_SERVER = os.environ.get("GBFT_FORK_SERVER", "on") != "off"
@@ -213,9 +211,11 @@ class Lane:
         return self.eng.hello
 
     def workers(self) -> dict[str, list[Worker]]:
-        """The lane's workers by what they do: reference, second reference, engine, base build."""
+        """The lane's workers by what they do: reference, second reference, engine (the run at
+        more threads among them: engine time), base build."""
         return {"reference": [self.ref], "second reference": [self.second_ref] if self.second_ref else [],
-                "engine": list(self.engs.values()), "base build": [self.base] if self.base else []}
+                "engine": [*self.engs.values(), *([self.threaded] if self.threaded else [])],
+                "base build": [self.base] if self.base else []}
 
     def hellos(self) -> dict[str, dict[str, Any]]:
         return {name: w.hello for name, w in self.engs.items()}

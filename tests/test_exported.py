@@ -200,7 +200,7 @@ def test_every_form_computes_its_layers_formula(tmp_path, op):
         import onnx
 
         written = {n.op_type for n in onnx.load(str(tmp_path / str(i) / "model.onnx")).graph.node}
-        assert written == set(spec.operators(p)), (op, p, written)  # what coverage counts is what is written
+        assert written == set(spec.operators(p, g.tensor_type("in0"))), (op, p, written)  # coverage counts what is written
         seen |= {(k, v) for k, v in p.items() if (k, v) in choices}
     assert choices <= seen, (op, choices - seen)  # every form of it was run
 
@@ -305,3 +305,19 @@ def test_the_job_summary_names_the_settings_and_the_forms_reached():
     assert "exported forms reached: GeluPattern." in md
     plain = Renderer().summary(Summary(1, engine=EngineSummary("mnn", "3.6.1")), "", [], [], [])
     assert plain.splitlines()[0] == "## gbft-action: mnn 3.6.1" and "exported forms" not in plain
+    tf = {k: v for k, v in shown.items() if k not in ("forms", "operators_by_opset")}  # a TensorFlow campaign's
+    assert "operators in the models." in Renderer().summary(Summary(1, coverage=tf), "", [], [], [])
+    hostile = {**shown, "forms": "x", "operators_by_opset": {"13": "<b>", "<i>": 2}}  # an artifact's data
+    md = Renderer().summary(Summary(1, coverage=hostile), "", [], [], [])
+    assert "exported forms" not in md and "operator-set version" not in md
+
+
+def test_a_rotary_form_too_narrow_to_rotate_counts_only_what_it_writes(tmp_path):
+    import onnx
+
+    p = {"cache": "gathered", "partial": True, "base": 10000.0}
+    g = Graph({"in0": TensorType((1, 1, 3, 3))}, [Node("n0", "RotaryPattern", ["in0"], p, TensorType((1, 1, 3, 3)),
+                                                     block="RotaryPattern")], ["n0"], seed=1)
+    _ort(g, tmp_path)
+    written = {n.op_type for n in onnx.load(str(tmp_path / "model.onnx")).graph.node}
+    assert written == set(ONNX_SPECS["RotaryPattern"].operators(p, TensorType((1, 1, 3, 3)))) == {"Mul"}

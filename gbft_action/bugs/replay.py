@@ -12,7 +12,7 @@ import numpy as np
 
 from ..graph.ir import Graph
 from ..oracle import Status, judge_outputs, tolerance_for
-from ..pipeline import MORE_THREADS, CaseResult, Lane
+from ..pipeline import CaseResult, Lane
 from ..records.bundle import BundleMeta
 from ..records.summary import Diagnosis
 from .bundle import BugBook
@@ -143,7 +143,7 @@ def _replay_once(lane: Lane, g: Graph, target: Fingerprint, budget: float, fresh
 def needs_threads(meta: BundleMeta) -> bool:
     """A bug the thread-count oracle found (an XTF, or a failure only at more threads) shows
     only with that run in the lane: a replay without it would pass and close the issue."""
-    return meta.fingerprint.status == "XTF" or meta.message.startswith(MORE_THREADS)
+    return meta.needs_threads
 
 
 def needs_base(target: Fingerprint) -> bool:
@@ -203,7 +203,7 @@ def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict,
     """Replay a model on fresh workers of both builds, ``rounds`` times (bugs.triage.confirm);
     for a fixed fingerprint, the base build is the one that must show it.  Each round's
     wall time is appended to ``durations`` (the campaign plans its shares with them)."""
-    tol = tolerance_for(model, lane.cfg.tolerance)  # the lane's own bound for this model
+    tol = tolerance_for(model, lane.cfg.tolerance, lane.half_arithmetic)  # the lane's own bound for this model
     fixed = verdict is Verdict.FIXED
 
     def one_round(left: float) -> Round:

@@ -97,6 +97,8 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: BundleMeta, data: 
     known = knowledge_of(engine)
     half_inputs = any(t.dtype in HALF_TYPES for t in graph.inputs.values())  # an operator isolated on float16
     settings = known.settings(meta.engine.settings)
+    if meta.needs_threads:  # the thread-count oracle's bug: the repro runs where it showed
+        settings = {**settings, **known.threads_oracle}
     engine_stage = env.get_template(known.repro_template).render(commands=commands, engine_name=engine,
                                                                  settings=settings,
                                                                  frontend=frontend, half_inputs=half_inputs)

@@ -46,10 +46,10 @@ class Pattern(Spec):
     def infer(self, ins: list[TensorType], p: Params) -> TensorType:
         return TensorType(ins[0].shape, F32)
 
-    def operators(self, p: Params) -> tuple[str, ...]:
-        """The ONNX operators the form writes with parameters ``p`` (coverage counts these; the
-        emitter, reference.onnx_exported, is the authority and tests/test_exported.py holds them
-        to it)."""
+    def operators(self, p: Params, x: TensorType) -> tuple[str, ...]:
+        """The ONNX operators the form writes with parameters ``p`` on input ``x`` (coverage
+        counts these; the emitter, reference.onnx_exported, is the authority and
+        tests/test_exported.py holds them to it)."""
         return _OPERATORS[self.name](p)
 
 
@@ -90,6 +90,9 @@ class RotaryPattern(Pattern):
     def rot(d: int, p: Params) -> int:
         r = d // 2 if p["partial"] else d
         return r - r % 2
+
+    def operators(self, p: Params, x: TensorType) -> tuple[str, ...]:
+        return ("Mul",) if self.rot(x.shape[-1], p) == 0 else super().operators(p, x)  # 0: x times cos 0
 
 
 class AttentionPattern(Pattern):

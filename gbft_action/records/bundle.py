@@ -71,6 +71,10 @@ class MinimizeStats:
                              f.str("note"))
 
 
+# How a failure only the thread-count oracle's run showed reads (pipeline.Lane._cross_threads).
+MORE_THREADS = "at more threads"
+
+
 @dataclass(frozen=True)
 class BundleMeta:
     id: str
@@ -108,6 +112,12 @@ class BundleMeta:
     version: int = BUNDLE_VERSION
 
     # -- the one reader and the one writer -------------------------------------------
+    @property
+    def needs_threads(self) -> bool:
+        """A bug the thread-count oracle found (an XTF, or a failure only at more threads): it
+        shows only with that run (a replay, the repro)."""
+        return self.fingerprint.status == "XTF" or self.message.startswith(MORE_THREADS)
+
     @staticmethod
     def read(bundle: Path) -> BundleMeta | None:
         """A bundle's meta.json (None when there is none: a shard killed while writing it)."""

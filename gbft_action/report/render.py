@@ -209,7 +209,21 @@ class Renderer:
             by_status=summary.by_status, coverage=summary.coverage, not_filed=not_filed,
             frontends=summary.frontends or {}, harness=summary.harness_errors.to_json(),
             refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored, listed=listed,
-            shards=_shards(summary.shards), support=support_matrix(summary))
+            shards=_shards(summary.shards), support=support_matrix(summary), **_coverage_words(summary.coverage))
+
+
+def _coverage_words(coverage: Mapping[str, Any] | None) -> dict[str, str]:
+    """The coverage line's exported forms and operator-set counts, as words ("" when absent or
+    not of the written shape: summary.json is data from an artifact, and a TensorFlow campaign
+    has neither)."""
+    cov = coverage or {}
+    ok = re.compile(r"[A-Za-z0-9_]{1,40}")
+    forms = cov.get("forms")
+    by = cov.get("operators_by_opset")
+    return {"forms": ", ".join(f for f in forms if isinstance(f, str) and ok.fullmatch(f))
+            if isinstance(forms, list) else "",
+            "by_opset": ", ".join(f"{k}: {v}" for k, v in by.items() if ok.fullmatch(str(k)) and isinstance(v, int))
+            if isinstance(by, dict) else ""}
 
 
 def _settings(settings: Mapping[str, str]) -> str:

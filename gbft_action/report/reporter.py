@@ -511,7 +511,8 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
                 res.skipped.append(replace(entry, reason="no bundle in the regression corpus"))
                 continue
             meta, g, small = load_bundle(bundle)
-            setup = json.dumps([meta.fingerprint.frontend, meta.engine.engine, meta.engine.settings], sort_keys=True)
+            setup = json.dumps([meta.fingerprint.frontend, meta.engine.engine, meta.engine.settings, meta.needs_threads],
+                               sort_keys=True)  # a thread-count bug replays only on a lane running the oracle
             lane = lanes[setup] = lanes.get(setup) or lane_factory(meta)
             v = replay(lane, small or g, meta.fingerprint, key=bundle_key(meta) if small is not None else None)
             entry = replace(entry, title=meta.title)

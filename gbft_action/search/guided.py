@@ -393,7 +393,7 @@ def model_operators(g: Graph, corpus: Corpus) -> set[str]:
         if isinstance(spec, RecordedSpec) and isinstance(k, int) and 0 <= k < len(spec.instances):
             out.update(spec.instances[k].operators(n.op))
         elif isinstance(spec, Pattern):  # an exported form: the operators it writes out
-            out.update(spec.operators(n.params))
+            out.update(spec.operators(n.params, g.tensor_type(n.inputs[0])))
         else:
             out.add(n.op)
     return out
