@@ -222,8 +222,14 @@ def _coverage_words(coverage: Mapping[str, Any] | None) -> dict[str, str]:
     by = cov.get("operators_by_opset")
     return {"forms": ", ".join(f for f in forms if isinstance(f, str) and ok.fullmatch(f))
             if isinstance(forms, list) else "",
-            "by_opset": ", ".join(f"{k}: {v}" for k, v in by.items() if ok.fullmatch(str(k)) and isinstance(v, int))
+            "by_opset": ", ".join(f"{k}: {v}" for k, v in sorted(by.items(), key=lambda kv: _number(kv[0]))
+                                  if ok.fullmatch(str(k)) and isinstance(v, int))
             if isinstance(by, dict) else ""}
+
+
+def _number(text: Any) -> int:
+    """A version's order (summary.json's keys are sorted as text: "10" before "6")."""
+    return int(text) if str(text).isdigit() else 0
 
 
 def _settings(settings: Mapping[str, str]) -> str:
