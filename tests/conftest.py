@@ -65,3 +65,24 @@ def case_meta(fp, symptom: str = "", direction: str = "", platforms: tuple[str, 
 
     return BundleMeta(fp.id, fp, fp.title, Status(fp.status), fp.stage, EngineInfo(),
                       symptom=Symptom(symptom) if symptom else None, direction=direction, platforms=tuple(platforms))
+
+
+def render_repro_of(meta_changes: dict, case: str = "mcf-resize-area") -> str:
+    """The repro.py of a recorded case (tests/data/repro) with ``meta_changes`` over its bundle
+    record (an engine with settings, a message...)."""
+    import json
+
+    import jinja2
+
+    from gbft_action.bugs.bundle import TEMPLATES
+    from gbft_action.bugs.repro import render_repro
+    from gbft_action.graph.ir import Graph
+    from gbft_action.oracle import Tolerance
+    from gbft_action.records import BundleMeta
+
+    data = json.loads((TESTS / "data" / "repro" / f"{case}.json").read_text())
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
+    base = {**data["meta"], "id": "1e577ab4506c", "seed": 0, "case_index": 1, "tool_version": "0",
+            "platforms": ["x86_64"],
+            "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio}}
+    return render_repro(env, Graph.from_dict(data["graph"]), BundleMeta.from_json({**base, **meta_changes}))

@@ -28,7 +28,7 @@ from gbft_action.engines.mnn_knowledge import MNNKnowledge
 from gbft_action.graph.ir import Graph
 from gbft_action.oracle import Tolerance
 
-from .conftest import TESTS
+from .conftest import TESTS, render_repro_of
 
 BUNDLES = TESTS / "data" / "mnn_bundles"
 MNN = ENGINES["mnn"]
@@ -202,14 +202,8 @@ def test_engine_settings_reach_the_repro_and_the_replay():
         BundleMeta.from_json({"id": "1e577ab4506c", "fingerprint": {}, "engine": {"engine": "mnn", "settings": "low"}})
     assert build_of_bundle(EngineInfo("mnn")) == EngineBuild("mnn") and GENERIC.settings(meta.settings) == {}
 
-    data = json.loads((TESTS / "data" / "repro" / "mcf-resize-area.json").read_text())
-    g = Graph.from_dict(data["graph"])
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
-    base = {**data["meta"], "id": "1e577ab4506c", "seed": 0, "case_index": 1, "tool_version": "0",
-            "platforms": ["x86_64"],
-            "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio}}
-    low = render_repro(env, g, BundleMeta.from_json({**base, "engine": meta.to_json()}))
-    high = render_repro(env, g, BundleMeta.from_json({**base, "engine": {"engine": "mnn", "version": "3.6.1"}}))
+    low = render_repro_of({"engine": meta.to_json()})
+    high = render_repro_of({"engine": {"engine": "mnn", "version": "3.6.1"}})
     assert "precision_mode=F.PrecisionMode.Low)" in low and "precision_mode=F.PrecisionMode.High)" in high
     # Besides the mode, only the bound: low precision is judged at float16's.
     drop = lambda text: [x for x in text.replace(".Low)", ".High)").splitlines() if not x.startswith("RTOL")]  # noqa: E731
@@ -249,16 +243,8 @@ def test_engine_settings_are_parsed_checked_and_reach_the_repro(tmp_path):
     assert MNN.half_arithmetic({"precision": "low"}) and not MNN.half_arithmetic({"precision": "normal"})
     assert not GENERIC.half_arithmetic({"precision": "low"})
 
-    data = json.loads((TESTS / "data" / "repro" / "mcf-resize-area.json").read_text())
-    g = Graph.from_dict(data["graph"])
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
-    base = {**data["meta"], "id": "1e577ab4506c", "seed": 0, "case_index": 1, "tool_version": "0",
-            "platforms": ["x86_64"],
-            "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio}}
-
     def repro(settings: dict) -> str:
-        engine = {"engine": "mnn", "version": "3.6.1", "settings": settings}
-        return render_repro(env, g, BundleMeta.from_json({**base, "engine": engine}))
+        return render_repro_of({"engine": {"engine": "mnn", "version": "3.6.1", "settings": settings}})
 
     plain, tuned = repro({"precision": "high"}), repro({"precision": "low", "threads": "4", "transformer_fuse": "on"})
     assert "thread_num" not in plain and "--transformerFuse" not in plain and "RTOL, ATOL, MIN_RATIO = 0.001," in plain

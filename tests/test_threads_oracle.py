@@ -70,22 +70,9 @@ def test_the_oracle_is_the_engines_and_checked_once(tmp_path):
 def test_the_repro_of_a_thread_count_bug_runs_at_more_threads():
     """A bug only the oracle's run showed is run there by its repro too (the bundle's engine
     settings are the one-thread worker's)."""
-    import json
+    from .conftest import render_repro_of
 
-    import jinja2
-
-    from gbft_action.bugs.bundle import TEMPLATES
-    from gbft_action.bugs.repro import render_repro
-    from gbft_action.oracle import Tolerance
-
-    from .conftest import TESTS
-
-    data = json.loads((TESTS / "data" / "repro" / "mcf-resize-area.json").read_text())
-    g = Graph.from_dict(data["graph"])
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
-    base = {**data["meta"], "id": "1e577ab4506c", "seed": 0, "case_index": 1, "tool_version": "0",
-            "platforms": ["x86_64"], "engine": {"engine": "mnn", "version": "3.6.1", "settings": {"precision": "high"}},
-            "tolerance": {"rtol": Tolerance.rtol, "atol": Tolerance.atol, "min_ratio": Tolerance.min_ratio}}
-    plain = render_repro(env, g, BundleMeta.from_json(base))
-    crash = render_repro(env, g, BundleMeta.from_json({**base, "message": "at more threads: engine SIGSEGV"}))
+    engine = {"engine": "mnn", "version": "3.6.1", "settings": {"precision": "high"}}
+    plain = render_repro_of({"engine": engine})
+    crash = render_repro_of({"engine": engine, "message": "at more threads: engine SIGSEGV"})
     assert "thread_num" not in plain and "thread_num=4)" in crash
