@@ -4,6 +4,7 @@ from the emitter), and the forms MNN's converter fuses reach its fusion passes."
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import random
@@ -237,7 +238,8 @@ def test_forms_reach_mnns_fusion_passes(tmp_path, op, params, fused):
     """Written as exporters write them, the forms are what MNN's converter fuses: the converted
     model holds the fused kernel and none of the primitives it replaced (a form one constant
     off would test the primitives only, and a change to the fused kernel would go unseen)."""
-    pytest.importorskip("MNN")
+    if importlib.util.find_spec("MNN") is None:  # found, never imported here: MNN beside TensorFlow aborts
+        pytest.skip("MNN is not installed")
     g = _one(op, params, seed=3)
     r = HANDLER.build({"op": "build", "graph": g.to_json(), "dir": str(tmp_path)})
     assert r["ok"], r
@@ -260,7 +262,8 @@ def test_the_transformer_fuse_setting_reaches_mnns_converter(tmp_path):
     """transformer_fuse=on (--engine-settings; GBFT_MNN_TRANSFORMER_FUSE in the engine worker)
     converts with --transformerFuse: the attention form becomes MNN's fused Attention, which
     the default conversion leaves as MatMul and Softmax."""
-    pytest.importorskip("MNN")
+    if importlib.util.find_spec("MNN") is None:  # found, never imported here: MNN beside TensorFlow aborts
+        pytest.skip("MNN is not installed")
     p = {"heads": 2, "head_dim": 4, "kv": "mha", "mask": "causal", "scale": "div", "past": 0}
     g = _one("AttentionPattern", p, seed=3)
     assert HANDLER.build({"op": "build", "graph": g.to_json(), "dir": str(tmp_path)})["ok"]

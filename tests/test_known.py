@@ -105,7 +105,9 @@ def test_a_crash_no_operator_is_named_for_settles_on_the_operator_present_whenev
     """A converter crash names no operator: the operator in every crashing model (more often
     than in models at large) stands out, the operators that are merely common do not."""
     src = GuidedSource(CORPUS, GenOptions(blocks=(2, 12)), 5)
-    for i in range(N):
+    # 2 N models: with the exported forms in the corpus a model holds fewer Softmax blocks, and
+    # at N a merely common Concat's lift came within 2.5 times Softmax's by chance (0.31, 0.76).
+    for i in range(2 * N):
         g = src.next_graph(i)
         crash = any(n.op == "Softmax" for n in g.block_nodes())
         src.feedback(i, g, _rec("MCF") if crash else PASS)
