@@ -358,8 +358,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     import tempfile
 
     from .bugs.bundle import BugBook
-    from .bugs.replay import bug_platforms, bundle_key, load_bundle, minimize_bug, needs_threads, replay
-    from .engines.registry import threads_env
+    from .bugs.replay import bug_platforms, bundle_key, load_bundle, minimize_bug, replay, replay_threads_env
     from .engines.builds import build_of_bundle
     from .pipeline import FrontendError, Lane, LaneConfig
     from .platforms import PlatformError
@@ -385,7 +384,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
             print(f"error: {args.bundle}/meta.json: {e}", file=sys.stderr)
             return EXIT_USAGE
         lane = Lane(LaneConfig(build.engine, Path(tmp), tolerance=tol, platforms=plats, engine_env=dict(build.env),
-                               frontend=frontend, threads_env=threads_env(build.engine) if needs_threads(meta) else {}), 0)
+                               frontend=frontend, threads_env=replay_threads_env(meta, build.engine)), 0)
         try:
             try:
                 info = lane.start()
@@ -476,15 +475,14 @@ def _replay_lane(meta: BundleMeta) -> Any:
     """A started lane for replaying bundles (the --check-fixes path)."""
     import tempfile
 
-    from .bugs.replay import needs_threads
+    from .bugs.replay import replay_threads_env
     from .engines.builds import build_of_bundle
-    from .engines.registry import threads_env
     from .pipeline import Lane, LaneConfig
 
     build = build_of_bundle(meta.engine)
     lane = Lane(LaneConfig(build.engine, Path(tempfile.mkdtemp(prefix="gbft-fix-")), engine_env=dict(build.env),
                            tolerance=meta.tolerance, frontend=frontend_of(meta.fingerprint), scratch=True,
-                           threads_env=threads_env(build.engine) if needs_threads(meta) else {}), 0)
+                           threads_env=replay_threads_env(meta, build.engine)), 0)
     lane.start()
     return lane
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gbft_action.bugs.replay import needs_threads
+from gbft_action.bugs.replay import replay_threads_env
 from gbft_action.campaign import FuzzConfig
 from gbft_action.engines.registry import threads_env
 from gbft_action.graph.ir import Graph, Node, TensorType
@@ -53,13 +53,14 @@ def test_a_crash_only_at_more_threads_is_the_cases_and_says_so(tmp_path, fake_en
     res = _run(tmp_path, "fake_engines:SegfaultAtMoreThreads", MORE)
     assert res.status == Status.IF and res.signal == 11 and res.message.startswith("at more threads: ")
     assert res.symptom == "crash"
-    assert needs_threads(_meta(res.fingerprint, res.message))  # a replay runs the oracle too, or the crash would read as fixed
+    # a replay runs the oracle too, or the crash would read as fixed
+    assert replay_threads_env(_meta(res.fingerprint, res.message), "mnn") == MORE
 
 
 def test_the_oracle_is_the_engines_and_checked_once(tmp_path):
     assert threads_env("mnn") == MORE and threads_env("onnxruntime") == {}
-    assert needs_threads(_meta(Fingerprint("compare", "XTF", "mismatch", "values", "Relu")))
-    assert not needs_threads(_meta(Fingerprint("compare", "DCF", "mismatch", "values", "Relu")))
+    assert replay_threads_env(_meta(Fingerprint("compare", "XTF", "mismatch", "values", "Relu")), "mnn") == MORE
+    assert replay_threads_env(_meta(Fingerprint("compare", "DCF", "mismatch", "values", "Relu")), "mnn") == {}
     with pytest.raises(ValueError, match="engine 'onnxruntime' has no thread setting"):
         FuzzConfig(tmp_path, engine="onnxruntime", frontend="onnx", threads_oracle=True).validate()
     with pytest.raises(ValueError, match="already runs at the oracle's thread count"):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engines.registry import threads_env
 from ..graph.ir import Graph
 from ..oracle import Status, judge_outputs, tolerance_for
 from ..pipeline import CaseResult, Lane
@@ -140,10 +141,11 @@ def _replay_once(lane: Lane, g: Graph, target: Fingerprint, budget: float, fresh
     return Replay(PASSES if fp is None else DIFFERENT, fp, res)
 
 
-def needs_threads(meta: BundleMeta) -> bool:
-    """A bug the thread-count oracle found (an XTF, or a failure only at more threads) shows
-    only with that run in the lane: a replay without it would pass and close the issue."""
-    return meta.needs_threads
+def replay_threads_env(meta: BundleMeta, engine: str) -> dict[str, str]:
+    """The thread-count oracle's environment for a lane that replays ``meta`` ({} for a bug it
+    did not find): its bug shows only with that run, and a replay without it would pass and
+    close the issue."""
+    return threads_env(engine) if meta.needs_threads else {}
 
 
 def needs_base(target: Fingerprint) -> bool:
