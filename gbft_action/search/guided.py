@@ -387,7 +387,7 @@ class GraphArms:
 def model_operators(g: Graph, corpus: Corpus) -> set[str]:
     """The framework's operators a model holds: each node's, or every one its recorded
     instance puts in the model (a pattern's loop body and all)."""
-    out = set()
+    out: set[str] = set()
     for n in g.nodes:
         spec, k = corpus.specs.get(n.op), n.params.get("instance")
         if isinstance(spec, RecordedSpec) and isinstance(k, int) and 0 <= k < len(spec.instances):
