@@ -49,6 +49,7 @@ from .frontends import Frontend, parse_frontends
 from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .graph.solver import GenError
+from .ops.recorded import LEGACY_OPSET, NEWEST_OPSET, OPSETS
 from .oracle import Status, Tolerance
 from .records.enums import Policy, StopReason, Symptom, Verdict
 from .records.bundle import EngineInfo
@@ -126,6 +127,9 @@ class FuzzConfig:
     shard: tuple[int, int] = (1, 1)  # (I, N): this run is part I of N of one campaign (search.case_seed)
     # Every model also at the engine's "more threads" setting, judged against itself (an XTF).
     threads_oracle: bool = False
+    # The opset the ONNX front end writes (ops.recorded.OPSETS): the newest by default, as
+    # exporters write; 17 for campaigns made before opsets were chosen (their resume says so).
+    opset: int = NEWEST_OPSET
 
     def validate(self) -> FuzzConfig:
         """The configuration, checked once whoever built it (the CLI's options, the action's
@@ -147,6 +151,7 @@ class FuzzConfig:
             (min(self.timeouts.convert, self.timeouts.infer) > 0, "timeouts", "above 0 seconds",
              f"{self.timeouts.convert}/{self.timeouts.infer}"),
             (1 <= self.shard[0] <= self.shard[1], "shard", "I/N with 1 <= I <= N", shard_text(self.shard)),
+            (self.opset in OPSETS, "opset", f"from {OPSETS[0]} to {OPSETS[-1]}", self.opset),
         )
         for ok, name, want, got in checks:
             if not ok:
@@ -185,7 +190,14 @@ class FuzzConfig:
             # The front end only when not the first one, the shard only when there are shards:
             # outputs written before either existed keep their identity.
             self.frontend if self.frontend != "tf" else None,
-            shard_text(self.shard) if self.shard[1] > 1 else None)
+            shard_text(self.shard) if self.shard[1] > 1 else None,
+            # The ONNX opset only when not 17: outputs written before opsets were chosen keep theirs.
+            self.opset if self.writes_onnx and self.opset != LEGACY_OPSET else None)
+
+    @property
+    def writes_onnx(self) -> bool:
+        """Whether a front end of the campaign writes ONNX models (its opset matters)."""
+        return any(fe.reference == "onnx" for fe in parse_frontends(self.frontend))
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -262,7 +274,7 @@ class Campaign:
         corpora, paths = {}, self.cfg.corpora()
         for fe in self.frontends:
             path = paths[fe.name]
-            c = corpora[fe.name] = load_corpus(path)
+            c = corpora[fe.name] = load_corpus(path, self.cfg.opset)
             if c.frontend != fe.reference:  # ONNX graphs for TensorFlow: every model a GEN
                 raise ValueError(f"corpus {path} is for the {c.frontend} front end, not "
                                  f"{fe.name} (give --corpus of that front end, or none for its default)")

@@ -16,6 +16,7 @@ from .frontends import FRONTENDS, Frontend, corpus_file, frontend_of, parse_fron
 from .statefile import corrupt
 from .exitcodes import CliExit
 from .oracle import Tolerance
+from .ops.recorded import LEGACY_OPSET, NEWEST_OPSET, OPSETS
 from .records.bundle import BundleMeta
 from .records import RecordError
 from .records.campaign import CampaignRecord
@@ -105,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--engine-settings", default="", metavar="NAME=VALUE,...",
                    help="the engine's settings, for both builds, e.g. precision=low,threads=4,transformer_fuse=on "
                         "for MNN (each bundle and repro keeps them; low precision is judged at float16's bound)")
+    f.add_argument("--opset", type=int, default=NEWEST_OPSET, metavar="N",
+                   help=f"the ONNX opset the onnx front end writes, {OPSETS[0]} to {OPSETS[-1]} (default "
+                        f"{NEWEST_OPSET}, the newest ONNX Runtime runs)")
     f.add_argument("--threads-oracle", action="store_true",
                    help="run every model also at more threads (MNN: threads=4) and report where the outputs change "
                         "with the thread count (XTF; no reference needed)")
@@ -153,7 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("onnx-records", help="write the ONNX operator records (schemas and valid instances) "
                                                  "from the installed onnx package's schemas and node test cases")
     rec.add_argument("--out", type=Path, default=None, metavar="FILE",
-                     help="where to write them (default: the package's ops/data/onnx_records.json)")
+                     help="where to write them (default: the package's file of that opset, ops/data/onnx_records*.json)")
+    rec.add_argument("--opset", type=int, default=LEGACY_OPSET, metavar="N",
+                     help=f"the opset to record, {OPSETS[0]} to {OPSETS[-1]} (default {LEGACY_OPSET})")
 
     c = sub.add_parser("corpus", help="block corpus tools")
     csub = c.add_subparsers(dest="corpus_cmd", required=True)
@@ -223,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "arm-root":
         return cmd_arm_root(args)
     if args.cmd == "onnx-records":
-        return cmd_onnx_records(args.out)
+        return cmd_onnx_records(args.out, args.opset)
     if args.cmd == "action":
         from .action.main import main as action_main
 
@@ -231,15 +237,18 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_USAGE
 
 
-def cmd_onnx_records(out: Path | None) -> int:
-    """Build the records (about a minute: every test case through the validity oracle) and
-    write them atomically; one line per figure a reviewer checks."""
-    from .ops.recorded import RECORDS_FILE
+def cmd_onnx_records(out: Path | None, opset: int) -> int:
+    """Build the records of ``opset`` (about a minute: every test case through the validity
+    oracle) and write them atomically; one line per figure a reviewer checks."""
+    from .ops.recorded import records_file
     from .reference.onnx_records import build_records
     from .statefile import write_atomic
 
-    records = build_records()
-    path = out or RECORDS_FILE
+    if opset not in OPSETS:
+        print(f"error: --opset must be from {OPSETS[0]} to {OPSETS[-1]}, got {opset}", file=sys.stderr)
+        return EXIT_USAGE
+    records = build_records(opset)
+    path = out or records_file(opset)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(records, indent=1, sort_keys=True) + "\n")
     with_instances = [op for op, r in records["ops"].items() if r["instances"]]
@@ -292,7 +301,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
                      symptom_policy=args.symptom_policy, list_only=args.list_only, shard=shard,
-                     threads_oracle=args.threads_oracle)
+                     threads_oracle=args.threads_oracle, opset=args.opset)
     try:
         cfg.validate()
     except ValueError as e:
@@ -514,6 +523,7 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     # a resumed campaign runs the engine as it ran, whatever this command line says.
     cfg.engine_env = {**{str(k): str(v) for k, v in dict(old.get("engine_env") or {}).items()}, **cfg.engine_env}
     cfg.threads_oracle = bool(old.get("threads_oracle", False))
+    cfg.opset = int(old.get("opset", LEGACY_OPSET))  # made before opsets were chosen: 17
     return cfg
 
 

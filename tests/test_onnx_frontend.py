@@ -57,7 +57,7 @@ def test_corpus_is_onnx_and_covers_the_issue_operators():
                "ArgMax", "TopK", "LSTM", "GRU", "ConvTranspose", "DepthToSpace", "ShapeReshape"):
         assert op in ops, op
     subgraphs = {b.name for b in CORPUS.blocks if b.is_subgraph}
-    assert {"ConvBnRelu", "Attention", "SEBlock", "ChannelShuffle"} <= subgraphs
+    assert {"ConvBnRelu", "AttentionHead", "SEBlock", "ChannelShuffle"} <= subgraphs
 
 
 def test_tf_corpus_keeps_the_tf_registry():

@@ -16,6 +16,7 @@ from typing import Any
 from ..bugs.policy import DEFAULT_LIST_ONLY, parse_list_only, parse_policy
 from ..engines.registry import ENGINES as _REGISTRY
 from ..frontends import corpus_file, parse_frontends
+from ..ops.recorded import NEWEST_OPSET, OPSETS
 from ..search import ShardError, parse_shard
 
 ENGINES = tuple(_REGISTRY)  # every registered engine (module:Class adapters are for tests)
@@ -26,6 +27,7 @@ FAIL_ON = ("new", "any", "never")
 INPUTS: dict[str, tuple[str, str]] = {
     "engine": ("engine", "mnn"),
     "frontend": ("frontend", "tf"),
+    "onnx-opset": ("onnx_opset", ""),
     "engine-build": ("engine_build", ""),
     "base-build": ("base_build", ""),
     "build-command": ("build_command", ""),
@@ -60,6 +62,7 @@ class ConfigError(ValueError):
 class ActionConfig:
     engine: str = "mnn"
     frontend: str = "tf"  # frontends.FRONTENDS, or a comma list of them (a mixed campaign)
+    onnx_opset: str = ""  # the opset the onnx front end writes ("": the newest, ops.recorded.NEWEST_OPSET)
     engine_build: str = ""
     base_build: str = ""
     build_command: str = ""  # builds the engine inside the image (engines.source)
@@ -119,6 +122,10 @@ class ActionConfig:
         return int(lo), int(hi or lo)
 
     @property
+    def opset(self) -> int:
+        return int(self.onnx_opset) if self.onnx_opset else NEWEST_OPSET
+
+    @property
     def shard_pair(self) -> tuple[int, int]:
         return parse_shard(self.shard)
 
@@ -147,6 +154,8 @@ class ActionConfig:
         _choice("fail-on", self.fail_on, FAIL_ON)
         _number("budget-seconds", self.budget_seconds, float, 10, 6 * 3600, "a number of seconds from 10 to 21600")
         _number("seed", self.seed, int, 0, 2**31 - 1, "an integer from 0 to 2147483647")
+        if self.onnx_opset:
+            _number("onnx-opset", self.onnx_opset, int, OPSETS[0], OPSETS[-1], f"an opset from {OPSETS[0]} to {OPSETS[-1]}")
         _number("max-new-issues", self.max_new_issues, int, 0, 100, "an integer from 0 to 100")
         _number("special-share", self.special_share, float, 0, 1, "a number from 0 to 1")
         try:

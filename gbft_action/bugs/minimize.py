@@ -20,7 +20,8 @@ from typing import Any, Callable, Iterator, Protocol
 from ..graph.ir import Graph, TensorType
 from ..graph.solver import Builder, GenError
 from ..ops.domains import Choice, FloatRange, IntRange
-from ..ops.registry import registry
+from ..ops.recorded import LEGACY_OPSET
+from ..ops.registry import Registry, registry, registry_of
 from ..records.bundle import MinimizeStats
 
 GRAPH_INPUT = -1
@@ -42,6 +43,7 @@ class Program:
     salt: int = 0  # varies the solver's adapter draws (slice offsets, pad splits)
     values: str = "normal"  # Graph.values: a special model stays special (and unguarded)
     frontend: str = "tf"  # the operator registry (ops.registry) its steps name: g.meta["frontend"]
+    opset: int = LEGACY_OPSET  # ... at this ONNX opset: g.meta["opset"] (ops.registry.opset_of)
 
     def key(self) -> tuple[int, int, int, int]:
         """Smaller is simpler: fewer operators, fewer edges, fewer input elements, shorter params."""
@@ -52,7 +54,7 @@ class Program:
 
     def realise(self) -> Graph:
         b = Builder(random.Random(f"gbft-min:{self.seed}:{self.salt}"), self.seed, self.values,
-                    registry(self.frontend))
+                    self.registry)
         names = {GRAPH_INPUT: b.add_input("in0", TensorType(self.input_shape))}
         for i, s in enumerate(self.steps):
             names[i] = b.add_op(s.op, [names[j] for j in s.inputs], None, block=s.block, gnode=i,
@@ -60,7 +62,13 @@ class Program:
         meta: dict[str, Any] = {"minimized": True, "blocks": [s.block for s in self.steps]}
         if self.frontend != "tf":  # absent for TF: its minimised graphs keep their bytes
             meta["frontend"] = self.frontend
+        if self.opset != LEGACY_OPSET:  # absent at 17, as in graphs made before opsets were chosen
+            meta["opset"] = self.opset
         return b.finish(meta)
+
+    @property
+    def registry(self) -> Registry:
+        return registry(self.frontend, self.opset)
 
     @staticmethod
     def from_graph(g: Graph) -> Program:
@@ -76,7 +84,8 @@ class Program:
         steps = tuple(Step(n.op, tuple(source(x) for x in n.inputs), json.dumps(n.params, sort_keys=True), n.block)
                       for n in g.block_nodes())
         shape = next(iter(g.inputs.values())).shape
-        return Program(shape, steps, g.seed, values=g.values, frontend=str(g.meta.get("frontend", "tf")))
+        return Program(shape, steps, g.seed, values=g.values, frontend=str(g.meta.get("frontend", "tf")),
+                       opset=registry_of(g).opset)
 
 
 # --------------------------------------------------------------------------- the shrinker
@@ -184,7 +193,7 @@ class DropInputs:
 
     def run(self, s: Shrinker) -> bool:
         changed = False
-        specs = registry(s.current.frontend).specs
+        specs = s.current.registry.specs
         for i in range(len(s.current.steps)):  # this pass never removes steps
             for k in range(len(s.current.steps[i].inputs)):
                 step = s.current.steps[i]
@@ -233,7 +242,7 @@ class SimplifyParams:
         for i in range(len(s.current.steps)):  # this pass never removes steps
             step = s.current.steps[i]
             params = json.loads(step.params)
-            for name, dom in registry(s.current.frontend).specs[step.op].domains.items():
+            for name, dom in s.current.registry.specs[step.op].domains.items():
                 simple = _simplest(dom)
                 if name in params and params[name] != simple:
                     new = dict(json.loads(s.current.steps[i].params), **{name: simple})

@@ -29,7 +29,7 @@ from ..records.summary import FailureRow, RootCauseRow
 from ..records.keys import (  # noqa: F401 - SPECIAL_INPUT, same_class re-exported
     MEMORY_SIGNALS, SPECIAL_INPUT, Fingerprint, RootKey, same_class, signal_name)
 from ..ops.domains import Choice
-from ..ops.registry import registry
+from ..ops.registry import registry_of
 from ..ops.recorded import RecordedSpec
 from ..ops.specs import Params, Spec
 
@@ -157,7 +157,7 @@ def salient_params(g: Graph, node: str) -> str:
 
 def spec_of(g: Graph, op: str) -> Spec | None:
     """The spec of operator ``op`` in g's front end (None for an operator it has none of)."""
-    return registry(str(g.meta.get("frontend", "tf"))).specs.get(op)
+    return registry_of(g).specs.get(op)
 
 
 def keyed_op(g: Graph, n: Node) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ops.domains import Domain, parse_domain
-from ..ops.recorded import RecordedSpec
+from ..ops.recorded import LEGACY_OPSET, RecordedSpec
 from ..ops.registry import FRONTENDS, TF, Registry, registry
 from ..ops.specs import Spec
 
@@ -123,7 +123,8 @@ class Corpus:
         return [b for b in self.blocks if op in b.ops]
 
 
-def load_corpus(path: str | Path = DEFAULT_CORPUS) -> Corpus:
+def load_corpus(path: str | Path = DEFAULT_CORPUS, opset: int = LEGACY_OPSET) -> Corpus:
+    """The corpus in file ``path``, its operators those of its front end at ``opset`` (ONNX's)."""
     p = Path(path)
     try:
         text = p.read_text()
@@ -135,7 +136,7 @@ def load_corpus(path: str | Path = DEFAULT_CORPUS) -> Corpus:
         raise CorpusError(str(p), "-", "-", f"not valid YAML/JSON: {e}") from None
     if isinstance(raw, dict) and "extends" in raw:
         raw = _extended(p, raw)
-    return parse_corpus(raw, str(p))
+    return parse_corpus(raw, str(p), opset)
 
 
 def _extended(p: Path, raw: dict[str, Any]) -> dict[str, Any]:
@@ -165,13 +166,13 @@ def _parse(p: Path, text: str) -> Any:
     return yaml.safe_load(text)
 
 
-def parse_corpus(raw: Any, file: str = "<corpus>") -> Corpus:
+def parse_corpus(raw: Any, file: str = "<corpus>", opset: int = LEGACY_OPSET) -> Corpus:
     if not isinstance(raw, dict) or not isinstance(raw.get("blocks"), list) or not raw["blocks"]:
         raise CorpusError(file, "-", "blocks", "the corpus needs a non-empty list 'blocks'")
     frontend = raw.get("frontend", "tf")
     if frontend not in FRONTENDS:
         raise CorpusError(file, "-", "frontend", f"unknown frontend {frontend!r} (known: {', '.join(FRONTENDS)})")
-    reg = registry(frontend)
+    reg = registry(frontend, opset)
     blocks = []
     seen: set[str] = set()
     for i, rb in enumerate(raw["blocks"]):

@@ -1,7 +1,8 @@
 """Recorded operators: ONNX operators placed from instances ONNX's own test cases give (issue 26).
 
-``ops/data/onnx_records.json`` (written offline by ``gbft onnx-records``,
-``reference.onnx_records``) holds, per default-domain operator, its schema at our opset and
+``ops/data/onnx_records*.json`` (written offline by ``gbft onnx-records``,
+``reference.onnx_records``; one file per opset, see ``records_file``) holds, per
+default-domain operator, its schema at that opset and
 the instances the validity oracle took: attributes, one input a generated tensor feeds (its
 element type and shape), the other inputs as constants, and the output types; or a pattern
 (``reference.onnx_patterns``: a small graph for an operator no single node can place, a
@@ -32,7 +33,15 @@ from .domains import Choice
 from .specs import Params, Spec
 
 RECORDS_VERSION = 1
-RECORDS_FILE = Path(str(files("gbft_action") / "ops" / "data" / "onnx_records.json"))
+DATA = Path(str(files("gbft_action") / "ops" / "data"))
+RECORDS_FILE = DATA / "onnx_records.json"  # opset 17's, named as before there were others
+# The opsets the ONNX front end writes.  17: every graph made before opsets were chosen (a
+# graph's meta without "opset"), so old bundles' instance indices keep their meaning.  27: the
+# newest ONNX Runtime 1.32 runs (its node tests pass up to 27; it has no kernel for SwiGLU-28's
+# body), and MNN 3.6's converter reads models of 18 to 28.
+LEGACY_OPSET = 17
+NEWEST_OPSET = 27
+OPSETS = tuple(range(LEGACY_OPSET, NEWEST_OPSET + 1))
 # Element types a fed input may take (the generator casts to them) and outputs may have.
 # float16 last (a test case's other types come first within MAX_PER_OP): the reference may
 # compute it in half precision where the engine computes in float32, so a case holding a
@@ -122,10 +131,30 @@ class RecordedSpec(Spec):
         return inst.outputs[0]
 
 
+def records_file(opset: int) -> Path:
+    """The records of ``opset``: the package's file of that opset (17's and the newest's ship)."""
+    return RECORDS_FILE if opset == LEGACY_OPSET else DATA / f"onnx_records_{opset}.json"
+
+
 def recorded_specs(path: Path = RECORDS_FILE, skip: frozenset[str] = frozenset()) -> dict[str, RecordedSpec]:
     """A spec per operator of the records file with at least one instance, but those in ``skip``
     (the hand-written ones).  RecordsError names the file when it cannot be used."""
     return {k: v for k, v in _load(str(path)).items() if k not in skip}
+
+
+def specs_at(opset: int, skip: frozenset[str] = frozenset()) -> dict[str, RecordedSpec]:
+    """The recorded specs at ``opset`` (one of OPSETS).  An opset with no file of its own takes
+    the newest's operators whose schema there is already in force at ``opset`` (the schema at
+    an opset is the newest version at or below it, so theirs is the same): a subset, with the
+    newest file's instance indices.  ``gbft onnx-records --opset N`` writes N's own file."""
+    if opset not in OPSETS:
+        raise RecordsError(f"opset {opset}: the ONNX front end writes opsets {OPSETS[0]} to {OPSETS[-1]}")
+    own = records_file(opset)
+    if own.exists():
+        return recorded_specs(own, skip)
+    newest = records_file(NEWEST_OPSET)
+    since = {op: int(s.get("since", 0)) for op, s in schemas(NEWEST_OPSET).items()}
+    return {k: v for k, v in recorded_specs(newest, skip).items() if since.get(k, opset + 1) <= opset}
 
 
 @lru_cache(maxsize=4)
@@ -145,9 +174,13 @@ def _load(path: str) -> dict[str, RecordedSpec]:
         raise RecordsError(f"{path}: malformed operator record ({type(e).__name__}: {e})") from None
 
 
-def schemas(path: Path = RECORDS_FILE) -> dict[str, dict[str, Any]]:
-    """Every operator's schema summary, instances or not (the support matrix lists them all)."""
-    return _schemas(str(path))
+def schemas(opset: int = LEGACY_OPSET) -> dict[str, dict[str, Any]]:
+    """Every operator's schema summary at ``opset``, instances or not (the support matrix lists
+    them all): that opset's file, else the newest's schemas already in force at ``opset``."""
+    own = records_file(opset)
+    if own.exists():
+        return _schemas(str(own))
+    return {op: s for op, s in _schemas(str(records_file(NEWEST_OPSET))).items() if int(s.get("since", 0)) <= opset}
 
 
 @lru_cache(maxsize=2)
@@ -156,11 +189,11 @@ def _schemas(path: str) -> dict[str, dict[str, Any]]:
     return {op: rec["schema"] for op, rec in raw["ops"].items()}
 
 
-def by_opset(operators: set[str] | list[str]) -> dict[str, int]:
+def by_opset(operators: set[str] | list[str], opset: int = LEGACY_OPSET) -> dict[str, int]:
     """How many of ``operators`` (ONNX operator types) are at each operator-set version: the
-    version of the schema the generator writes them at ("13": ReduceMean-13...); names of no
-    default-domain operator (another framework's) are not counted."""
-    known = schemas()
+    version of the schema the generator writes them at, at ``opset`` ("13": ReduceMean-13 at
+    opset 17...); names of no default-domain operator (another framework's) are not counted."""
+    known = schemas(opset)
     out: dict[str, int] = {}
     for op in operators:
         if op in known:

@@ -72,6 +72,7 @@ class CampaignIdentity:
     frontend: str | None = None
     shard: str | None = None  # I/N
     shards: int | None = None  # a merged output: how many shards it joined
+    opset: int | None = None  # the ONNX opset, when an ONNX front end writes another than 17
     # Keys this gbft does not know (a newer writer's), kept so that they still count.
     extra: tuple[tuple[str, str], ...] = ()
 
@@ -98,7 +99,7 @@ class CampaignIdentity:
             opt("seed", f.int), opt("blocks", f.ints), opt("graph", f.str), opt("engine", f.str),
             opt("corpus_sha256", f.str), opt("chooser", f.str), opt("mutations", f.bool),
             opt("special_share", f.float), opt("state_sha256", f.str), opt("platforms", f.strs),
-            opt("base", f.str), opt("frontend", f.str), opt("shard", f.str), opt("shards", f.int),
+            opt("base", f.str), opt("frontend", f.str), opt("shard", f.str), opt("shards", f.int), opt("opset", f.int),
             tuple(sorted((str(k), json.dumps(v, sort_keys=True)) for k, v in f.d.items() if k not in known)))
 
 

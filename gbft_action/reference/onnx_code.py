@@ -6,7 +6,7 @@ with its attributes written out; small constants are printed as array literals, 
 ones (weights) travel in one base64 blob the script decodes.  Names become Python string
 literals only after the same checks as the TensorFlow code (``tf_code.check_graph``).
 
-May import: graph.ir, reference.onnx_emit and tf_code (its name checks; no TensorFlow), onnx, numpy.
+May import: graph.ir, ops.recorded, ops.registry, reference.onnx_emit and tf_code (its name checks; no TensorFlow), onnx, numpy.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..graph.ir import Graph
+from ..ops.recorded import LEGACY_OPSET
+from ..ops.registry import registry_of
 from . import tf_code
-from .onnx_emit import DTYPES, EMITTERS, IR_VERSION, OPSET, build
+from .onnx_emit import DTYPES, EMITTERS, IR_VERSION, build
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 # Elements of a tensor, or an integer parameter (channels, kernel sizes): what a bundle may ask
@@ -43,7 +45,7 @@ class OnnxSource:
     inputs: list[str]
     outputs: list[str]
     blob: str  # base64 npz of the constants too large to print ("" when none)
-    opset: int = OPSET
+    opset: int = LEGACY_OPSET
     ir_version: int = IR_VERSION
 
 
@@ -51,7 +53,7 @@ def check_graph(g: Graph) -> None:
     """Names are identifiers, operators known to the ONNX emitter, and nothing so large that
     emitting it (weights are drawn for real here) would exhaust memory: ValueError names the bad
     part.  A bundle is a pull request's artifact."""
-    tf_code.check_graph(g, EMITTERS, DTYPES)
+    tf_code.check_graph(g, {*EMITTERS, *registry_of(g).specs}, DTYPES)
     for n in g.nodes:
         # Slice bounds are clamped to the input's dims (the generator writes INT64_MIN for "to
         # the start"), so they size nothing: only the other integers are checked.
@@ -76,7 +78,7 @@ def model_source(g: Graph) -> OnnxSource:
     inits = [_init(t, big) for t in m.graph.initializer]
     return OnnxSource(nodes=[_node(n) for n in m.graph.node], inits=inits,
                       inputs=[_value_info(v) for v in m.graph.input], outputs=[_value_info(v) for v in m.graph.output],
-                      blob=_blob(big))
+                      blob=_blob(big), opset=m.opset_import[0].version, ir_version=m.ir_version)
 
 
 def _node(n: onnx.NodeProto) -> str:

@@ -1,4 +1,7 @@
-"""ONNX materialiser: IR graph (``frontend: onnx``) -> ``onnx.ModelProto`` at opset 17, NCHW.
+"""ONNX materialiser: IR graph (``frontend: onnx``) -> ``onnx.ModelProto`` at the graph's opset
+(``ops.registry.opset_of``: 17 to 27), NCHW.  Where an operator's form changed between opsets
+(Reduce*'s axes became an input at 18, GridSample's modes were renamed at 20, Split took
+``num_outputs`` at 18) its emitter writes the form of the graph's opset.
 
 Every node becomes ONNX nodes whose *last* output is named by the node id, so
 the node's tensor is ``<id>`` in the model and engines that keep names can
@@ -23,13 +26,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..graph.ir import Graph, Node, TensorType
 from ..ops.onnx_specs import FLOAT_SPECIALS, INT_EDGES, ONNX_SPECS, MatMul
-from ..ops.recorded import Instance, recorded_specs
+from ..ops.recorded import LEGACY_OPSET, Instance, RecordedSpec
+from ..ops.registry import opset_of, registry_of
 from . import registrar
 from .onnx_exported import EXPORTED_EMITTERS
 from .onnx_patterns import parsed
 from .weights import divisor, uniform, weights_rng
 
-OPSET = 17  # the newest opset both MNN 3.6's converter and ONNX Runtime read; LayerNormalization needs 17
 IR_VERSION = 8  # the IR version of opset 17's onnx release (1.12): older readers accept it
 DTYPES = {"float32": TensorProto.FLOAT, "int32": TensorProto.INT32, "int64": TensorProto.INT64,
           "bool": TensorProto.BOOL, "uint8": TensorProto.UINT8, "int8": TensorProto.INT8,
@@ -45,6 +48,7 @@ class Ctx:
     g: Graph
     node: Node
     rng: np.random.Generator
+    opset: int = LEGACY_OPSET
     nodes: list[onnx.NodeProto] = field(default_factory=list)
     inits: list[onnx.TensorProto] = field(default_factory=list)
 
@@ -58,6 +62,15 @@ class Ctx:
 
     def ints(self, suffix: str, values: list[int]) -> str:
         return self.const(suffix, np.array(values, np.int64), np.int64)
+
+    def reduce(self, op_type: str, x: str, axes: list[int], keepdims: bool, out: str | None = None) -> str:
+        """A Reduce* node in the graph's opset's form: its axes an input from 18 on (ReduceSum's
+        from 13), an attribute before."""
+        if op_type == "ReduceSum" or self.opset >= 18:
+            taken = any(t.name == f"{self.node.id}_axes" for t in self.inits)
+            name = self.ints(f"axes{len(self.inits)}" if taken else "axes", axes)
+            return self.op(op_type, [x, name], out=out, keepdims=int(keepdims))
+        return self.op(op_type, [x], out=out, axes=list(axes), keepdims=int(keepdims))
 
     def op(self, op_type: str, inputs: list[str], out: str | None = None, outputs: list[str] | None = None,
            **attrs: Any) -> str:
@@ -79,13 +92,19 @@ def value_info(name: str, t: TensorType) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, DTYPES[t.dtype], list(t.shape))
 
 
+def ir_version(opset: int) -> int:
+    """The IR version a model of ``opset`` declares: the oldest that carries it (8 at 17)."""
+    return helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
+
+
 def build(g: Graph, extra_outputs: list[str] | tuple[str, ...] = ()) -> onnx.ModelProto:
     """``g`` as an ONNX model; ``extra_outputs`` (node ids) become graph outputs too (intermediates)."""
     nodes: list[onnx.NodeProto] = []
     inits: list[onnx.TensorProto] = []
+    opset = opset_of(g)
     for node in g.nodes:
-        ctx = Ctx(g, node, weights_rng(g.seed, node.id))
-        EMITTERS[node.op](ctx, list(node.inputs), node.params)
+        ctx = Ctx(g, node, weights_rng(g.seed, node.id), opset)
+        EMITTERS.get(node.op, _recorded)(ctx, list(node.inputs), node.params)
         if not any(node.id in n.output for n in ctx.nodes):
             raise RuntimeError(f"emitter for {node.op} did not produce the tensor {node.id!r}")
         nodes += ctx.nodes
@@ -94,8 +113,8 @@ def build(g: Graph, extra_outputs: list[str] | tuple[str, ...] = ()) -> onnx.Mod
     graph = helper.make_graph(
         nodes, "gbft", [value_info(k, t) for k, t in g.inputs.items()],
         [value_info(o, g.tensor_type(o)) for o in outs], initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="gbft-action")
-    model.ir_version = IR_VERSION
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="gbft-action")
+    model.ir_version = ir_version(opset)
     return model
 
 
@@ -306,8 +325,12 @@ def _resize(ctx, xs, p):
 def _grid_sample(ctx, xs, p):
     n = ctx.type(xs[0]).shape[0]
     grid = ctx.const("grid", uniform(ctx.rng, (n, p["out_h"], p["out_w"], 2), -1.2, 1.2))  # some outside: padding
-    ctx.op("GridSample", [xs[0], grid], mode=p["mode"], padding_mode=p["padding_mode"],
+    mode = GRID_MODES_20.get(p["mode"], p["mode"]) if ctx.opset >= 20 else p["mode"]
+    ctx.op("GridSample", [xs[0], grid], mode=mode, padding_mode=p["padding_mode"],
            align_corners=int(p["align_corners"]))
+
+
+GRID_MODES_20 = {"bilinear": "linear", "bicubic": "cubic"}  # GridSample-20's names of the 2-D modes
 
 
 # --------------------------------------------------------------------------- shape & layout
@@ -338,6 +361,10 @@ def _slice(ctx, xs, p):
 @emits("Split")
 def _split(ctx, xs, p):
     outs = [ctx.node.id if k == p["take"] else f"{ctx.node.id}_part{k}" for k in range(len(p["split"]))]
+    if ctx.opset >= 18 and len(set(p["split"])) == 1 and ctx.rng.random() < 0.5:
+        # Split-18's other form of equal parts, as exporters write it: num_outputs, no sizes
+        # input (a converter reading only the input would split into one part).
+        return ctx.op("Split", xs[:1], outputs=outs, axis=p["axis"], num_outputs=len(outs))
     ctx.op("Split", [xs[0], ctx.ints("split", p["split"])], outputs=outs, axis=p["axis"])
 
 
@@ -429,10 +456,7 @@ REDUCE = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "Re
 
 @emits(*REDUCE)
 def _reduce(ctx, xs, p):
-    if ctx.node.op == "ReduceSum":  # axes became an input at ReduceSum-13 (the others at 18)
-        ctx.op("ReduceSum", [xs[0], ctx.ints("axes", p["axes"])], keepdims=int(p["keepdims"]))
-    else:
-        ctx.op(ctx.node.op, xs, axes=list(p["axes"]), keepdims=int(p["keepdims"]))
+    ctx.reduce(ctx.node.op, xs[0], list(p["axes"]), bool(p["keepdims"]))
 
 
 @emits("ArgMax")
@@ -472,7 +496,9 @@ def _recorded(ctx: Ctx, xs: list[str], p: dict[str, Any]) -> None:
     """An operator known from its recorded instances (ops.recorded): the instance's attributes
     and constants, its fed input the node's one input; outputs past the first get names of
     their own (an operator with optional outputs computes what it is asked for)."""
-    spec = RECORDED[ctx.node.op]
+    spec = registry_of(ctx.g).specs.get(ctx.node.op)
+    if not isinstance(spec, RecordedSpec):
+        raise ValueError(f"graph: node {ctx.node.id}: no operator {ctx.node.op!r} at opset {ctx.opset}")
     k = p.get("instance")
     if not isinstance(k, int) or not 0 <= k < len(spec.instances):
         raise ValueError(f"graph: node {ctx.node.id}: no instance {k!r} of {ctx.node.op}")
@@ -540,7 +566,3 @@ def _attr(name: str, v: Any, kind: str) -> onnx.AttributeProto:
         v = numpy_helper.from_array(np.asarray(t["data"], dtype=t["dtype"]).reshape(t["shape"]))
     return helper.make_attribute(name, v, attr_type=getattr(onnx.AttributeProto, kind.upper(), None))
 
-
-RECORDED = recorded_specs(skip=frozenset(ONNX_SPECS))
-for _op in RECORDED:
-    EMITTERS.setdefault(_op, _recorded)

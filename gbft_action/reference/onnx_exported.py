@@ -37,7 +37,7 @@ def _t(ctx: Ctx, suffix: str) -> str:
 
 
 def _mean_last(ctx: Ctx, x: str, out: str) -> str:
-    return ctx.op("ReduceMean", [x], out=_t(ctx, out), axes=[-1], keepdims=1)
+    return ctx.reduce("ReduceMean", x, [-1], True, out=_t(ctx, out))
 
 
 @emits("RMSNormPattern")

@@ -27,7 +27,8 @@ from onnx import TensorProto, helper
 
 from ..graph.ir import Graph
 from . import registrar
-from .onnx_emit import DTYPES, IR_VERSION, NP, OPSET, Ctx, value_info
+from ..ops.recorded import LEGACY_OPSET
+from .onnx_emit import DTYPES, IR_VERSION, NP, Ctx, value_info
 from .weights import divisor, uniform, weights_rng
 
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -67,7 +68,7 @@ def translate(g: Graph, extra_outputs: list[str] | tuple[str, ...] = ()) -> tupl
     outs = list(g.outputs) + [t for t in extra_outputs if t not in g.outputs]
     graph = helper.make_graph(nodes, "gbft-tf-reference", [value_info(k, t) for k, t in g.inputs.items()],
                               [value_info(o, g.tensor_type(o)) for o in outs], initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="gbft-action")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", LEGACY_OPSET)], producer_name="gbft-action")
     model.ir_version = IR_VERSION
     return model, ""
 

@@ -189,7 +189,7 @@ class GuidedSource:
 
     def summary(self) -> dict[str, Any]:
         # ONNX models: how many of their operators are at each operator-set version (ReduceMean-13...)
-        versions = by_opset(self.coverage.operators) if self.corpus.frontend == "onnx" else {}
+        versions = by_opset(self.coverage.operators, self.corpus.reg.opset) if self.corpus.frontend == "onnx" else {}
         return {**self.coverage.summary(), **({"operators_by_opset": versions} if versions else {}),
                 "graph": dict(self._graph_level), "generated": self.generated,
                 "discarded": self.discarded, "steered": self.known.steered, "solver_errors": self.solver_errors,
