@@ -192,7 +192,7 @@ class FuzzConfig:
             self.frontend if self.frontend != "tf" else None,
             shard_text(self.shard) if self.shard[1] > 1 else None,
             # The ONNX opset only when not 17: outputs written before opsets were chosen keep theirs.
-            self.opset if self.writes_onnx and self.opset != LEGACY_OPSET else None)
+            opset=self.opset if self.writes_onnx and self.opset != LEGACY_OPSET else None)
 
     @property
     def writes_onnx(self) -> bool:

@@ -79,7 +79,7 @@ def test_the_split_is_by_index_deterministic_and_each_front_end_keeps_its_own_co
     # end's models never touch its coverage or MCTS tree.
     opts = GenOptions()
     for fe, first in (("tf", 0), ("onnx", 1)):
-        alone = GuidedSource(load_corpus(FRONTENDS[fe].default_corpus), opts, 4)
+        alone = GuidedSource(load_corpus(FRONTENDS[fe].default_corpus, FuzzConfig(out=tmp_path).opset), opts, 4)
         assert _hashes(alone, range(first, 10, 2)) == [g.structure_hash() for g in graphs[first::2]]
         assert mixed.sources[fe].coverage.to_json() == alone.coverage.to_json()
     tf_ops, onnx_ops = (set(mixed.sources[fe].coverage.op_types) for fe in ("tf", "onnx"))

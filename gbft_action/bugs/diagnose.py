@@ -28,6 +28,7 @@ import numpy as np
 
 from ..graph.ir import Graph, Node
 from ..ops.domains import FloatRange
+from ..ops.registry import registry_of
 from ..oracle import DISCONTINUOUS, Status
 from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
@@ -90,8 +91,7 @@ def sub_graph(g: Graph, ids: list[str]) -> tuple[Graph, dict[str, str]]:
     nodes = [Node(n.id, n.op, [names.get(x, x) for x in n.inputs], dict(n.params), n.out, n.block or n.op, "block",
                   n.gnode) for n in keep]
     meta: dict[str, Any] = {"isolated": ids[0] if len(ids) == 1 else list(ids), "blocks": [n.op for n in keep]}
-    if "frontend" in g.meta:  # an ONNX node stays an ONNX node (TF graphs carry no key)
-        meta["frontend"] = g.meta["frontend"]
+    meta.update(registry_of(g).meta())  # an ONNX node stays an ONNX node of its opset
     g1 = Graph({names[x]: g.tensor_type(x) for x in sources}, nodes, [keep[-1].id], g.seed, meta, values=g.values)
     return g1, {names[x]: x for x in sources}
 

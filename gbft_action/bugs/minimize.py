@@ -60,11 +60,7 @@ class Program:
             names[i] = b.add_op(s.op, [names[j] for j in s.inputs], None, block=s.block, gnode=i,
                                 fixed=json.loads(s.params))
         meta: dict[str, Any] = {"minimized": True, "blocks": [s.block for s in self.steps]}
-        if self.frontend != "tf":  # absent for TF: its minimised graphs keep their bytes
-            meta["frontend"] = self.frontend
-        if self.opset != LEGACY_OPSET:  # absent at 17, as in graphs made before opsets were chosen
-            meta["opset"] = self.opset
-        return b.finish(meta)
+        return b.finish({**meta, **self.registry.meta()})
 
     @property
     def registry(self) -> Registry:

@@ -13,7 +13,6 @@ import random
 from dataclasses import dataclass, field
 
 from ..corpus import Block, Corpus
-from ..ops.recorded import LEGACY_OPSET
 from .ir import Graph, TensorType
 from .models import make_graph, trim_degrees
 from .solver import Builder, GenError, Narrow
@@ -137,10 +136,7 @@ def realise(rng: random.Random, corpus: Corpus, sk: Skeleton, seed: int, narrow:
         inputs = [out[p] for p in sk.preds(j)] or [x]
         out.append(_place_block(b, sk.block_of(corpus, j), inputs, j, sk.fixed_params))
     meta = {"model": sk.model, "k": sk.k, "n": sk.n, "edges": [list(e) for e in sk.edges], "blocks": list(sk.blocks)}
-    if corpus.frontend != "tf":  # absent for TF: its graphs keep their bytes
-        meta["frontend"] = corpus.frontend
-    if corpus.reg.opset != LEGACY_OPSET:  # absent at 17, as in graphs made before opsets were chosen
-        meta["opset"] = corpus.reg.opset
+    meta.update(corpus.reg.meta())
     if sk.overrides:
         meta["mutant_blocks"] = {str(j): {"ops": list(bl.ops), "inner_edges": [list(e) for e in bl.inner_edges]}
                                  for j, bl in sorted(sk.overrides.items())}

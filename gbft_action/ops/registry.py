@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable
+from typing import Any, Callable
 
 from ..graph.ir import Graph
 from . import ranges
@@ -40,6 +40,14 @@ class Registry:
     # (ops.onnx_specs.hinge_kind); TensorFlow's registry has none.
     hinge: Callable[[str, str], str | None] = field(default=lambda op, dtype: None, compare=False)
     opset: int = LEGACY_OPSET  # the ONNX opset its operators are written at (TensorFlow's: unused)
+
+    def meta(self) -> dict[str, Any]:
+        """What a graph of this registry's operators says of them in its meta (``registry_of``
+        reads it back): nothing for TensorFlow, so its graphs keep their bytes; the front end;
+        the opset but 17, as graphs made before opsets were chosen."""
+        if self.frontend == "tf":
+            return {}
+        return {"frontend": self.frontend, **({"opset": self.opset} if self.opset != LEGACY_OPSET else {})}
 
     def __post_init__(self) -> None:
         missing = [a for a in self.adapters if a not in self.specs]

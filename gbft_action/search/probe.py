@@ -48,7 +48,7 @@ def probe_graph(corpus: Corpus, op: str, k: int, seed: int) -> Graph:
     b = Builder(random.Random(f"probe:{op}:{k}"), seed, reg=corpus.reg, hinges=False)
     x = b.add_input("in0", TensorType(spec.instances[k].fed_type.shape))
     b.add_op(op, [x], block=op, fixed={"instance": k})
-    return b.finish({"frontend": corpus.frontend, "blocks": [op], PROBE: [op, k]})
+    return b.finish({**corpus.reg.meta(), "blocks": [op], PROBE: [op, k]})
 
 
 @dataclass
