@@ -25,9 +25,10 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-# The ONNX operator records (ops/data/onnx_records.json) from the installed onnx package.
+# The ONNX operator records (ops/data/onnx_records*.json: opsets 17 and 27) from the installed onnx package.
 records: $(STAMP)
-	$(VENV)/bin/gbft onnx-records
+	$(VENV)/bin/gbft onnx-records --opset 17
+	$(VENV)/bin/gbft onnx-records --opset 27
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

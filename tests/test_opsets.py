@@ -171,3 +171,24 @@ def test_records_of_an_opset_are_rebuilt_as_shipped():
         pytest.skip(f"records written with onnx {shipped['onnx']}, this venv has {onnx.__version__}")
     few = frozenset({"Gelu", "RMSNormalization", "ReduceL1"})
     assert build_records(NEWEST_OPSET, only=few)["ops"] == {op: shipped["ops"][op] for op in few}
+
+
+def test_a_resumed_campaign_keeps_its_opset_and_an_old_output_resumes_at_17(tmp_path):
+    """--resume takes the opset from the output, whatever the command line says; an output made
+    before opsets were chosen has none in its config and resumes at 17 (its identity holds)."""
+    import argparse
+
+    from gbft_action.campaign import Campaign
+    from gbft_action.cli import _resume_config
+
+    out = tmp_path / "o"
+    Campaign(FuzzConfig(out=out, engine="mnn", budget=30, max_models=2, seed=1, frontend="onnx", opset=22,
+                        minimize_share=0.0).validate()).run()
+    args = argparse.Namespace(resume=out)
+    assert _resume_config(FuzzConfig(out=out), args).opset == 22
+    record = json.loads((out / "campaign.json").read_text())
+    assert record["identity"]["opset"] == 22 and record["config"]["opset"] == 22
+    del record["config"]["opset"], record["identity"]["opset"]  # as written before opsets were chosen
+    (out / "campaign.json").write_text(json.dumps(record))
+    cfg = _resume_config(FuzzConfig(out=out), args)
+    assert cfg.opset == LEGACY_OPSET and cfg.identity().opset is None
