@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .graph.ir import Graph
+from .ops.onnx_exported import quantum_of
 from .records.enums import Status
 from .records.tolerance import Tolerance
 
@@ -177,15 +178,45 @@ def holds_half(g: Graph) -> bool:
     return bool(g.element_types() & HALF_TYPES)
 
 
+# Quantised layers.  A QDQ form's output lies on a grid of step q (its output scale), and an
+# engine running its integer kernels may round an accumulation one step apart from ONNX
+# Runtime's float reading of the same graph, and one more where an input element sits on a
+# rounding edge: QUANTA steps of the largest such grid in the model pass (strict), ten times
+# that is still precision (loose), as float16's loose bound is ten times its strict one.
+# Whole cases again: the step flows on into every tensor computed from the layer's output.
+QUANTA = 2.0
+
+
+def quantised(g: Graph) -> float:
+    """The largest output step of the quantised layers g holds (0.0: none)."""
+    return quantum_of((n.op, n.params) for n in g.nodes)
+
+
 def bounds_for(g: Graph, base: Tolerance, half_arithmetic: bool = False) -> Bounds:
     """The one rule for how a case is compared: ``base`` (the campaign's tolerance) and the
     float32 loose bound, or, for a case holding a float16 tensor or run by an engine set to
     compute in float16 (``half_arithmetic``: MNN's precision low), each widened to at least
-    HALF's (see above; min_ratio stays the campaign's)."""
-    if not (holds_half(g) or half_arithmetic):
-        return Bounds(base)
-    return Bounds(Tolerance(max(base.rtol, HALF.strict.rtol), max(base.atol, HALF.strict.atol), base.min_ratio),
-                  HALF.loose, HALF.norm)
+    HALF's (see above; min_ratio stays the campaign's); for a case holding quantised layers,
+    atol widened to QUANTA steps of their output grid, and rtol to at least HALF's."""
+    b = Bounds(base)
+    if holds_half(g) or half_arithmetic:
+        b = Bounds(Tolerance(max(base.rtol, HALF.strict.rtol), max(base.atol, HALF.strict.atol), base.min_ratio),
+                   HALF.loose, HALF.norm)
+    q = quantised(g)
+    if q:
+        s, lo = b.strict, b.loose
+        b = Bounds(Tolerance(max(s.rtol, HALF.strict.rtol), max(s.atol, QUANTA * q), s.min_ratio),
+                   Tolerance(max(lo.rtol, HALF.loose.rtol), max(lo.atol, 10 * QUANTA * q)), max(b.norm, HALF.norm))
+    return b
+
+
+def widened_because(g: Graph, half_arithmetic: bool = False) -> str:
+    """Why g's bound is not the campaign's (bounds_for), in words a repro prints ("": it is)."""
+    why = ["float16's bound: the model holds float16" if holds_half(g) else
+           "float16's bound: the engine computes in float16 at this precision" if half_arithmetic else ""]
+    if q := quantised(g):
+        why.append(f"{QUANTA:g} quanta of its quantised layers' output step {q:.6g}")
+    return "; ".join(w for w in why if w)
 
 
 def tolerance_for(g: Graph, base: Tolerance, half_arithmetic: bool = False) -> Tolerance:

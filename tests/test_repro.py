@@ -134,7 +134,8 @@ def test_a_pattern_repro_prints_its_branches_and_says_which_shape_each_side_has(
     shape.  An If pattern's branches (they read the outer scope) print as helper.make_graph
     calls that ONNX Runtime and MNN's converter take: that repro runs to "the bug does not show"."""
     from gbft_action.graph.ir import Node, TensorType
-    from gbft_action.reference.onnx_emit import RECORDED
+    from gbft_action.ops.registry import registry
+    RECORDED = registry("onnx").specs
 
     def repro(name: str, op: str, params: dict, t: TensorType, out: TensorType) -> tuple[str, subprocess.CompletedProcess]:
         """The pasted repro of a one-node bundle (its bug a wrong shape) and how it ran on the pip MNN."""

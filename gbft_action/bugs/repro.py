@@ -33,7 +33,7 @@ import numpy as np
 
 from ..engines.registry import knowledge_of
 from ..graph.ir import Graph
-from ..oracle import HALF_TYPES, holds_half, tolerance_for
+from ..oracle import HALF_TYPES, tolerance_for, widened_because
 from ..records.bundle import BundleMeta, EngineInfo
 from ..records.keys import signal_name
 from ..reference.inputs import special_values_source
@@ -109,8 +109,7 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: BundleMeta, data: 
         seed="?" if meta.seed is None else meta.seed, case_index=meta.case_index, seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?",
         tol=tolerance_for(graph, meta.tolerance, half_arithmetic),  # the bound the campaign judged it with
-        half="the model holds float16" if holds_half(graph) else
-        "the engine computes in float16 at this precision" if half_arithmetic else "",
+        widened=widened_because(graph, half_arithmetic),
         status_text=STATUS_TEXT.get(status, ""),
         signals=_signals(meta), memory=_numbers(MEMORY_SIGNALS),
         engine_pip=doc(engine_needs(meta.engine)), helpers=HELPERS, frontend=frontend, onnx=onnx,

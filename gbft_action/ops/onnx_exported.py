@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Iterable
 
 from ..graph.ir import TensorType
 from .domains import Choice, Domain, IntRange
@@ -169,6 +170,54 @@ class RecurrentPattern(Pattern):
         return TensorType((s, b, d * h) if p["output"] == "y" else (d, b, h), F32)
 
 
+class QDQPattern(Pattern):
+    """A quantised layer as ONNX Runtime's quantiser (``quantize_static``, QuantFormat.QDQ)
+    writes it, and MNN's converter fuses into its int8 kernels: the input QuantizeLinear ->
+    DequantizeLinear; the weight an integer initialiser through DequantizeLinear, per tensor or
+    per output channel; the bias (Conv, Gemm) int32 through DequantizeLinear at the input scale
+    times the weight scale; the float operator; the output QuantizeLinear -> DequantizeLinear.
+
+    Activations int8 (zero point 0, scale range / 127) or uint8 (zero point 128, scale
+    2 range / 255), over ``range`` at the input and ``out_range`` at the output (values beyond
+    saturate, as in a calibrated model fed an outlier); weights int8, or int4 (``bits`` 4)
+    from opset 21, where DequantizeLinear takes it (int8 below: the form stays valid)."""
+
+    def want(self, rng, ins):
+        t = ins[0]
+        if self.name == "QDQConvPattern":
+            n, c, h, w = t.shape if t.rank == 4 else factorize(rng, t.size, 4)
+            return [TensorType((n, min(c, 16), h, w), F32)]
+        if self.name == "QDQGemmPattern":
+            return [TensorType(t.shape if t.rank == 2 else factorize(rng, t.size, 2), F32)]
+        return [TensorType(t.shape, F32)]
+
+    def infer(self, ins, p):
+        s = ins[0].shape
+        return TensorType((s[0], p["out_ch"], *s[2:]) if self.name == "QDQConvPattern" else (*s[:-1], p["out_ch"]), F32)
+
+    @staticmethod
+    def scale(dtype: str, span: float) -> float:
+        """The scale of an activation over [-span, span]: int8 symmetric, uint8 about 128."""
+        return span / 127.0 if dtype == "int8" else 2.0 * span / 255.0
+
+    @staticmethod
+    def quantum(p: Params) -> float:
+        """The step of the form's output grid: an integer kernel may round one step apart."""
+        return QDQPattern.scale(p["act"], p["out_range"])
+
+
+QDQ: dict[str, Domain] = {
+    "act": Choice(("int8", "uint8")), "bits": Choice((8, 4)), "per_channel": BOOL,
+    "range": Choice((1.0, 4.0)), "out_range": Choice((2.0, 8.0)), "out_ch": IntRange(1, 16)}
+QDQ_OPS = {"QDQConvPattern": "Conv", "QDQMatMulPattern": "MatMul", "QDQGemmPattern": "Gemm"}
+
+
+def quantum_of(nodes: Iterable[tuple[str, Params]]) -> float:
+    """The largest output step of the quantised forms among ``nodes`` (operator, params); 0.0
+    when there are none (oracle.bounds_for widens a model's bound by it)."""
+    return max((QDQPattern.quantum(p) for op, p in nodes if op in QDQ_OPS), default=0.0)
+
+
 ANY = (1, MAX_RANK)
 RECURRENT: dict[str, Domain] = {
     "hidden_size": IntRange(1, 8), "direction": Choice(("forward", "reverse", "bidirectional")),
@@ -196,6 +245,9 @@ def exported_specs() -> list[Spec]:
                                                         "out_ch": IntRange(1, 8)}),
         RecurrentPattern("LSTMPattern", (3, 3), {**RECURRENT, "input_forget": Choice((False, True))}),
         RecurrentPattern("GRUPattern", (3, 3), {**RECURRENT, "linear_before_reset": BOOL}),
+        QDQPattern("QDQConvPattern", (4, 4), {**QDQ, "kernel": Choice((1, 3))}),
+        QDQPattern("QDQMatMulPattern", (2, 4), QDQ),
+        QDQPattern("QDQGemmPattern", (2, 2), QDQ),
     ]
 
 
@@ -223,6 +275,7 @@ _OPERATORS = {
     "CausalConvPattern": lambda p: ("Concat", "Conv"),
     "LSTMPattern": lambda p: ("LSTM", *(("Transpose", "Reshape") if p["output"] == "y" else ())),
     "GRUPattern": lambda p: ("GRU", *(("Transpose", "Reshape") if p["output"] == "y" else ())),
+    **{name: (lambda op: lambda p: ("QuantizeLinear", "DequantizeLinear", op))(op) for name, op in QDQ_OPS.items()},
 }
 EXPORTED_FORMS = frozenset(s.name for s in exported_specs())
 

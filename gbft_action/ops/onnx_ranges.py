@@ -281,3 +281,8 @@ def _causal_conv(ins, types, p, out):
 def _recurrent_pattern(ins, types, p, out):
     # o * tanh(c) and (1 - z) * tanh(.) + z * h: within [-1, 1] from a state in [-1, 1]
     return R.UNIT
+
+
+@rule("QDQConvPattern", "QDQMatMulPattern", "QDQGemmPattern")
+def _qdq_pattern(ins, types, p, out):
+    return R._sym(p["out_range"] * 128 / 127)  # the output grid: uint8's 128 steps below its zero point

@@ -14,8 +14,10 @@ import math
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+from onnx import TensorProto, helper
 
-from ..ops.onnx_exported import GELU_TANH_C, AttentionPattern, RecurrentPattern, RotaryPattern, rope_angles
+from ..ops.onnx_exported import (GELU_TANH_C, QDQ_OPS, AttentionPattern, QDQPattern, RecurrentPattern, RotaryPattern,
+                                  rope_angles)
 from . import registrar
 from .weights import uniform
 
@@ -282,3 +284,65 @@ def _causal_conv(ctx, xs, p):
     w = ctx.const("w", uniform(ctx.rng, (oc, c // group, k)))
     ctx.op("Conv", [full, w, ctx.const("bias", uniform(ctx.rng, (oc,)))], kernel_shape=[k], pads=[0, 0],
            strides=[1], dilations=[1], group=group)
+
+
+@emits(*QDQ_OPS)
+def _qdq(ctx, xs, p):
+    """ONNX Runtime's QDQ form of a Conv, MatMul or Gemm (ops.onnx_exported.QDQPattern)."""
+    x, op = xs[0], QDQ_OPS[ctx.node.op]
+    shape = ctx.type(x).shape
+    fan_in, w_shape, axis = _qdq_weight_shape(op, shape, p)
+    w = uniform(ctx.rng, w_shape, -1.0 / math.sqrt(fan_in), 1.0 / math.sqrt(fan_in))
+    s_x = QDQPattern.scale(p["act"], p["range"])
+    xd = _qdq_pair(ctx, x, "x", s_x, p["act"])
+    w_scale, wd = _qdq_weight(ctx, w, axis, p)
+    ins = [xd, wd]
+    if op != "MatMul":  # ORT's quantiser: an int32 bias at the input scale times the weight scale
+        b = uniform(ctx.rng, (p["out_ch"],), -0.1, 0.1)
+        b_scale = np.asarray(s_x * w_scale, np.float32)
+        bq = np.round(b / b_scale).astype(np.int32)
+        ins.append(ctx.op("DequantizeLinear", [ctx.const("bias_q", bq, np.int32), ctx.const("bias_scale", b_scale),
+                                               ctx.const("bias_zp", np.zeros(b_scale.shape, np.int32), np.int32)],
+                          out=_t(ctx, "bias"), **({"axis": 0} if b_scale.ndim else {})))
+    attrs = {"pads": [p["kernel"] // 2] * 4} if op == "Conv" else {"transB": 1} if op == "Gemm" else {}
+    y = ctx.op(op, ins, out=_t(ctx, "float_out"), **attrs)
+    _qdq_pair(ctx, y, "y", QDQPattern.quantum(p), p["act"], out=ctx.node.id)
+
+
+def _qdq_weight_shape(op: str, shape: tuple[int, ...], p: dict) -> tuple[int, tuple[int, ...], int]:
+    """The weight's fan-in, shape and output-channel axis: Conv [O, C, k, k] and Gemm [O, K]
+    (transB, torch's Linear) on axis 0, MatMul [K, O] on axis 1."""
+    o = p["out_ch"]
+    if op == "Conv":
+        k = p["kernel"]
+        return shape[1] * k * k, (o, shape[1], k, k), 0
+    if op == "Gemm":
+        return shape[-1], (o, shape[-1]), 0
+    return shape[-1], (shape[-1], o), 1
+
+
+def _qdq_pair(ctx: Ctx, t: str, name: str, scale: float, act: str, out: str | None = None) -> str:
+    """QuantizeLinear -> DequantizeLinear of tensor ``t`` at ``scale`` (int8 about 0, uint8 about 128)."""
+    dtype = np.int8 if act == "int8" else np.uint8
+    s, z = ctx.const(f"{name}_scale", np.float32(scale)), ctx.const(f"{name}_zp", dtype(0 if act == "int8" else 128), dtype)
+    q = ctx.op("QuantizeLinear", [t, s, z], out=_t(ctx, f"{name}_q"))
+    return ctx.op("DequantizeLinear", [q, s, z], out=out or _t(ctx, f"{name}_dq"))
+
+
+def _qdq_weight(ctx: Ctx, w: np.ndarray, axis: int, p: dict) -> tuple[np.ndarray, str]:
+    """The weight as ORT's quantiser stores it: symmetric integers (int4 from opset 21, where
+    DequantizeLinear takes it; int8 below) per tensor or per output channel, through
+    DequantizeLinear; its scale (a scalar, or one per channel)."""
+    int4 = p["bits"] == 4 and ctx.opset >= 21
+    qmax = 7 if int4 else 127
+    other = tuple(i for i in range(w.ndim) if i != axis)
+    peak = np.abs(w).max(axis=other) if p["per_channel"] else np.abs(w).max()
+    scale = (np.maximum(peak, 1e-6) / qmax).astype(np.float32)
+    per = np.expand_dims(scale, other) if p["per_channel"] else scale
+    wq = np.clip(np.round(w / per), -qmax, qmax).astype(np.int8)
+    name, zp = f"{ctx.node.id}_w_q", f"{ctx.node.id}_w_zp"
+    kind = TensorProto.INT4 if int4 else TensorProto.INT8
+    ctx.inits.append(helper.make_tensor(name, kind, wq.shape, wq.ravel().tolist()))
+    ctx.inits.append(helper.make_tensor(zp, kind, scale.shape, [0] * scale.size))
+    attrs = {"axis": axis} if p["per_channel"] else {}
+    return scale, ctx.op("DequantizeLinear", [name, ctx.const("w_scale", scale), zp], out=_t(ctx, "w"), **attrs)
