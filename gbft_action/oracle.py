@@ -192,16 +192,31 @@ def quantised(g: Graph) -> float:
     return quantum_of((n.op, n.params) for n in g.nodes)
 
 
-def bounds_for(g: Graph, base: Tolerance, half_arithmetic: bool = False) -> Bounds:
+def weight_step(bits: int) -> float:
+    """The relative step of weights quantised to ``bits`` (symmetric, per channel: 1 / 127 at 8)."""
+    return 1.0 / (2 ** (bits - 1) - 1)
+
+
+def bounds_for(g: Graph, base: Tolerance, half_arithmetic: bool = False, weight_bits: int = 0) -> Bounds:
     """The one rule for how a case is compared: ``base`` (the campaign's tolerance) and the
     float32 loose bound, or, for a case holding a float16 tensor or run by an engine set to
     compute in float16 (``half_arithmetic``: MNN's precision low), each widened to at least
     HALF's (see above; min_ratio stays the campaign's); for a case holding quantised layers,
-    atol widened to QUANTA steps of their output grid, and rtol to at least HALF's."""
+    atol widened to QUANTA steps of their output grid, and rtol to at least HALF's; for an
+    engine whose converter quantises weights (``weight_bits``: MNN's --weightQuantBits), judged
+    against the float model, rtol widened to QUANTA relative steps of that quantisation (each
+    weight moves by up to half a step of its channel's largest) and atol to twice that (the
+    error sums over a dot product's terms: 8-bit weights of a 72-term Conv moved outputs up to
+    3.8 by 0.023, 0.6% of the largest), the loose bound ten times that: at 4 bits almost only
+    crashes and gross errors stay wrong results."""
     b = Bounds(base)
     if holds_half(g) or half_arithmetic:
         b = Bounds(Tolerance(max(base.rtol, HALF.strict.rtol), max(base.atol, HALF.strict.atol), base.min_ratio),
                    HALF.loose, HALF.norm)
+    if weight_bits:
+        w = QUANTA * weight_step(weight_bits)
+        b = Bounds(Tolerance(max(b.strict.rtol, w), max(b.strict.atol, 2 * w), base.min_ratio),
+                   Tolerance(max(b.loose.rtol, 10 * w), max(b.loose.atol, 20 * w)), max(b.norm, 10 * w))
     q = quantised(g)
     if q:
         s, lo = b.strict, b.loose
@@ -210,19 +225,22 @@ def bounds_for(g: Graph, base: Tolerance, half_arithmetic: bool = False) -> Boun
     return b
 
 
-def widened_because(g: Graph, half_arithmetic: bool = False) -> str:
+def widened_because(g: Graph, half_arithmetic: bool = False, weight_bits: int = 0) -> str:
     """Why g's bound is not the campaign's (bounds_for), in words a repro prints ("": it is)."""
     why = ["float16's bound: the model holds float16" if holds_half(g) else
            "float16's bound: the engine computes in float16 at this precision" if half_arithmetic else ""]
+    if weight_bits:
+        why.append(f"the converter quantises weights to {weight_bits} bits: {QUANTA:g} steps of "
+                   f"{weight_step(weight_bits):.3g} relative")
     if q := quantised(g):
         why.append(f"{QUANTA:g} quanta of its quantised layers' output step {q:.6g}")
     return "; ".join(w for w in why if w)
 
 
-def tolerance_for(g: Graph, base: Tolerance, half_arithmetic: bool = False) -> Tolerance:
-    """The strict bound g is judged with (bounds_for): ``base`` itself unless g holds float16
-    or the engine computes in it."""
-    return bounds_for(g, base, half_arithmetic).strict
+def tolerance_for(g: Graph, base: Tolerance, half_arithmetic: bool = False, weight_bits: int = 0) -> Tolerance:
+    """The strict bound g is judged with (bounds_for): ``base`` itself unless g holds float16 or
+    quantised layers, or the engine computes in float16 or quantises weights."""
+    return bounds_for(g, base, half_arithmetic, weight_bits).strict
 
 
 def references_disagree(first: dict[str, np.ndarray], second: dict[str, np.ndarray], actual: dict[str, np.ndarray],

@@ -144,6 +144,7 @@ class Lane:
     """A reference worker and one engine worker per platform; ``eng`` is the first platform's."""
 
     half_arithmetic = False  # the engine's settings make it compute in float16 (known at start)
+    weight_bits = 0  # ... make its converter quantise weights to this many bits (0: none)
 
     def __init__(self, cfg: LaneConfig, lane_id: int) -> None:
         self.cfg = cfg
@@ -203,7 +204,9 @@ class Lane:
         for w in self._engines():
             w.start()
         # Settings that make the engine compute in float16 (MNN's precision low), as it says them.
-        self.half_arithmetic = self.knowledge.half_arithmetic(EngineInfo.of_hello(self.eng.hello).settings)
+        settings = EngineInfo.of_hello(self.eng.hello).settings
+        self.half_arithmetic = self.knowledge.half_arithmetic(settings)
+        self.weight_bits = self.knowledge.weight_bits(settings)
         fe, formats = self.cfg.frontend, self.eng.hello.get("formats")
         if formats is not None and fe.format not in formats:  # a usage error, before any model
             raise FrontendError(f"engine {self.eng.hello.get('engine')!r} does not read {fe.name} models "
@@ -511,7 +514,7 @@ class Lane:
         """How g's outputs are compared: the campaign's tolerance, widened for a model holding
         float16 or run by an engine set to compute in it (oracle.bounds_for, the one rule; replay
         and the repro apply it too)."""
-        return bounds_for(g, self.cfg.tolerance, self.half_arithmetic)
+        return bounds_for(g, self.cfg.tolerance, self.half_arithmetic, self.weight_bits)
 
     def _reference_failure(self, res: CaseResult, r: CallResult) -> None:
         res.stage = "reference"

@@ -387,3 +387,30 @@ def test_a_model_holding_a_quantised_layer_is_judged_in_quanta_of_its_output_ste
         got[::7] += off * step
         assert compare(want, got, "y", b.strict).ok is passes, off
         assert precision_only(want, got, b.loose, b.norm) is precision, off
+
+
+def test_weight_quantisation_at_conversion_is_a_setting_judged_at_its_own_bound():
+    """MNN's --weightQuantBits is a setting (recorded, rendered in the repro's converter call):
+    the model is judged against the float model at that quantisation's bound, said in the
+    repro; a setting the engine does not know is a one-line error."""
+    from gbft_action.engines.registry import knowledge_of
+    from gbft_action.oracle import bounds_for, weight_step, widened_because
+    from gbft_action.records.tolerance import Tolerance
+
+    known = knowledge_of("mnn")
+    assert known.parse_settings("weight_quant_bits=8") == {"weight_quant_bits": "8"}
+    with pytest.raises(ValueError, match="weight_quant_bits takes off, 8, 4"):
+        known.parse_settings("weight_quant_bits=3")
+    assert known.env_for({"weight_quant_bits": "4"}) == {"GBFT_MNN_WEIGHT_QUANT_BITS": "4"}
+    assert (known.weight_bits({"weight_quant_bits": "8"}), known.weight_bits({})) == (8, 0)
+    g = _one("GeluPattern", {"form": "erf"}, seed=1)
+    at8, at4 = bounds_for(g, Tolerance(), weight_bits=8), bounds_for(g, Tolerance(), weight_bits=4)
+    assert at8.strict.rtol == pytest.approx(2 / 127) and at8.strict.atol == pytest.approx(4 / 127)
+    assert at4.strict.rtol == pytest.approx(2 / 7) and at4.loose.rtol == pytest.approx(20 / 7)
+    assert weight_step(8) == 1 / 127
+    assert widened_because(g, weight_bits=8) == "the converter quantises weights to 8 bits: 2 steps of 0.00787 relative"
+    from .conftest import render_repro_of
+
+    text = render_repro_of({"engine": {"engine": "mnn", "version": "3.6.1",
+                                       "settings": {"precision": "high", "weight_quant_bits": "8"}}})
+    assert '"--weightQuantBits", "8"' in text and "quantises weights to 8 bits" in text

@@ -205,7 +205,7 @@ def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict,
     """Replay a model on fresh workers of both builds, ``rounds`` times (bugs.triage.confirm);
     for a fixed fingerprint, the base build is the one that must show it.  Each round's
     wall time is appended to ``durations`` (the campaign plans its shares with them)."""
-    tol = tolerance_for(model, lane.cfg.tolerance, lane.half_arithmetic)  # the lane's own bound for this model
+    tol = tolerance_for(model, lane.cfg.tolerance, lane.half_arithmetic, lane.weight_bits)  # the lane's own bound
     fixed = verdict is Verdict.FIXED
 
     def one_round(left: float) -> Round:

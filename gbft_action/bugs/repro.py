@@ -99,7 +99,7 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: BundleMeta, data: 
     settings = known.settings(meta.engine.settings)
     if meta.needs_threads:  # the thread-count oracle's bug: the repro runs where it showed
         settings = {**settings, **known.threads_oracle}
-    half_arithmetic = known.half_arithmetic(settings)
+    half_arithmetic, weight_bits = known.half_arithmetic(settings), known.weight_bits(settings)
     engine_stage = env.get_template(known.repro_template).render(commands=commands, engine_name=engine,
                                                                  settings=settings,
                                                                  frontend=frontend, half_inputs=half_inputs)
@@ -108,8 +108,8 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: BundleMeta, data: 
         platforms=[doc(p, 40) for p in meta.platforms or ["?"]], tool_version=doc(meta.tool_version, 40),
         seed="?" if meta.seed is None else meta.seed, case_index=meta.case_index, seed_value=int(graph.seed),
         outputs=repr(list(graph.outputs)), status=status if _STATUS.fullmatch(status) else "?",
-        tol=tolerance_for(graph, meta.tolerance, half_arithmetic),  # the bound the campaign judged it with
-        widened=widened_because(graph, half_arithmetic),
+        tol=tolerance_for(graph, meta.tolerance, half_arithmetic, weight_bits),  # the bound the campaign judged it with
+        widened=widened_because(graph, half_arithmetic, weight_bits),
         status_text=STATUS_TEXT.get(status, ""),
         signals=_signals(meta), memory=_numbers(MEMORY_SIGNALS),
         engine_pip=doc(engine_needs(meta.engine)), helpers=HELPERS, frontend=frontend, onnx=onnx,

@@ -128,6 +128,11 @@ class EngineKnowledge:
         """Whether the engine computes in float16 with these settings (judged at float16's bound)."""
         return False
 
+    def weight_bits(self, settings: Mapping[str, str]) -> int:
+        """The bits the converter quantises weights to with these settings (0: it does not);
+        judged against the float model at that quantisation's bound (oracle.bounds_for)."""
+        return 0
+
     def env_for(self, settings: dict[str, str]) -> dict[str, str]:
         """The adapter's environment for ``settings`` (a replay runs the engine as found)."""
         return {self.setting_vars[k][0]: v for k, v in settings.items() if k in self.setting_vars}

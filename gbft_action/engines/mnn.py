@@ -33,6 +33,7 @@ class MNNEngine:
         self.precision = os.environ.get("GBFT_MNN_PRECISION", "high").lower()
         self.threads = os.environ.get("GBFT_MNN_THREADS", "1")
         self.transformer_fuse = os.environ.get("GBFT_MNN_TRANSFORMER_FUSE", "off")
+        self.weight_bits = os.environ.get("GBFT_MNN_WEIGHT_QUANT_BITS", "off")
 
     def version(self) -> str:
         return str(self.MNN.version())
@@ -42,7 +43,8 @@ class MNNEngine:
         them): the precision always, the others where they are not the default (one thread, no
         transformer fusion), so bundles of the default setting read as they always did."""
         extra = {k: v for k, v, default in (("threads", self.threads, "1"),
-                                            ("transformer_fuse", self.transformer_fuse, "off")) if v != default}
+                                            ("transformer_fuse", self.transformer_fuse, "off"),
+                                            ("weight_quant_bits", self.weight_bits, "off")) if v != default}
         return {"settings": {"precision": self.precision, **extra}}
 
     def convert(self, model: Path, fmt: str, workdir: Path) -> Path:
@@ -50,7 +52,8 @@ class MNNEngine:
         if out.exists():
             out.unlink()
         argv = ["mnnconvert", "-f", FRAMEWORK_FLAG[fmt], "--modelFile", str(model), "--MNNModel", str(out),
-                "--bizCode", "gbft"] + (["--transformerFuse"] if self.transformer_fuse == "on" else [])
+                "--bizCode", "gbft"] + (["--transformerFuse"] if self.transformer_fuse == "on" else []) + \
+               (["--weightQuantBits", self.weight_bits] if self.weight_bits != "off" else [])
         self._tools.mnnconvert(argv)
         if not out.exists() or out.stat().st_size == 0:
             raise ConvertError("MNNConvert produced no model (see the converter log)")

@@ -52,6 +52,7 @@ _RUNTIME_NO_EXECUTION = re.compile(r"CpuBinary: unsupported data type \(bits: \d
 PRECISIONS = ("high", "normal", "low")  # MNN's PrecisionMode, GBFT_MNN_PRECISION (engines/mnn.py)
 THREADS = ("1", "4")  # the session's thread count, GBFT_MNN_THREADS
 SWITCH = ("off", "on")  # a converter flag: --transformerFuse (GBFT_MNN_TRANSFORMER_FUSE)
+WEIGHT_BITS = ("off", "8", "4")  # the converter's --weightQuantBits (GBFT_MNN_WEIGHT_QUANT_BITS)
 
 
 class MNNKnowledge(EngineKnowledge):
@@ -65,7 +66,8 @@ class MNNKnowledge(EngineKnowledge):
     # failed with "Unary Op can not execute" was filed under that loss.
     notes = re.compile(r"Check it out ==> \S+ has empty input")
     setting_vars = {"precision": ("GBFT_MNN_PRECISION", PRECISIONS), "threads": ("GBFT_MNN_THREADS", THREADS),
-                    "transformer_fuse": ("GBFT_MNN_TRANSFORMER_FUSE", SWITCH)}
+                    "transformer_fuse": ("GBFT_MNN_TRANSFORMER_FUSE", SWITCH),
+                    "weight_quant_bits": ("GBFT_MNN_WEIGHT_QUANT_BITS", WEIGHT_BITS)}
 
     threads_oracle = {"threads": "4"}
 
@@ -73,6 +75,10 @@ class MNNKnowledge(EngineKnowledge):
         # Low precision runs float16 kernels where the CPU has them (ARMv8.2's FP16); on
         # others MNN keeps float32, and float16's bound only makes the check looser there.
         return settings.get("precision") == "low"
+
+    def weight_bits(self, settings: Mapping[str, str]) -> int:
+        bits = settings.get("weight_quant_bits", "off")
+        return int(bits) if bits.isdigit() else 0
 
     def explain(self, stage: str, log: str, message: str) -> Failure | None:
         m = _NOT_SUPPORT.search(log) or _NOT_SUPPORT.search(message)
