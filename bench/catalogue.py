@@ -57,6 +57,7 @@ import yaml
 from gbft_action.frontends import FRONTENDS
 from gbft_action.graph.ir import Graph, TensorType
 from gbft_action.graph.solver import Builder, GenError
+from gbft_action.ops.recorded import LEGACY_OPSET
 from gbft_action.ops.registry import registry
 from gbft_action.ops.shapes import MAX_ELEMS
 
@@ -178,6 +179,7 @@ class Entry:
     frontend: str = "tf"  # the catalogue's: which operator table and converter the model goes through
     # The engine's settings (--engine-settings: transformer_fuse, threads, precision); {} = defaults.
     settings: dict[str, str] = field(default_factory=dict)
+    opset: int = LEGACY_OPSET  # an ONNX entry's opset (``opset:`` in its model; 17 when absent)
 
 
 @dataclass(frozen=True)
@@ -250,7 +252,7 @@ def load(path: Path = CATALOGUE) -> Catalogue:
                   seed=int(m.get("seed", 1)), values=str(x.get("values", "random")),
                   feed={k: [float(v) for v in vs] for k, vs in (x.get("feed") or {}).items()},
                   nodes=nodes, outputs=tuple(str(o) for o in m.get("outputs") or ()), frontend=frontend,
-                  settings=_settings(x))
+                  settings=_settings(x), opset=int(m.get("opset", LEGACY_OPSET)))
         if e.defect not in ids:
             raise ValueError(f"entry {e.id}: unknown defect {e.defect!r}")
         if e.values not in VALUES:
@@ -279,7 +281,7 @@ def build_graph(e: Entry) -> Graph:
     an input the operator would need an adapter for, an empty or oversized output).
     An ONNX entry's operators are ONNX ones (``ops.onnx_specs``), and its graph says so
     (``meta.frontend``: the emitter and ONNX Runtime read it)."""
-    reg = registry(e.frontend)
+    reg = registry(e.frontend, e.opset)
     b = Builder(random.Random(0), e.seed, reg=reg)
     types = {f"in{i}": TensorType(s) for i, s in enumerate(e.inputs)}
     for name, t in types.items():
@@ -311,7 +313,7 @@ def build_graph(e: Entry) -> Graph:
             raise GenError(f"{what}: output {out.shape} is larger than {MAX_ELEMS} elements")
         types[b._emit(op, list(srcs), dict(params), out, block=op, gnode=k)] = out
     meta = {"catalogue": e.id, "blocks": [n[0] for n in nodes]}
-    g = b.finish({**meta, "frontend": e.frontend} if e.frontend != "tf" else meta)
+    g = b.finish({**meta, **reg.meta()})
     if e.outputs:
         unknown = [o for o in e.outputs if o not in {n.id for n in g.nodes}]
         if unknown:
@@ -536,9 +538,9 @@ def show(o: Outcome, limit: int = 24) -> None:
 
 
 def adhoc(op: str, params: dict[str, Any], shapes: list[tuple[int, ...]], seed: int,
-          feed: dict[str, list[float]] | None, frontend: str = "tf") -> Catalogue:
+          feed: dict[str, list[float]] | None, frontend: str = "tf", opset: int = LEGACY_OPSET) -> Catalogue:
     e = Entry("try", "try", op, params, tuple(shapes), {"status": "DCP"}, "", "", seed,
-              "special" if feed else "random", feed or {}, frontend=frontend)
+              "special" if feed else "random", feed or {}, frontend=frontend, opset=opset)
     return Catalogue("mnn", "?", "x86_64", (Defect("try", "try"),), (e,), frontend=frontend)
 
 
@@ -559,6 +561,7 @@ def main() -> int:
     ap.add_argument("--params", default="{}")
     ap.add_argument("--shape", action="append", default=[], help="input shape, e.g. 1,4,7,8 (repeat per input)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--opset", type=int, default=LEGACY_OPSET, help="--try: the ONNX opset (default 17)")
     ap.add_argument("--feed", default="", help='special values, e.g. \'{"in0": ["nan", 0, 1]}\'')
     ap.add_argument("--show", default="", help="run these entries (comma-separated) and print their arrays")
     a = ap.parse_args()
@@ -566,7 +569,7 @@ def main() -> int:
         shapes = [tuple(int(v) for v in s.split(",")) for s in a.shape] or [(1, 4, 4, 3)]
         feed = {k: [float(x) for x in v] for k, v in json.loads(a.feed).items()} if a.feed else None
         fe = a.frontend or catalogue_frontend(a.catalogue)
-        for _, outs in verify(adhoc(a.try_op, json.loads(a.params), shapes, a.seed, feed, fe), repeat=a.repeat):
+        for _, outs in verify(adhoc(a.try_op, json.loads(a.params), shapes, a.seed, feed, fe, a.opset), repeat=a.repeat):
             for o in outs:
                 show(o)
         return 0
