@@ -1,7 +1,7 @@
 """GEN rate of the ONNX front end: random graphs from corpora/onnx-mnn.yaml through the
 ONNX checker, strict shape inference and ONNX Runtime (``OnnxReferenceHandler``).
 
-    python bench/onnx_gen.py [--seeds 0-2000] [--blocks 1-30] [--corpus FILE]
+    python bench/onnx_gen.py [--seeds 0-2000] [--blocks 1-30] [--corpus FILE] [--opset N]
 
 Prints built-and-ran / rejected (by kind: checker, invalid, reference) and the first
 error of each kind.  Every rejected model is a generator bug (or an ORT limitation).
@@ -19,6 +19,7 @@ import onnx
 
 from gbft_action.corpus import ONNX_CORPUS, load_corpus
 from gbft_action.graph.generate import GenOptions, generate
+from gbft_action.ops.recorded import NEWEST_OPSET
 from gbft_action.reference import onnx_emit
 from gbft_action.reference.onnx_patterns import op_types
 from gbft_action.reference.onnx_worker import OnnxReferenceHandler
@@ -29,10 +30,11 @@ def main() -> None:
     ap.add_argument("--seeds", default="0-2000")
     ap.add_argument("--blocks", default="1-30")
     ap.add_argument("--corpus", default=str(ONNX_CORPUS))
+    ap.add_argument("--opset", type=int, default=NEWEST_OPSET, help="the opset the models are written at (default the newest)")
     a = ap.parse_args()
     s0, s1 = map(int, a.seeds.split("-"))
     opts = GenOptions(blocks=tuple(map(int, a.blocks.split("-"))))  # type: ignore[arg-type]
-    corpus, h, d = load_corpus(a.corpus), OnnxReferenceHandler(), tempfile.mkdtemp()
+    corpus, h, d = load_corpus(a.corpus, a.opset), OnnxReferenceHandler(), tempfile.mkdtemp()
     kinds: Counter[str] = Counter()
     first: dict[str, str] = {}
     t0 = time.perf_counter()
