@@ -144,7 +144,7 @@ class RecurrentPattern(Pattern):
     ``sequence_lens``, ``clip`` and ``input_forget``; the node's tensor is Y in torch's
     [seq, batch, dirs * hidden] (Transpose and Reshape after the op) or the last state Y_h."""
 
-    MAX_STEPS = 512  # a few hundred steps at most: sequential kernels are slow
+    MAX_STEPS = 128  # elements of [seq, batch, input] at most: sequential kernels are slow
 
     def want(self, rng, ins):
         t = ins[0]
