@@ -152,9 +152,8 @@ def specs_at(opset: int, skip: frozenset[str] = frozenset()) -> dict[str, Record
     own = records_file(opset)
     if own.exists():
         return recorded_specs(own, skip)
-    newest = records_file(NEWEST_OPSET)
-    since = {op: int(s.get("since", 0)) for op, s in schemas(NEWEST_OPSET).items()}
-    return {k: v for k, v in recorded_specs(newest, skip).items() if since.get(k, opset + 1) <= opset}
+    in_force = schemas(opset)
+    return {k: v for k, v in recorded_specs(records_file(NEWEST_OPSET), skip).items() if k in in_force}
 
 
 @lru_cache(maxsize=4)

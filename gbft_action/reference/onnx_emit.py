@@ -26,7 +26,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..graph.ir import Graph, Node, TensorType
 from ..ops.onnx_specs import FLOAT_SPECIALS, INT_EDGES, ONNX_SPECS, MatMul
-from ..ops.recorded import LEGACY_OPSET, Instance, RecordedSpec
+from ..ops.recorded import Instance, RecordedSpec
 from ..ops.registry import opset_of, registry_of
 from . import registrar
 from .onnx_exported import EXPORTED_EMITTERS
@@ -48,9 +48,13 @@ class Ctx:
     g: Graph
     node: Node
     rng: np.random.Generator
-    opset: int = LEGACY_OPSET
     nodes: list[onnx.NodeProto] = field(default_factory=list)
     inits: list[onnx.TensorProto] = field(default_factory=list)
+
+    @property
+    def opset(self) -> int:
+        """The opset the graph is written at (its forms follow it)."""
+        return opset_of(self.g)
 
     def type(self, name: str) -> TensorType:
         return self.g.tensor_type(name)
@@ -103,7 +107,7 @@ def build(g: Graph, extra_outputs: list[str] | tuple[str, ...] = ()) -> onnx.Mod
     inits: list[onnx.TensorProto] = []
     opset = opset_of(g)
     for node in g.nodes:
-        ctx = Ctx(g, node, weights_rng(g.seed, node.id), opset)
+        ctx = Ctx(g, node, weights_rng(g.seed, node.id))
         EMITTERS.get(node.op, _recorded)(ctx, list(node.inputs), node.params)
         if not any(node.id in n.output for n in ctx.nodes):
             raise RuntimeError(f"emitter for {node.op} did not produce the tensor {node.id!r}")

@@ -32,9 +32,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ..ops.ranges import ONNX_DOMAINS
-from ..ops.recorded import MAX_CONST_ELEMS, RECORDS_VERSION, TYPES
+from ..ops.recorded import LEGACY_OPSET, MAX_CONST_ELEMS, RECORDS_VERSION, TYPES
 from ..ops.specs import FLOATS
-from .onnx_emit import LEGACY_OPSET, ir_version
+from .onnx_emit import ir_version
 from .onnx_patterns import PATTERNS, Pattern, op_types, parsed
 
 MAX_PER_OP = 16  # instances kept per operator (each test case once before any twice)
