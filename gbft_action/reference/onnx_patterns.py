@@ -42,6 +42,9 @@ class Pattern:
 R4 = "float[2,3,4,5]"  # the recorded shape of a pattern any rank-4 tensor can feed
 S4 = "float[N,C,H,W]"  # a body's tensors: symbolic, so the pattern follows its input's shape
 LAST = "s = Shape(X) i = Constant<value = int64 {-1}>() n = Gather<axis=0>(s, i)"  # X's last dimension
+CHANNELS = ("h = Shape(X) a = Constant<value = int64[1] {1}>() b = Constant<value = int64[1] {2}>() "
+            "c = Slice(h, a, b)")  # X's dimension 1, as a shape
+TEXT = "s = Cast<to=8>(X)"  # X's numbers as strings
 
 
 def _g(body: str, x: str = R4, y: str = R4) -> str:
@@ -121,6 +124,29 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("SequenceMap", "relu-each",
             _g(f"s = SplitToSequence<axis=0>(X) m = SequenceMap<body = b ({S4} x) => ({S4} y) {{ y = Relu(x) }}>(s) "
                "Y = ConcatFromSequence<axis=0>(m)")),
+    # GroupNormalization-21 (scale and bias per channel): its node test cases are written at
+    # opset 18, where they were per group, so no case of them runs at 21 and later.
+    Pattern("GroupNormalization", "one-group",
+            _g(f"{CHANNELS} sc = ConstantOfShape<value = float[1] {{1.5}}>(c) "
+               "bi = ConstantOfShape<value = float[1] {0.25}>(c) Y = GroupNormalization<num_groups=1, epsilon=1e-5>(X, sc, bi)")),
+    Pattern("GroupNormalization", "three-groups-of-two",
+            _g("sc = Constant<value = float[6] {1, 0.5, 2, 1, -1, 0.25}>() bi = Constant<value = float[6] "
+               "{0, 0.1, -0.2, 0.3, 0, 1}>() Y = GroupNormalization<num_groups=3, epsilon=1e-3>(X, sc, bi)",
+               "float[1,6,4,4]", "float[1,6,4,4]")),
+    # The string operators of text pipelines (sklearn-onnx, tokenisers), on the numbers as text.
+    # Each asks only whether the text has a minus sign: how an engine prints a float ("1.5",
+    # "1.50000", "1e-05") is its own choice, and must not make a difference.
+    Pattern("RegexFullMatch", "is-negative",
+            _g(f"{TEXT} m = RegexFullMatch<pattern=\"-.*\">(s) f = Cast<to=1>(m) Y = Mul(X, f)")),
+    Pattern("StringConcat", "prefix-then-match",
+            _g(f"{TEXT} p = Constant<value = string[1] {{\"x\"}}>() t = StringConcat(p, s) "
+               "m = RegexFullMatch<pattern=\"x-.*\">(t) f = Cast<to=1>(m) Y = Add(X, f)")),
+    Pattern("StringSplit", "split-at-minus",
+            _g(f"{TEXT} p, n = StringSplit<delimiter=\"-\", maxsplit=1>(s) f = Cast<to=1>(n) Y = Add(X, f)")),
+    Pattern("StringNormalizer", "upper-then-match",
+            _g(f"{TEXT} r = Constant<value = int64[2] {{1, -1}}>() q = Reshape(s, r) "
+               "u = StringNormalizer<case_change_action=\"UPPER\", locale=\"C\">(q) m = RegexFullMatch<pattern=\"-.*\">(u) "
+               "f = Cast<to=1>(m) sh = Shape(X) z = Reshape(f, sh) Y = Add(X, z)")),
     Pattern("If", "relu-or-neg",
             _g(f"m = ReduceMean<keepdims=0>(X) z = Constant<value = float {{0.0}}>() c = Greater(m, z) "
                f"Y = If(c) <then_branch = t () => ({S4} a) {{ a = Relu(X) }}, "
