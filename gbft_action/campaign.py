@@ -49,7 +49,7 @@ from .frontends import Frontend, parse_frontends
 from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .graph.solver import GenError
-from .ops.recorded import LEGACY_OPSET, NEWEST_OPSET, OPSETS
+from .ops.recorded import DEFAULT_OPSETS, LEGACY_OPSET, parse_opsets
 from .oracle import Status, Tolerance
 from .records.enums import Policy, StopReason, Symptom, Verdict
 from .records.bundle import EngineInfo
@@ -61,6 +61,7 @@ from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource, shard_text
 from .search.guided import GuidedSource
 from .search.mixed import MixedSource, state_for
+from .search.opsets import OpsetSource
 from .bugs import triage
 from .bugs.bundle import BugBook, Found
 from .bugs.fingerprint import Fingerprint
@@ -127,9 +128,15 @@ class FuzzConfig:
     shard: tuple[int, int] = (1, 1)  # (I, N): this run is part I of N of one campaign (search.case_seed)
     # Every model also at the engine's "more threads" setting, judged against itself (an XTF).
     threads_oracle: bool = False
-    # The opset the ONNX front end writes (ops.recorded.OPSETS): the newest by default, as
-    # exporters write; 17 for campaigns made before opsets were chosen (their resume says so).
-    opset: int = NEWEST_OPSET
+    # The opsets the ONNX front end writes (ops.recorded.OPSETS), the main one first: by default
+    # the newest, as exporters write, and one model in four at 17 (search.opsets); (17,) for
+    # campaigns made before opsets were chosen (their resume says so).
+    opsets: tuple[int, ...] = DEFAULT_OPSETS
+
+    @property
+    def opset(self) -> int:
+        """The main opset: most models are written at it."""
+        return self.opsets[0]
 
     def validate(self) -> FuzzConfig:
         """The configuration, checked once whoever built it (the CLI's options, the action's
@@ -151,11 +158,11 @@ class FuzzConfig:
             (min(self.timeouts.convert, self.timeouts.infer) > 0, "timeouts", "above 0 seconds",
              f"{self.timeouts.convert}/{self.timeouts.infer}"),
             (1 <= self.shard[0] <= self.shard[1], "shard", "I/N with 1 <= I <= N", shard_text(self.shard)),
-            (self.opset in OPSETS, "opset", f"from {OPSETS[0]} to {OPSETS[-1]}", self.opset),
         )
         for ok, name, want, got in checks:
             if not ok:
                 raise ValueError(f"--{name} must be {want}, got {got}")
+        parse_opsets(",".join(map(str, self.opsets)))
         self.corpora()  # one corpus for several front ends is an error too
         if self.threads_oracle:
             known = knowledge_of(self.engine)
@@ -191,8 +198,10 @@ class FuzzConfig:
             # outputs written before either existed keep their identity.
             self.frontend if self.frontend != "tf" else None,
             shard_text(self.shard) if self.shard[1] > 1 else None,
-            # The ONNX opset only when not 17: outputs written before opsets were chosen keep theirs.
-            opset=self.opset if self.writes_onnx and self.opset != LEGACY_OPSET else None)
+            # The ONNX opset only when not 17, the others only when there are others: outputs
+            # written before opsets were chosen, or mixed, keep theirs.
+            opset=self.opset if self.writes_onnx and self.opset != LEGACY_OPSET else None,
+            older_opsets=self.opsets[1:] if self.writes_onnx and len(self.opsets) > 1 else None)
 
     @property
     def writes_onnx(self) -> bool:
@@ -205,6 +214,7 @@ class FuzzConfig:
         d["blocks"] = list(self.blocks)
         d["platforms"] = list(self.platforms)
         d["shard"] = shard_text(self.shard)
+        d["opsets"] = list(self.opsets)
         return d
 
 
@@ -274,7 +284,7 @@ class Campaign:
         corpora, paths = {}, self.cfg.corpora()
         for fe in self.frontends:
             path = paths[fe.name]
-            c = corpora[fe.name] = load_corpus(path, self.cfg.opset)
+            c = corpora[fe.name] = load_corpus(path, self.cfg.opset if fe.reference == "onnx" else LEGACY_OPSET)
             if c.frontend != fe.reference:  # ONNX graphs for TensorFlow: every model a GEN
                 raise ValueError(f"corpus {path} is for the {c.frontend} front end, not "
                                  f"{fe.name} (give --corpus of that front end, or none for its default)")
@@ -286,12 +296,26 @@ class Campaign:
         data = self._saved_state()
         sources: dict[str, CaseSource] = {}
         for fe in self.frontends:
-            src = GuidedSource(self.corpora[fe.name], opts, self.cfg.seed, self.cfg.chooser, self.cfg.mutations,
-                               shard=self.cfg.shard)
+            src = self._guided(fe, opts)
             if data is not None:
                 self._load_state(src, data, fe.name)
             sources[fe.name] = src
         return MixedSource(sources) if self.mixed else sources[self.frontend.name]
+
+    def _guided(self, fe: Frontend, opts: GenOptions) -> GuidedSource | OpsetSource:
+        """Front end ``fe``'s source: one guided source, or for an ONNX front end writing several
+        opsets one per opset (search.opsets), each older one probing only the operators its
+        main one does not place."""
+        def guided(corpus: Corpus, probe_only: frozenset[str] | None = None) -> GuidedSource:
+            return GuidedSource(corpus, opts, self.cfg.seed, self.cfg.chooser, self.cfg.mutations,
+                                shard=self.cfg.shard, probe_only=probe_only)
+        main = self.corpora[fe.name]
+        if fe.reference != "onnx" or len(self.cfg.opsets) == 1:
+            return guided(main)
+        path = self.cfg.corpora()[fe.name]
+        older = {o: guided(c, frozenset(c.specs) - frozenset(main.specs))
+                 for o in self.cfg.opsets[1:] for c in [load_corpus(path, o)]}
+        return OpsetSource({self.cfg.opset: guided(main), **older})
 
     def _saved_state(self) -> dict[str, Any] | None:
         if not self.cfg.state:
@@ -301,7 +325,7 @@ class Campaign:
             raise ValueError(f"--state {self.cfg.state}: no {STATE_FILE} there")
         return read_state(path, "search state (coverage, MCTS)")
 
-    def _load_state(self, src: GuidedSource, data: dict[str, Any], frontend: str) -> None:
+    def _load_state(self, src: GuidedSource | OpsetSource, data: dict[str, Any], frontend: str) -> None:
         path = Path(self.cfg.state) / STATE_FILE
         try:
             mine = state_for(data, frontend, self.mixed)

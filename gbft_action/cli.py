@@ -16,7 +16,7 @@ from .frontends import FRONTENDS, Frontend, corpus_file, frontend_of, parse_fron
 from .statefile import corrupt
 from .exitcodes import CliExit
 from .oracle import Tolerance
-from .ops.recorded import LEGACY_OPSET, NEWEST_OPSET, OPSETS
+from .ops.recorded import DEFAULT_OPSETS, LEGACY_OPSET, OPSETS, check_opset, parse_opsets
 from .records.bundle import BundleMeta
 from .records import RecordError
 from .records.campaign import CampaignRecord
@@ -106,9 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--engine-settings", default="", metavar="NAME=VALUE,...",
                    help="the engine's settings, for both builds, e.g. precision=low,threads=4,transformer_fuse=on "
                         "for MNN (each bundle and repro keeps them; low precision is judged at float16's bound)")
-    f.add_argument("--opset", type=int, default=NEWEST_OPSET, metavar="N",
-                   help=f"the ONNX opset the onnx front end writes, {OPSETS[0]} to {OPSETS[-1]} (default "
-                        f"{NEWEST_OPSET}, the newest ONNX Runtime runs)")
+    f.add_argument("--opset", type=_opsets, default=DEFAULT_OPSETS, metavar="N[,M...]",
+                   help=f"the ONNX opsets the onnx front end writes, {OPSETS[0]} to {OPSETS[-1]}: one (every model "
+                        f"at it) or a list (most models at the first, one in four at the others; default "
+                        f"{','.join(map(str, DEFAULT_OPSETS))}: the newest ONNX Runtime runs, and 17)")
     f.add_argument("--threads-oracle", action="store_true",
                    help="run every model also at more threads (MNN: threads=4) and report where the outputs change "
                         "with the thread count (XTF; no reference needed)")
@@ -173,6 +174,13 @@ def _list_only(text: str) -> tuple[str, ...]:
         return parse_list_only(text)
     except ValueError as e:  # argparse shows an ArgumentTypeError's own words
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _opsets(text: str) -> tuple[int, ...]:
+    try:
+        return parse_opsets(text, "")
+    except ValueError as e:  # argparse names the option
+        raise argparse.ArgumentTypeError(str(e).strip()) from None
 
 
 def _symptom_policy(text: str) -> dict[str, str]:
@@ -244,8 +252,10 @@ def cmd_onnx_records(out: Path | None, opset: int) -> int:
     from .reference.onnx_records import build_records
     from .statefile import write_atomic
 
-    if opset not in OPSETS:
-        print(f"error: --opset must be from {OPSETS[0]} to {OPSETS[-1]}, got {opset}", file=sys.stderr)
+    try:
+        check_opset(opset, "--opset")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     records = build_records(opset)
     path = out or records_file(opset)
@@ -301,7 +311,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
                      symptom_policy=args.symptom_policy, list_only=args.list_only, shard=shard,
-                     threads_oracle=args.threads_oracle, opset=args.opset)
+                     threads_oracle=args.threads_oracle, opsets=args.opset)
     try:
         cfg.validate()
     except ValueError as e:
@@ -523,7 +533,8 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     # a resumed campaign runs the engine as it ran, whatever this command line says.
     cfg.engine_env = {**{str(k): str(v) for k, v in dict(old.get("engine_env") or {}).items()}, **cfg.engine_env}
     cfg.threads_oracle = bool(old.get("threads_oracle", False))
-    cfg.opset = int(old.get("opset", LEGACY_OPSET))  # made before opsets were chosen: 17
+    # Made before opsets were mixed: its one opset; before opsets were chosen: 17.
+    cfg.opsets = tuple(old["opsets"]) if "opsets" in old else (int(old.get("opset", LEGACY_OPSET)),)
     return cfg
 
 

@@ -15,6 +15,7 @@ from gbft_action.cli import main
 from gbft_action.records import Summary
 from gbft_action.corpus import load_corpus
 from gbft_action.frontends import FRONTENDS, parse_frontends
+from gbft_action.ops.recorded import NEWEST_OPSET
 from gbft_action.graph.generate import GenOptions
 from gbft_action.search.guided import GuidedSource
 from gbft_action.search.mixed import MixedSource
@@ -63,13 +64,16 @@ def test_action_input_takes_a_list_and_rejects_what_the_cli_rejects(tmp_path):
         ActionConfig(frontend="tf,onnx", corpus="c.yaml", workspace=str(tmp_path)).validate()
 
 
+ONE = (NEWEST_OPSET,)
+
 def _hashes(src: MixedSource | GuidedSource, indices: range | list[int]) -> list[str]:
     return [src.next_graph(i).structure_hash() for i in indices]
 
 
 def test_the_split_is_by_index_deterministic_and_each_front_end_keeps_its_own_coverage(tmp_path):
-    mixed = Campaign(FuzzConfig(out=tmp_path / "a", frontend="tf,onnx", seed=4)).source
-    again = Campaign(FuzzConfig(out=tmp_path / "b", frontend="tf,onnx", seed=4)).source
+    # One opset: the ONNX front end's source is one guided source (search.opsets mixes opsets).
+    mixed = Campaign(FuzzConfig(out=tmp_path / "a", frontend="tf,onnx", seed=4, opsets=ONE)).source
+    again = Campaign(FuzzConfig(out=tmp_path / "b", frontend="tf,onnx", seed=4, opsets=ONE)).source
     assert isinstance(mixed, MixedSource)
     graphs = [mixed.next_graph(i) for i in range(10)]
     assert [g.structure_hash() for g in graphs] == _hashes(again, range(10))  # same seed, same models
@@ -96,15 +100,15 @@ def test_single_front_end_runs_generate_and_identify_as_before(tmp_path):
 
 
 def test_search_state_is_per_front_end_and_single_states_still_load(tmp_path):
-    mixed = Campaign(FuzzConfig(out=tmp_path / "a", frontend="tf,onnx", seed=1)).source
+    mixed = Campaign(FuzzConfig(out=tmp_path / "a", frontend="tf,onnx", seed=1, opsets=ONE)).source
     _hashes(mixed, range(6))
     (tmp_path / "mixed").mkdir()
     (tmp_path / "mixed" / "state.json").write_text(json.dumps(mixed.state()))
-    resumed = Campaign(FuzzConfig(out=tmp_path / "b", frontend="onnx,tf", state=str(tmp_path / "mixed"))).source
+    resumed = Campaign(FuzzConfig(out=tmp_path / "b", frontend="onnx,tf", state=str(tmp_path / "mixed"), opsets=ONE)).source
     for fe in ("tf", "onnx"):  # each front end takes its own entry, whatever the order given
         assert resumed.sources[fe].coverage.to_json() == mixed.sources[fe].coverage.to_json()
     # One front end's run takes its entry of a mixed state; a front end the state lacks starts fresh.
-    single = Campaign(FuzzConfig(out=tmp_path / "c", frontend="onnx", state=str(tmp_path / "mixed"))).source
+    single = Campaign(FuzzConfig(out=tmp_path / "c", frontend="onnx", state=str(tmp_path / "mixed"), opsets=ONE)).source
     assert single.coverage.to_json() == mixed.sources["onnx"].coverage.to_json()
     fresh = Campaign(FuzzConfig(out=tmp_path / "d", frontend="tflite", state=str(tmp_path / "mixed"))).source
     assert fresh.coverage.metrics()["OTC"] == 0.0
@@ -144,7 +148,7 @@ def test_a_mixed_campaign_judges_both_front_ends_apart_and_resumes(tmp_path):
         assert all(r["fingerprint"].get("frontend", "tf") == n for r in mine if "fingerprint" in r)
     assert per["tf"]["coverage"] != per["onnx"]["coverage"]
     state = json.loads((out / "state.json").read_text())["frontends"]
-    assert "Conv2d" in state["tf"]["coverage"]["op_types"] and "Conv" in state["onnx"]["coverage"]["op_types"]
+    assert "Conv2d" in state["tf"]["coverage"]["op_types"] and "Conv" in state["onnx"]["opsets"]["27"]["coverage"]["op_types"]
     assert json.loads((out / "campaign.json").read_text())["identity"]["frontend"] == "tf,onnx"
     from gbft_action.report.render import Renderer
     md = Renderer().summary(Summary.from_json(s), "", [], [], [])

@@ -18,9 +18,12 @@ from gbft_action.corpus import load_corpus  # noqa: E402
 from gbft_action.frontends import FRONTENDS  # noqa: E402
 from gbft_action.graph.generate import GenOptions, generate  # noqa: E402
 from gbft_action.graph.ir import Graph, Node, TensorType  # noqa: E402
-from gbft_action.ops.recorded import (LEGACY_OPSET, NEWEST_OPSET, RecordedSpec, RecordsError,  # noqa: E402
+from gbft_action.ops.recorded import (LEGACY_OPSET, parse_opsets, NEWEST_OPSET, RecordedSpec, RecordsError,  # noqa: E402
                                       records_file, schemas, specs_at)
 from gbft_action.ops.registry import opset_of, registry  # noqa: E402
+from gbft_action.records.campaign import CampaignIdentity  # noqa: E402
+from gbft_action.search.guided import GuidedSource  # noqa: E402
+from gbft_action.search.opsets import OLDER_EVERY, OpsetSource  # noqa: E402
 from gbft_action.reference import onnx_emit  # noqa: E402
 from gbft_action.reference.onnx_code import model_source  # noqa: E402
 
@@ -67,7 +70,7 @@ def test_an_opset_without_a_file_of_its_own_takes_the_newest_operators_already_i
     assert "Gelu" in at22 and "Mish" in at22 and "Attention" not in at22 and "TensorScatter" not in at22
     assert all(at22[op].instances == newest[op].instances for op in at22)
     assert all(int(schemas(22)[op]["since"]) <= 22 for op in at22)
-    with pytest.raises(RecordsError, match="opset 16: the ONNX front end writes opsets 17 to 27"):
+    with pytest.raises(RecordsError, match="opset must be from 17 to 27, got '16'"):
         specs_at(16)
 
 
@@ -130,7 +133,7 @@ def test_a_graph_without_an_opset_is_an_old_bundles_and_reads_at_17():
     src = model_source(old)
     assert (src.opset, src.ir_version) == (17, 8)  # the repro declares what the bot compared
     for bad in (16, 99, "27", None):
-        with pytest.raises(ValueError, match="is not one the ONNX front end writes"):
+        with pytest.raises(ValueError, match="graph: its opset must be from 17 to 27"):
             opset_of(Graph(old.inputs, old.nodes, old.outputs, meta={**old.meta, "opset": bad}))
 
 
@@ -152,14 +155,31 @@ def test_campaign_models_carry_their_opset_and_are_deterministic(tmp_path):
     assert FuzzConfig(out=tmp_path).opset == NEWEST_OPSET
 
 
-def test_the_opset_is_validated_and_part_of_the_campaigns_identity(tmp_path):
-    with pytest.raises(ValueError, match="--opset must be from 17 to 27, got 30"):
-        FuzzConfig(out=tmp_path, frontend="onnx", opset=30).validate()
-    at27 = FuzzConfig(out=tmp_path, frontend="onnx").identity()
-    at17 = FuzzConfig(out=tmp_path, frontend="onnx", opset=17).identity()
-    assert at27.opset == 27 and at17.opset is None  # 17: as outputs written before opsets were chosen
-    assert at27.differs(at17) == ["opset"]
-    assert FuzzConfig(out=tmp_path, frontend="tf", opset=20).identity().opset is None  # no ONNX written
+def test_the_opsets_are_validated_and_part_of_the_campaigns_identity(tmp_path):
+    with pytest.raises(ValueError, match="--opset must be from 17 to 27, got '30'"):
+        FuzzConfig(out=tmp_path, frontend="onnx", opsets=(30,)).validate()
+    with pytest.raises(ValueError, match="lists an opset twice"):
+        FuzzConfig(out=tmp_path, frontend="onnx", opsets=(27, 27)).validate()
+    mixed = FuzzConfig(out=tmp_path, frontend="onnx").identity()
+    at27 = FuzzConfig(out=tmp_path, frontend="onnx", opsets=(27,)).identity()
+    at17 = FuzzConfig(out=tmp_path, frontend="onnx", opsets=(17,)).identity()
+    assert (mixed.opset, mixed.older_opsets) == (27, (17,))
+    assert at27.opset == 27 and at27.older_opsets is None and at17.opset is None  # as written before opsets
+    assert at27.differs(at17) == ["opset"] and mixed.differs(at27) == ["older_opsets"]
+    assert FuzzConfig(out=tmp_path, frontend="tf", opsets=(20,)).identity().opset is None  # no ONNX written
+
+
+@pytest.mark.parametrize("text, want", [("27", (27,)), ("27,17", (27, 17)), (" 20 , 18", (20, 18))])
+def test_opsets_are_read_from_text(text, want):
+    assert parse_opsets(text) == want
+
+
+@pytest.mark.parametrize("text, words", [("", "a comma list"), ("27;17", "a comma list"), ("16", "from 17 to 27"),
+                                          ("27,99", "got '99'"), ("17,17", "twice")])
+def test_a_bad_opset_list_is_a_one_line_error(text, words):
+    with pytest.raises(ValueError, match=words) as e:
+        parse_opsets(text)
+    assert "\n" not in str(e.value)
 
 
 def test_records_of_an_opset_are_rebuilt_as_shipped():
@@ -182,13 +202,64 @@ def test_a_resumed_campaign_keeps_its_opset_and_an_old_output_resumes_at_17(tmp_
     from gbft_action.cli import _resume_config
 
     out = tmp_path / "o"
-    Campaign(FuzzConfig(out=out, engine="mnn", budget=30, max_models=2, seed=1, frontend="onnx", opset=22,
+    Campaign(FuzzConfig(out=out, engine="mnn", budget=30, max_models=2, seed=1, frontend="onnx", opsets=(22, 18),
                         minimize_share=0.0).validate()).run()
     args = argparse.Namespace(resume=out)
-    assert _resume_config(FuzzConfig(out=out), args).opset == 22
+    assert _resume_config(FuzzConfig(out=out), args).opsets == (22, 18)
     record = json.loads((out / "campaign.json").read_text())
-    assert record["identity"]["opset"] == 22 and record["config"]["opset"] == 22
+    assert record["identity"]["opset"] == 22 and record["config"]["opsets"] == [22, 18]
+    # As written before opsets were mixed: one opset, and its identity has no others.
+    del record["config"]["opsets"], record["identity"]["older_opsets"]
+    record["config"]["opset"] = 22
+    (out / "campaign.json").write_text(json.dumps(record))
+    cfg = _resume_config(FuzzConfig(out=out), args)
+    assert cfg.opsets == (22,) and cfg.identity().differs(CampaignIdentity.from_json(record["identity"])) == []
     del record["config"]["opset"], record["identity"]["opset"]  # as written before opsets were chosen
     (out / "campaign.json").write_text(json.dumps(record))
     cfg = _resume_config(FuzzConfig(out=out), args)
-    assert cfg.opset == LEGACY_OPSET and cfg.identity().opset is None
+    assert cfg.opsets == (LEGACY_OPSET,) and cfg.identity().opset is None
+
+
+def _opset_source(seed: int = 5) -> OpsetSource:
+    path = FRONTENDS["onnx"].default_corpus
+    main, old = load_corpus(path, NEWEST_OPSET), load_corpus(path, LEGACY_OPSET)
+    opts = GenOptions(blocks=(1, 4))
+    return OpsetSource({NEWEST_OPSET: GuidedSource(main, opts, seed),
+                        LEGACY_OPSET: GuidedSource(old, opts, seed, probe_only=frozenset(old.specs) - frozenset(main.specs))})
+
+
+def test_a_campaign_of_two_opsets_writes_each_case_at_the_opset_its_index_gives():
+    """One case in OLDER_EVERY at 17, by the index alone; the older source probes only the
+    operators 27 does not place (RoiAlign, the random operators...), so its first cases are those."""
+    src = _opset_source()
+    at = [src.opset_of(i) for i in range(2000)]
+    assert abs(at.count(LEGACY_OPSET) / len(at) - 1 / OLDER_EVERY) < 0.03
+    other = _opset_source(seed=9)
+    assert at == [other.opset_of(i) for i in range(2000)]  # not the seed's, the index's
+    older = [i for i in range(400) if at[i] == LEGACY_OPSET][:6]
+    graphs = {i: src.next_graph(i) for i in older}
+    assert all(opset_of(g) == LEGACY_OPSET for g in graphs.values())
+    probed = {g.meta["probe"][0] for g in graphs.values()}
+    assert probed and probed <= {"Bernoulli", "GlobalLpPool", "MaxRoiPool", "Multinomial", "RandomNormal",
+                                 "RandomNormalLike", "RandomUniform", "RandomUniformLike", "RoiAlign"}
+    assert opset_of(src.next_graph(next(i for i in range(400) if at[i] == NEWEST_OPSET))) == NEWEST_OPSET
+
+
+def test_an_opset_sources_state_and_summary_keep_each_opset():
+    src = _opset_source()
+    for i in range(40):
+        src.next_graph(i)
+    st = json.loads(json.dumps(src.state()))
+    assert set(st["opsets"]) == {"27", "17"}
+    again = _opset_source()
+    again.load_state(st)
+    assert again.sources[LEGACY_OPSET].coverage.operators == src.sources[LEGACY_OPSET].coverage.operators
+    single = _opset_source()
+    single.load_state(st["opsets"]["27"])  # a pinned run's state: the main opset's
+    assert single.sources[NEWEST_OPSET].coverage.operators == src.sources[NEWEST_OPSET].coverage.operators
+    assert not single.sources[LEGACY_OPSET].coverage.operators
+    s = src.summary()
+    ops = {o: set(x.coverage.operators) for o, x in src.sources.items()}
+    assert set(s["operators"]) == ops[27] | ops[17] and ops[17] - ops[27]
+    assert {o: d["models"] for o, d in s["opsets"].items()} == {"27": 40 - len([i for i in range(40) if src.opset_of(i) == 17]),
+                                                               "17": len([i for i in range(40) if src.opset_of(i) == 17])}

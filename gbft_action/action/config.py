@@ -16,7 +16,7 @@ from typing import Any
 from ..bugs.policy import DEFAULT_LIST_ONLY, parse_list_only, parse_policy
 from ..engines.registry import ENGINES as _REGISTRY
 from ..frontends import corpus_file, parse_frontends
-from ..ops.recorded import NEWEST_OPSET, OPSETS
+from ..ops.recorded import DEFAULT_OPSETS, parse_opsets
 from ..search import ShardError, parse_shard
 
 ENGINES = tuple(_REGISTRY)  # every registered engine (module:Class adapters are for tests)
@@ -62,7 +62,7 @@ class ConfigError(ValueError):
 class ActionConfig:
     engine: str = "mnn"
     frontend: str = "tf"  # frontends.FRONTENDS, or a comma list of them (a mixed campaign)
-    onnx_opset: str = ""  # the opset the onnx front end writes ("": the newest, ops.recorded.NEWEST_OPSET)
+    onnx_opset: str = ""  # the opsets the onnx front end writes, e.g. 27 or 27,17 ("": ops.recorded.DEFAULT_OPSETS)
     engine_build: str = ""
     base_build: str = ""
     build_command: str = ""  # builds the engine inside the image (engines.source)
@@ -122,8 +122,8 @@ class ActionConfig:
         return int(lo), int(hi or lo)
 
     @property
-    def opset(self) -> int:
-        return int(self.onnx_opset) if self.onnx_opset else NEWEST_OPSET
+    def opsets(self) -> tuple[int, ...]:
+        return parse_opsets(self.onnx_opset) if self.onnx_opset else DEFAULT_OPSETS
 
     @property
     def shard_pair(self) -> tuple[int, int]:
@@ -155,7 +155,10 @@ class ActionConfig:
         _number("budget-seconds", self.budget_seconds, float, 10, 6 * 3600, "a number of seconds from 10 to 21600")
         _number("seed", self.seed, int, 0, 2**31 - 1, "an integer from 0 to 2147483647")
         if self.onnx_opset:
-            _number("onnx-opset", self.onnx_opset, int, OPSETS[0], OPSETS[-1], f"an opset from {OPSETS[0]} to {OPSETS[-1]}")
+            try:
+                parse_opsets(self.onnx_opset, "input 'onnx-opset'")
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
         _number("max-new-issues", self.max_new_issues, int, 0, 100, "an integer from 0 to 100")
         _number("special-share", self.special_share, float, 0, 1, "a number from 0 to 1")
         try:

@@ -153,7 +153,7 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
                       state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
                       engine_python=pr.python, engine_env=dict(pr.env), base=base,
                       symptom_policy=cfg.policy_overrides, list_only=cfg.listed_classes,
-                      platform_label=cfg.platform_label, shard=cfg.shard_pair, opset=cfg.opset)
+                      platform_label=cfg.platform_label, shard=cfg.shard_pair, opsets=cfg.opsets)
     return Campaign(fuzz.validate())
 
 

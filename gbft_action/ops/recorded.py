@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from ..graph.ir import TensorType
@@ -42,6 +43,10 @@ RECORDS_FILE = DATA / "onnx_records.json"  # opset 17's, named as before there w
 LEGACY_OPSET = 17
 NEWEST_OPSET = 27
 OPSETS = tuple(range(LEGACY_OPSET, NEWEST_OPSET + 1))
+# What a campaign writes unless told: the newest, and one model in four (search.opsets) at 17,
+# which torch.onnx wrote by default for years and which still holds the nine operators whose
+# newest versions ONNX Runtime runs no kernel of at 27.
+DEFAULT_OPSETS = (NEWEST_OPSET, LEGACY_OPSET)
 # Element types a fed input may take (the generator casts to them) and outputs may have.
 # float16 last (a test case's other types come first within MAX_PER_OP): the reference may
 # compute it in half precision where the engine computes in float32, so a case holding a
@@ -52,6 +57,26 @@ MAX_CONST_ELEMS = 1024  # constants an instance may carry (the file stays readab
 
 class RecordsError(ValueError):
     """The records file is missing, of another version, or malformed (names the file)."""
+
+
+def check_opset(opset: object, what: str = "opset") -> int:
+    """``opset`` if the ONNX front end writes it (one of OPSETS); else a one-line ValueError
+    naming ``what`` and the value."""
+    if type(opset) is not int or opset not in OPSETS:
+        raise ValueError(f"{what} must be from {OPSETS[0]} to {OPSETS[-1]}, got {str(opset)[:20]!r}")
+    return opset
+
+
+def parse_opsets(text: str, what: str = "--opset") -> tuple[int, ...]:
+    """``"27"`` (every model at 27) or ``"27,17"`` (most at the first, the main one; the rest
+    at the others: search.opsets), each checked; a one-line ValueError naming the bad value."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if not all(p.lstrip("-").isdigit() for p in parts):
+        raise ValueError(f"{what} must be an opset or a comma list of them (e.g. 27 or 27,17), got {str(text)[:40]!r}")
+    opsets = tuple(check_opset(int(p), what) for p in parts)
+    if len(set(opsets)) < len(opsets):
+        raise ValueError(f"{what} lists an opset twice: {str(text)[:40]!r}")
+    return opsets
 
 
 @dataclass(frozen=True)
@@ -147,8 +172,10 @@ def specs_at(opset: int, skip: frozenset[str] = frozenset()) -> dict[str, Record
     the newest's operators whose schema there is already in force at ``opset`` (the schema at
     an opset is the newest version at or below it, so theirs is the same): a subset, with the
     newest file's instance indices.  ``gbft onnx-records --opset N`` writes N's own file."""
-    if opset not in OPSETS:
-        raise RecordsError(f"opset {opset}: the ONNX front end writes opsets {OPSETS[0]} to {OPSETS[-1]}")
+    try:
+        check_opset(opset)
+    except ValueError as e:
+        raise RecordsError(str(e)) from None
     own = records_file(opset)
     if own.exists():
         return recorded_specs(own, skip)
@@ -192,10 +219,19 @@ def by_opset(operators: set[str] | list[str], opset: int = LEGACY_OPSET) -> dict
     """How many of ``operators`` (ONNX operator types) are at each operator-set version: the
     version of the schema the generator writes them at, at ``opset`` ("13": ReduceMean-13 at
     opset 17...); names of no default-domain operator (another framework's) are not counted."""
+    return counted_versions(versions_at(operators, opset).values())
+
+
+def versions_at(operators: set[str] | list[str], opset: int) -> dict[str, str]:
+    """Each of ``operators`` that is a default-domain operator at ``opset``: the version of its
+    schema there ("13" for ReduceMean at opset 17, "18" at 27)."""
     known = schemas(opset)
+    return {op: str(known[op].get("since", "?")) for op in operators if op in known}
+
+
+def counted_versions(versions: Iterable[str]) -> dict[str, int]:
+    """How many of ``versions`` are each version, in version order."""
     out: dict[str, int] = {}
-    for op in operators:
-        if op in known:
-            v = str(known[op].get("since", "?"))
-            out[v] = out.get(v, 0) + 1
+    for v in versions:
+        out[v] = out.get(v, 0) + 1
     return dict(sorted(out.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from ..graph.ir import Graph
 from . import ranges
-from .recorded import LEGACY_OPSET, OPSETS
+from .recorded import LEGACY_OPSET, check_opset
 from .specs import ADAPTERS, SPECS, Spec
 
 FRONTENDS = ("tf", "onnx")
@@ -70,11 +70,7 @@ def registry_of(g: Graph) -> Registry:
 def opset_of(g: Graph) -> int:
     """The ONNX opset graph ``g`` is written at (17: made before opsets were chosen); ValueError
     for one the front end does not write (a bundle is a pull request's artifact)."""
-    v = g.meta.get("opset", LEGACY_OPSET)
-    if type(v) is not int or v not in OPSETS:
-        raise ValueError(f"graph: opset {str(v)[:20]!r} is not one the ONNX front end writes "
-                         f"({OPSETS[0]} to {OPSETS[-1]})")
-    return v
+    return check_opset(g.meta.get("opset", LEGACY_OPSET), "graph: its opset")
 
 
 @lru_cache(maxsize=None)

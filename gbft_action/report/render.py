@@ -224,7 +224,18 @@ def _coverage_words(coverage: Mapping[str, Any] | None) -> dict[str, str]:
             if isinstance(forms, list) else "",
             "by_opset": ", ".join(f"{k}: {v}" for k, v in sorted(by.items(), key=lambda kv: _number(kv[0]))
                                   if ok.fullmatch(str(k)) and isinstance(v, int))
-            if isinstance(by, dict) else ""}
+            if isinstance(by, dict) else "",
+            "opsets": _opsets_words(cov.get("opsets"))}
+
+
+def _opsets_words(per: Any) -> str:
+    """A campaign of several opsets (search.opsets): per opset its models and operators, as
+    words ("" when absent or not of the written shape)."""
+    if not isinstance(per, dict):
+        return ""
+    return "; ".join(f"opset {o}: {d['models']} models, {d['operators']} operators" for o, d in per.items()
+                     if str(o).isdigit() and len(str(o)) <= 3 and isinstance(d, dict)
+                     and all(type(d.get(k)) is int for k in ("models", "operators")))
 
 
 def _number(text: Any) -> int:

@@ -51,7 +51,7 @@ STRUCTURE = ("OTC", "IDC", "ODC")
 class GuidedSource:
     def __init__(self, corpus: Corpus, opts: GenOptions, seed: int, chooser: str = "mcts",
                  mutations: bool = True, max_attempts: int = 8, n_maxspc: int | None = None,
-                 shard: tuple[int, int] = (1, 1)) -> None:
+                 shard: tuple[int, int] = (1, 1), probe_only: frozenset[str] | None = None) -> None:
         if chooser not in ("mcts", "random"):
             raise ValueError(f"chooser must be mcts or random, got {chooser!r}")
         self.corpus, self.opts, self.seed = corpus, opts, seed
@@ -74,9 +74,15 @@ class GuidedSource:
         self._base: dict[str, Any] = {"mcts": None, "graph_arms": None}  # what load_state loaded (merge)
         self.known = KnownFailures()  # settled failures: models carrying them are drawn again
         # Recorded operators' instances, each alone, are the first cases (search.probe).
-        self.probes = probes(corpus)
+        # ``probe_only``: those of these operators alone (search.opsets: an older opset's source).
+        self.probes = [p for p in probes(corpus) if probe_only is None or p[0] in probe_only]
         self.support = SupportMatrix()
         self._served = 0  # cases served so far: the probes are the first ones
+
+    @property
+    def served(self) -> int:
+        """Cases served so far (probes included)."""
+        return self._served
 
     # -- CaseSource -------------------------------------------------------------------
     def next_graph(self, index: int) -> Graph:

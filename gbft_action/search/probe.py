@@ -71,6 +71,14 @@ class SupportMatrix:
         if status != Status.DCP.value and len(row["failing"]) < MAX_FAILING and text not in row["failing"]:
             row["failing"].append(text)
 
+    def absorb(self, other: SupportMatrix) -> None:
+        """Add ``other``'s rows to these (another opset's probes: the same operators, if any, summed)."""
+        for op, r in other.rows.items():
+            row = self.rows.setdefault(op, {"instances": 0, "converts": 0, "runs": 0, "agrees": 0, "failing": []})
+            for k in ("instances", "converts", "runs", "agrees"):
+                row[k] += r[k]
+            row["failing"] += [f for f in r["failing"] if f not in row["failing"]][:MAX_FAILING - len(row["failing"])]
+
     def to_json(self) -> dict[str, Any]:
         rows = dict(sorted(self.rows.items()))
         return {"operators": len(rows), "agree_all": sum(r["agrees"] == r["instances"] for r in rows.values()),

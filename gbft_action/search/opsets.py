@@ -1,0 +1,90 @@
+"""An ONNX front end writing at several opsets (``--opset 27,17``): one source per opset.
+
+Users convert models of every opset their exporters wrote: torch.onnx wrote 17 by default for
+years, and newer exporters write 18 and later.  Neither opset holds every operator ONNX
+Runtime runs: opset 17 lacks the operators added after it, and at 27 ONNX Runtime has no
+kernel for the newest versions of nine older ones (RoiAlign, GlobalLpPool, MaxRoiPool and
+the random operators).  So a campaign may write most models at its main opset (the first
+given) and one in ``OLDER_EVERY`` at one of the others.
+
+Each opset keeps its own generator (corpus, coverage, MCTS tree): its registry places other
+operators and other instances.  Which opset writes case i is a function of i alone, as in
+``search.mixed``: the same seed gives the same models whatever the lanes do, and a resumed
+campaign regenerates its cases exactly.  An older opset probes only the operators its main
+opset does not place: the others were probed there (the same operator, alone).
+
+The search state is ``{"opsets": {"27": state, "17": state}}``; a single opset's state (a
+pinned run's, or one written before opsets were mixed) is the main opset's.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from ..graph.ir import Graph
+from ..ops.recorded import counted_versions, versions_at
+from ..records.case import CaseRecord
+from .guided import GuidedSource
+from .probe import SupportMatrix
+
+OLDER_EVERY = 4  # one case in four is written at an older opset
+
+
+class OpsetSource:
+    def __init__(self, sources: dict[int, GuidedSource]) -> None:
+        if len(sources) < 2:
+            raise ValueError("an opset source mixes two opsets or more")
+        self.sources = sources
+        self.main, *self.older = list(sources)  # the order given: the first is the main opset
+
+    def opset_of(self, index: int) -> int:
+        """The opset case ``index`` is written at: a hash of the index alone (not index mod k,
+        which a mixed front end's stride would bias)."""
+        h = zlib.crc32(f"opset:{index}".encode())
+        if h % OLDER_EVERY:
+            return self.main
+        return self.older[(h // OLDER_EVERY) % len(self.older)]
+
+    # -- CaseSource -------------------------------------------------------------------
+    def next_graph(self, index: int) -> Graph:
+        return self.sources[self.opset_of(index)].next_graph(index)
+
+    def feedback(self, index: int, graph: Graph, record: CaseRecord) -> None:
+        self.sources[self.opset_of(index)].feedback(index, graph, record)
+
+    def state(self) -> dict[str, Any]:
+        return {"opsets": {str(o): s.state() for o, s in self.sources.items()}}
+
+    def load_state(self, st: dict[str, Any]) -> None:
+        per = st.get("opsets")
+        if per is None:
+            self.sources[self.main].load_state(st)
+            return
+        if not isinstance(per, dict):
+            raise TypeError("'opsets' is not a mapping")
+        for o, s in self.sources.items():
+            if str(o) in per:  # an opset the saved run did not write starts fresh
+                s.load_state(per[str(o)])
+
+    def summary(self) -> dict[str, Any]:
+        """The main opset's summary (its metrics, MCTS, graph arms), with what the models of
+        every opset held together: operators, element types, forms, operators per schema
+        version, the support matrix; and per opset its models, operators and OLC."""
+        parts = {o: s.summary() for o, s in self.sources.items()}
+        out = dict(parts[self.main])
+        for key in ("operators", "element_types", "forms"):
+            out[key] = sorted(set().union(*(p.get(key, ()) for p in parts.values())))
+        versions = {(op, v) for o, s in self.sources.items() for op, v in versions_at(s.coverage.operators, o).items()}
+        out["operators_by_opset"] = counted_versions(v for _, v in versions)
+        for key in ("generated", "discarded", "steered", "solver_errors"):
+            out[key] = sum(int(p.get(key, 0)) for p in parts.values())
+        support = SupportMatrix()
+        for s in self.sources.values():
+            support.absorb(s.support)
+        if support.rows:
+            out["support"] = support.to_json()
+        out["opsets"] = {str(o): {"models": self.sources[o].served, "operators": len(p.get("operators", ())),
+                                  "OLC": p.get("OLC", 0.0)} for o, p in parts.items()}
+        return out
+
