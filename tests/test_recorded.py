@@ -297,3 +297,37 @@ def test_an_instance_whose_reference_is_known_wrong_is_not_kept():
 
     kept = build_records(only=frozenset({"RoiAlign"}))["ops"]["RoiAlign"]["instances"]
     assert kept and all(i["attrs"].get("mode", "avg") != "max" for i in kept)
+
+
+def _toy(features: list[dict[str, object]], shape: tuple[int, ...] = (2, 3)) -> RecordedSpec:
+    from gbft_action.ops.recorded import Instance
+
+    ins = [Instance.from_json({"attrs": a, "inputs": [{"dtype": "float32", "shape": list(shape)}], "fed": 0,
+                               "outputs": [{"dtype": "float32", "shape": list(shape)}], "outputs_named": 1,
+                               "case": f"toy {i}"}) for i, a in enumerate(features)]
+    return RecordedSpec("Toy", tuple(ins), {})
+
+
+def test_a_defect_of_several_instances_is_named_by_what_they_share_and_the_right_ones_lack():
+    """One ArgMin defect (select_last_index ignored) was keyed four ways, by each instance's every
+    attribute; the instances swept beside it name it once."""
+    spec = _toy([{"axis": 0}, {"axis": 1}, {"axis": 0, "last": 1}, {"axis": 1, "last": 1}, {"axis": 1, "keep": 0}])
+    assert spec.distinguishing([2, 3], [0, 1, 4]) == "last=1"
+    assert spec.distinguishing([3, 2], [0]) == "last=1"  # whatever the order found
+    # Common features that a right instance holds all of set nothing apart: the first failing
+    # instance's own words.
+    assert spec.distinguishing([2, 4], [1]) == spec.instances[2].describe() == "axis=0, last=1"
+    assert spec.distinguishing([2, 3], [3]) == spec.instances[2].describe()
+    assert spec.distinguishing([2, 3], [0, 1]) == "last=1"
+    # Neighbours: other instances fed alike, fewest differences first.
+    assert spec.neighbours(2, 2) == [0, 3]
+    other = _toy([{"axis": 0}, {"axis": 1}], shape=(4,))
+    assert RecordedSpec("Toy", (spec.instances[0], other.instances[1]), {}).neighbours(0, 5) == []
+
+
+def test_the_real_argmin_defect_is_keyed_by_select_last_index():
+    spec = registry("onnx", 27).specs["ArgMin"]
+    assert isinstance(spec, RecordedSpec)
+    failing = [i for i, x in enumerate(spec.instances) if x.attrs.get("select_last_index") == 1]
+    right = [i for i, x in enumerate(spec.instances) if x.attrs.get("select_last_index") != 1]
+    assert spec.distinguishing(failing[:3], right[:4]) == "select_last_index=1"

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..graph.ir import Graph, Node
 from ..ops.domains import FloatRange
+from ..ops.recorded import RecordedSpec
 from ..ops.registry import registry_of
 from ..oracle import DISCONTINUOUS, Status
 from ..pipeline import CaseResult, Lane
@@ -37,7 +38,7 @@ from ..records.keys import Fingerprint
 from ..records.summary import Diagnosis
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
 from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, error_detail, in_pattern, local_key,
-                        FAILING_VALUES, UNPROVEN, choice_domain, root_key, same_class, simpler_choices, spec_of,
+                        FAILING_VALUES, RIGHT_VALUES, UNPROVEN, choice_domain, root_key, same_class, simpler_choices, spec_of,
                         suspect, suspect_node)
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
@@ -211,7 +212,7 @@ def needed_params(lane: Lane, res: CaseResult, node: str, symptom: str, where: l
     values = lane.reference_values(res, until - time.monotonic())
     if values is None:
         return g
-    unproven, failing = [], {}
+    unproven, failing, right = [], {}, {}
     for k, simpler in simpler_choices(g, node).items():
         said = None
         for v in simpler:
@@ -224,9 +225,11 @@ def needed_params(lane: Lane, res: CaseResult, node: str, symptom: str, where: l
         if said is None:  # no simpler value is valid with the others (align_corners, half-pixel)
             unproven.append(k)
         elif not said:  # needed: which of its other values are as wrong names the defect
-            failing[k] = failing_values(lane, g, node, k, values, where, until, symptom, known_right=v)
+            failing[k], right[k] = failing_values(lane, g, node, k, values, where, until, symptom, known_right=v)
+    swept = [k for k, x in failing.items() if len(x) > 1]
     meta = {**g.meta, **({UNPROVEN: unproven} if unproven else {}),
-            **({FAILING_VALUES: failing} if any(len(x) > 1 for x in failing.values()) else {})}
+            **({FAILING_VALUES: {k: failing[k] for k in swept}, RIGHT_VALUES: {k: right[k] for k in swept}}
+               if swept else {})}
     return replace(g, meta=meta) if meta != g.meta else g
 
 
@@ -235,22 +238,32 @@ MAX_SWEPT = 8
 
 
 def failing_values(lane: Lane, g: Graph, node: str, k: str, values: dict[str, np.ndarray], where: list[str] | None,
-                   until: float, symptom: str, known_right: Any) -> list[Any]:
+                   until: float, symptom: str, known_right: Any) -> tuple[list[Any], list[Any]]:
     """The values of ``node``'s parameter ``k`` (needed by its defect) with which the node alone
     is as wrong, its own first, then in its domain's order: "nearest_mode=ceil" and
     "nearest_mode=round_prefer_ceil" are one defect (MNN reads both as floor) when each fails
-    with the other's value too, and the key names both."""
+    with the other's value too, and the key names both.  And those it is right with,
+    ``known_right`` first.  A recorded operator's instance is swept over its nearest
+    neighbours (RecordedSpec.neighbours): what the failing ones share and the right ones lack
+    names the defect (one ArgMin defect was keyed four ways, by every attribute of each)."""
     own = g.node(node).params[k]
-    domain = list(choice_domain(g, node, k))
-    if len(domain) > MAX_SWEPT:
-        return [own]
-    wrong = [own]
+    spec = spec_of(g, g.node(node).op)
+    if k == "instance" and isinstance(spec, RecordedSpec) and isinstance(own, int):
+        domain = sorted(spec.neighbours(own, MAX_SWEPT))
+    else:
+        domain = list(choice_domain(g, node, k))
+        if len(domain) > MAX_SWEPT:
+            return [own], [known_right]
+    wrong, right = [own], [known_right]
     for v in domain:
         if v in (own, known_right) or time.monotonic() > until:
             continue
-        if still_wrong_redrawn(lane, _with_param(g, node, k, v), node, values, where, until, symptom)[0]:
+        said = still_wrong_redrawn(lane, _with_param(g, node, k, v), node, values, where, until, symptom)[0]
+        if said:
             wrong.append(v)
-    return wrong
+        elif said is False:
+            right.append(v)
+    return wrong, right
 
 
 # Other draws of a trial's constants (its graph seed) before calling a parameter value right.

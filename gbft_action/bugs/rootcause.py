@@ -148,11 +148,11 @@ def salient_params(g: Graph, node: str) -> str:
     except KeyError:
         return ""
     skip = set(g.meta.get(UNPROVEN, ())) | {keyed_op(g, n)[1]}
-    failing = g.meta.get(FAILING_VALUES) or {}
+    failing, right = g.meta.get(FAILING_VALUES) or {}, g.meta.get(RIGHT_VALUES) or {}
     # The values a defect shows with, in the domain's order: the same text from either of them.
     in_order = lambda k: [x for x in choice_domain(g, node, k) if x in failing.get(k, ())]  # noqa: E731
-    return ", ".join(_param_text(g, n.op, k, n.params[k], in_order(k)) for k in simplest_choices(g, node)
-                     if k not in skip)
+    return ", ".join(_param_text(g, n.op, k, n.params[k], in_order(k), right.get(k, ()))
+                     for k in simplest_choices(g, node) if k not in skip)
 
 
 def spec_of(g: Graph, op: str) -> Spec | None:
@@ -168,12 +168,17 @@ def keyed_op(g: Graph, n: Node) -> tuple[str, str]:
     return lowered if lowered else (n.op, "")
 
 
-def _param_text(g: Graph, op: str, k: str, v: Any, failing: Sequence[Any] = ()) -> str:
+def _param_text(g: Graph, op: str, k: str, v: Any, failing: Sequence[Any] = (), right: Sequence[Any] = ()) -> str:
     """``k=v`` (``k=v or w`` where the defect shows with each of ``failing``); a recorded
     operator's instance as what sets it apart (ops.recorded): "instance=7" tells a maintainer
-    nothing, "equation=ij,jk->ik, int32 input" does."""
+    nothing, "equation=ij,jk->ik, int32 input" does; with other instances as wrong, what they
+    share and the ``right`` ones lack ("select_last_index=1")."""
     spec = spec_of(g, op)
     if k == "instance" and isinstance(spec, RecordedSpec) and isinstance(v, int) and 0 <= v < len(spec.instances):
+        n = len(spec.instances)
+        known = lambda xs: [x for x in xs if isinstance(x, int) and 0 <= x < n]  # noqa: E731 - meta is a bundle's
+        if len(known(failing)) > 1 and known(right):
+            return spec.distinguishing(known(failing), known(right)) or f"{k}={v}"
         return spec.instances[v].describe() or f"{k}={v}"
     if len(failing) > 1:
         return f"{k}=" + " or ".join(str(x) for x in failing)
@@ -186,6 +191,9 @@ UNPROVEN = "unproven_params"
 # Graph meta: for a parameter the defect needs, every value the node alone is as wrong with
 # (bugs.diagnose.failing_values): the key names them all.
 FAILING_VALUES = "failing_values"
+# Graph meta: ... and the values it was right with (a recorded instance's key: what the failing
+# ones share and these lack, ops.recorded.RecordedSpec.distinguishing).
+RIGHT_VALUES = "right_values"
 
 
 def choice_domain(g: Graph, node: str, k: str) -> tuple[Any, ...]:

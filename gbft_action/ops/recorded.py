@@ -124,11 +124,21 @@ class Instance:
     def describe(self) -> str:
         """What sets the instance apart, for a root-cause title: its scalar attributes and a
         fed type other than float32, else the test case it comes from."""
-        parts = [f"{k}={v}" for k, v in sorted(self.attrs.items()) if isinstance(v, (int, float, str))]
-        if self.fed_type.dtype != "float32":
-            parts.append(f"{self.fed_type.dtype} input")
+        parts = self.features()
         text = ", ".join(parts)
         return text if parts and len(text) <= 60 else f"as {self.case}" if self.case else text[:60]
+
+    def features(self) -> tuple[str, ...]:
+        """Its scalar attributes ("axis=1") and a fed type other than float32 ("int32 input")."""
+        parts = [f"{k}={v}" for k, v in sorted(self.attrs.items()) if isinstance(v, (int, float, str))]
+        return (*parts, *([f"{self.fed_type.dtype} input"] if self.fed_type.dtype != "float32" else []))
+
+    def fed_like(self, other: Instance) -> bool:
+        """Whether ``other`` takes what this one is fed (the same fed type, or both follow any
+        shape of one rank): one can stand in for the other in a model."""
+        a, b = self.fed_type, other.fed_type
+        return a.dtype == b.dtype and (a.shape == b.shape or (self.rule == other.rule == "same"
+                                                              and len(a.shape) == len(b.shape)))
 
 
 class RecordedSpec(Spec):
@@ -148,6 +158,33 @@ class RecordedSpec(Spec):
         if ins and inst.takes(ins[0]):  # any shape of its rank: only the element type is coerced
             return [TensorType(ins[0].shape, inst.fed_type.dtype)]
         return [inst.fed_type]
+
+    def neighbours(self, k: int, limit: int) -> list[int]:
+        """Up to ``limit`` other instances that can stand in for instance ``k`` (Instance.fed_like),
+        those differing from it in the fewest features first: which of them share its defect
+        tells what the defect needs (bugs.diagnose.failing_values)."""
+        own = self.instances[k]
+        near = [(len(set(own.features()) ^ set(x.features())), i) for i, x in enumerate(self.instances)
+                if i != k and own.fed_like(x)]
+        return [i for _, i in sorted(near)[:limit]]
+
+    def distinguishing(self, failing: list[int], right: list[int]) -> str:
+        """What the ``failing`` instances share and no ``right`` one has: the fewest of their
+        common features that no right instance holds all of ("select_last_index=1" for an
+        ArgMin that fails with it at every axis).  The first failing one's description when
+        their common features do not set them apart."""
+        feats = [set(self.instances[i].features()) for i in failing]
+        rights = [set(self.instances[i].features()) for i in right]
+        common = [f for f in self.instances[failing[0]].features() if all(f in x for x in feats)]
+        apart = lambda fs: not any(set(fs) <= r for r in rights)  # noqa: E731
+        if not common or not apart(common):
+            return self.instances[failing[0]].describe()
+        keep = list(common)
+        for f in common:  # drop each feature the rest still set apart without
+            fewer = [x for x in keep if x != f]
+            if fewer and apart(fewer):
+                keep = fewer
+        return ", ".join(keep)
 
     def infer(self, ins: list[TensorType], p: Params) -> TensorType:
         inst = self.instances[p["instance"]]
