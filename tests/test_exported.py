@@ -347,9 +347,14 @@ def test_the_job_summary_names_the_settings_and_the_forms_reached():
     assert plain.splitlines()[0] == "## gbft-action: mnn 3.6.1" and "exported forms" not in plain
     tf = {k: v for k, v in shown.items() if k not in ("forms", "operators_by_opset")}  # a TensorFlow campaign's
     assert "operators in the models." in Renderer().summary(Summary(1, coverage=tf), "", [], [], [])
-    hostile = {**shown, "forms": "x", "operators_by_opset": {"13": "<b>", "<i>": 2}}  # an artifact's data
+    hostile = {**shown, "forms": "x", "operators_by_opset": {"13": "<b>", "<i>": 2},
+               "opsets": {"<b>": {"models": 1, "operators": 2}, "17": {"models": "<i>", "operators": 1}}}
     md = Renderer().summary(Summary(1, coverage=hostile), "", [], [], [])
-    assert "exported forms" not in md and "operator-set version" not in md
+    assert "exported forms" not in md and "operator-set version" not in md and "opset " not in md
+    # A campaign of several opsets (search.opsets): each one's models and operators.
+    two = {**shown, "opsets": {"27": {"models": 30, "operators": 4, "OLC": 0.5}, "17": {"models": 10, "operators": 3}}}
+    md = Renderer().summary(Summary.from_json(Summary(1, coverage=two).to_json()), "", [], [], [])
+    assert "(opset 27: 30 models, 4 operators; opset 17: 10 models, 3 operators)" in md
 
 
 def test_a_rotary_form_too_narrow_to_rotate_counts_only_what_it_writes(tmp_path):
