@@ -166,3 +166,24 @@ def test_both_builds_failing_alike_is_pre_existing_wherever_each_localised(tmp_p
         assert res.base.error is not None and res.base.error < 1e-3 < res.error
     finally:
         lane.stop()
+
+
+def test_a_defect_of_one_converter_unit_is_one_key_whichever_operator_showed_it():
+    """MNN lowers the five composite reductions in one transform: their axes-input defect was
+    keyed four times (ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp)."""
+    from gbft_action.bugs.rootcause import in_unit
+    from gbft_action.engines.mnn_knowledge import MNNKnowledge
+    from gbft_action.records.keys import RootKey
+
+    keys = [in_unit(RootKey("wrong-result", (op,), "wrong shape", True, frontend="onnx"), MNNKnowledge().unit_of)
+            for op in ("ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")]
+    assert len({k.id for k in keys}) == 1
+    assert keys[0].title == ("[onnx] ReduceL1 / ReduceL2 / ReduceLogSum / ReduceLogSumExp / ReduceSumSquare: "
+                             "wrong results (wrong shape)")
+    assert RootKey.from_json(keys[1].to_json()) == keys[1] and keys[1].ops == ("ReduceL2",)  # the one that showed it
+    # Another detail, another defect; NaN semantics are each operator's; a TensorFlow Sum has no unit.
+    assert in_unit(RootKey("wrong-result", ("ReduceL1",), "", True, frontend="onnx"), MNNKnowledge().unit_of).id != keys[0].id
+    nan = RootKey("nan-inf", ("ReduceL1",), "NaN->Inf", True, frontend="onnx")
+    assert in_unit(nan, MNNKnowledge().unit_of) == nan
+    plain = RootKey("wrong-result", ("Conv",), "", True, frontend="onnx")
+    assert in_unit(plain, MNNKnowledge().unit_of) == plain and "unit" not in plain.to_json()  # stored as before

@@ -331,3 +331,4 @@ def test_the_real_argmin_defect_is_keyed_by_select_last_index():
     failing = [i for i, x in enumerate(spec.instances) if x.attrs.get("select_last_index") == 1]
     right = [i for i, x in enumerate(spec.instances) if x.attrs.get("select_last_index") != 1]
     assert spec.distinguishing(failing[:3], right[:4]) == "select_last_index=1"
+

@@ -38,7 +38,7 @@ from ..records.keys import Fingerprint
 from ..records.summary import Diagnosis
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
 from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, error_detail, in_pattern, local_key,
-                        FAILING_VALUES, RIGHT_VALUES, UNPROVEN, choice_domain, root_key, same_class, simpler_choices, spec_of,
+                        FAILING_VALUES, RIGHT_VALUES, UNPROVEN, choice_domain, in_unit, root_key, same_class, simpler_choices, spec_of,
                         suspect, suspect_node)
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
@@ -346,6 +346,7 @@ def diagnose(lane: Lane, book: BugBook, fid: str, time_limit: float, resume: boo
     assert small is not None
     key, alone = _key(lane, meta, small, max(until, time.monotonic() + KEY_MIN_S))
     key = replace(key, frontend=meta.fingerprint.frontend)  # keys made without root_key too
+    key = in_unit(key, lane.knowledge.unit_of)
     book.set_root_cause(fid, key)
     if alone is not None:
         book.add_alone(fid, alone)

@@ -155,6 +155,23 @@ def salient_params(g: Graph, node: str) -> str:
                      for k in simplest_choices(g, node) if k not in skip)
 
 
+# Symptoms of a converter's code path, which a unit of operators shares (not NaN semantics,
+# precision or support: those are each operator's own).
+UNIT_SYMPTOMS = (Symptom.WRONG.value, Symptom.CONVERSION.value, Symptom.CRASH.value, Symptom.API.value,
+                 Symptom.TIMEOUT.value)
+
+
+def in_unit(key: RootKey, unit_of: Callable[[str, str], tuple[str, ...]]) -> RootKey:
+    """``key`` named by the converter unit its one blamed operator is in (``unit_of(front end,
+    operator)``, the engine's knowledge: EngineKnowledge.unit_of): MNN lowers ReduceL1, ReduceL2,
+    ReduceLogSum, ReduceLogSumExp and ReduceSumSquare in one transform, and one of its defects
+    was keyed four times, once per operator."""
+    if len(key.ops) != 1 or key.symptom not in UNIT_SYMPTOMS:
+        return key
+    unit = unit_of(key.frontend or "tf", key.ops[0])
+    return replace(key, unit=unit) if unit else key
+
+
 def spec_of(g: Graph, op: str) -> Spec | None:
     """The spec of operator ``op`` in g's front end (None for an operator it has none of)."""
     return registry_of(g).specs.get(op)

@@ -124,6 +124,15 @@ class EngineKnowledge:
     #: the settings of the thread-count oracle's second run ({}: the engine has no thread setting)
     threads_oracle: Mapping[str, str] = {}
 
+    #: per front end, groups of operators one code path of the engine's converter handles (one
+    #: function for all of them): a defect one of them shows is keyed by the group
+    #: (bugs.rootcause.in_unit), as a maintainer would fix it once.
+    converter_units: Mapping[str, tuple[tuple[str, ...], ...]] = {}
+
+    def unit_of(self, frontend: str, op: str) -> tuple[str, ...]:
+        """The group ``op`` is converted in, for ``frontend``'s models (() when it has none)."""
+        return next((u for u in self.converter_units.get(frontend, ()) if op in u), ())
+
     def half_arithmetic(self, settings: Mapping[str, str]) -> bool:
         """Whether the engine computes in float16 with these settings (judged at float16's bound)."""
         return False

@@ -70,6 +70,12 @@ class MNNKnowledge(EngineKnowledge):
                     "weight_quant_bits": ("GBFT_MNN_WEIGHT_QUANT_BITS", WEIGHT_BITS)}
 
     threads_oracle = {"threads": "4"}
+    # MNN's ONNX converter: tools/converter/source/optimizer/onnxextra/OnnxReduceL2.cpp lowers
+    # the five composite reductions in one transform (reading axes from the attribute only: at
+    # opset 18+ all five reduce every axis), and onnx/ArgMaxOnnx.cpp converts ArgMax and ArgMin
+    # in one function (which ignores select_last_index).
+    converter_units = {"onnx": (("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"),
+                                ("ArgMax", "ArgMin"))}
 
     def half_arithmetic(self, settings: Mapping[str, str]) -> bool:
         # Low precision runs float16 kernels where the CPU has them (ARMv8.2's FP16); on

@@ -122,10 +122,14 @@ class RootKey:
     # The front end (frontends) whose converter showed it: "" for tf, whose keys predate front
     # ends; another front end's Concat is another converter's defect.
     frontend: str = ""
+    # The operators one code path of the engine converts, the blamed one among them
+    # (EngineKnowledge.converter_units): the key names the path, so that a defect of it is one
+    # root cause whichever of its operators showed it.  () for most keys.
+    unit: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
-        parts = [same_class(self.symptom), list(self.ops), self.detail] + ([self.frontend] if self.frontend else [])
+        parts = [same_class(self.symptom), list(self.unit or self.ops), self.detail] + ([self.frontend] if self.frontend else [])
         raw = json.dumps(parts, separators=(",", ":"))
         return "rc-" + hashlib.sha256(raw.encode()).hexdigest()[:12]
 
@@ -135,6 +139,8 @@ class RootKey:
             return "a pattern (no operator fails alone; e.g. " + " -> ".join(self.pattern) + ")"
         if not self.ops:
             return "an unidentified operator"
+        if self.unit:
+            return " / ".join(self.unit)
         return self.ops[0] if len(self.ops) == 1 else "the pattern " + " -> ".join(self.ops)
 
     @property
@@ -182,6 +188,10 @@ class RootKey:
         d = {**asdict(self), "ops": list(self.ops), "pattern": list(self.pattern), "key": self.id, "title": self.title}
         if not self.frontend:  # tf: stored as before front ends
             del d["frontend"]
+        if self.unit:
+            d["unit"] = list(self.unit)
+        else:  # stored as before units
+            del d["unit"]
         return d
 
     @staticmethod
@@ -189,4 +199,4 @@ class RootKey:
         """A stored key (its id and title are recomputed, never trusted)."""
         f = Fields(d, where)
         return RootKey(f.str("symptom"), f.strs("ops"), f.str("detail"), bool(f.d.get("isolated")), f.strs("pattern"),
-                       f.str("frontend"))
+                       f.str("frontend"), f.strs("unit"))
