@@ -263,3 +263,13 @@ def test_an_opset_sources_state_and_summary_keep_each_opset():
     assert set(s["operators"]) == ops[27] | ops[17] and ops[17] - ops[27]
     assert {o: d["models"] for o, d in s["opsets"].items()} == {"27": 40 - len([i for i in range(40) if src.opset_of(i) == 17]),
                                                                "17": len([i for i in range(40) if src.opset_of(i) == 17])}
+
+
+def test_the_actions_onnx_opset_input_takes_one_opset_or_a_list(tmp_path):
+    from gbft_action.action.config import ActionConfig, ConfigError
+
+    assert ActionConfig(frontend="onnx", workspace=str(tmp_path)).validate().opsets == (NEWEST_OPSET, LEGACY_OPSET)
+    assert ActionConfig(frontend="onnx", onnx_opset="21", workspace=str(tmp_path)).validate().opsets == (21,)
+    assert ActionConfig(frontend="onnx", onnx_opset="27,18", workspace=str(tmp_path)).validate().opsets == (27, 18)
+    with pytest.raises(ConfigError, match="input 'onnx-opset' must be from 17 to 27, got '99'"):
+        ActionConfig(frontend="onnx", onnx_opset="27,99", workspace=str(tmp_path)).validate()
