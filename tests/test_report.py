@@ -114,12 +114,14 @@ def test_new_bug_files_one_issue_with_marker_and_label(tmp_path, fake):
 def test_known_open_issue_gets_one_comment_and_its_body_updated(tmp_path, fake):
     out = make_out(tmp_path, [(fp("Lrn"), 3, "wrong values", relu_graph("Lrn"))])
     run(out, fake)
-    out2 = make_out(tmp_path / "second", [(fp("Lrn"), 4, "wrong values again", relu_graph("Lrn"))])
+    out2 = make_out(tmp_path / "second", [(fp("Lrn"), 1, "wrong values again", relu_graph("Lrn"))])
     res = run(out2, fake)
     (issue,) = bot_issues(fake)
     assert len(res.commented) == 1 and not res.filed
     assert len(fake.comments(REPO, issue["number"])) == 1
     assert "| Occurrences | 2" in issue["body"]  # 1 before + 1 in this run, updated in place
+    (comment,) = fake.comments(REPO, issue["number"])
+    assert "1 more model in this run (2 in all)" in comment["body"]  # the issue's total, not the run's
     run(out2, fake)  # the same output again: nothing changes
     assert len(fake.comments(REPO, issue["number"])) == 1
 

@@ -298,9 +298,10 @@ class _Run:
             self.tracker.reopen(n)
         marker = f"<!-- gbft-run: {self.run_key} -->"
         if not self.tracker.has_comment(n, marker):
+            # "(N in all)": the total, this run's added to what its marker held.
             text = (self.render.tracking_comment(bug.tracked, self.ctx, regressed, bug.tracks)
                     if bug.tracked is not None else
-                    self.render.comment(bug.meta, self.ctx, bug.run_count, regressed))
+                    self.render.comment(_merged(bug.meta, existing), self.ctx, bug.run_count, regressed))
             self.tracker.comment(n, f"{text.rstrip()}\n{marker}\n")
         _, body = self._body(bug, existing)
         self.tracker.update_body(n, body)
