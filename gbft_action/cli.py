@@ -460,6 +460,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     import os
 
     from .report.render import RunContext
+    from .report.local import ReportWriteError
     from .report.reporter import ReportConfig, ReportInputError, load_run, report
     from .report.trackers import make_tracker
 
@@ -478,12 +479,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except ReportWriteError as e:  # the files tracker's folder cannot be made
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
     cfg = ReportConfig(args.src, args.max_new_issues, args.check_fixes, not args.no_close, args.corpus, args.templates)
     try:
         res = report(cfg, tracker, RunContext.from_env(commit=args.commit), lane_factory=_replay_lane)
     except ValueError as e:  # GitHub unusable (TrackerSetupError), or the output changed under us
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except ReportWriteError as e:  # its own output read-only or full: a rerun finishes the job
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
     for line in res.lines() or ["nothing to report"]:
         print(line)
     print(f"report: {args.src / 'report.json'}")

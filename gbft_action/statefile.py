@@ -41,5 +41,9 @@ def corrupt(path: Path, what: str, why: str) -> StateFileError:
 def write_atomic(path: Path, text: str) -> None:
     """``text`` into ``path`` whole or not at all (a job killed mid-write leaves the old file)."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk: no half file left beside the whole old one
+        raise

@@ -773,3 +773,81 @@ def test_a_filed_issue_carries_its_state_marker(tmp_path, fake):
     run(out2, fake)
     (issue,) = bot_issues(fake)
     assert IssueState.decode(issue["body"]).occurrences == 2  # 1 + 1, counted in the marker
+
+
+# --------------------------------------------------------------------------- the reporter's own faults
+
+class _Killed(BaseException):
+    """A SIGKILL stand-in: nothing of the reporter's catches it."""
+
+
+def test_a_run_killed_part_way_through_a_regression_is_finished_as_regressed_by_its_rerun(tmp_path, fake, monkeypatch):
+    from gbft_action.report.github import GitHubTracker
+
+    out = make_out(tmp_path, [(fp("Lrn"), 1, "x", relu_graph("Lrn"))])
+    run(out, fake)
+    (issue,) = bot_issues(fake)
+    fake.set_issue_state(REPO, issue["number"], "closed", "completed")
+    again = make_out(tmp_path / "b", [(fp("Lrn"), 1, "x", relu_graph("Lrn"))])
+
+    # Killed right after the update's first write, whichever it is (the comment or the reopening).
+    def then_killed(real):
+        def write(self, *args):
+            real(self, *args)
+            raise _Killed()
+        return write
+    with monkeypatch.context() as m:
+        for name in ("comment", "reopen"):
+            m.setattr(GitHubTracker, name, then_killed(getattr(GitHubTracker, name)))
+        with pytest.raises(_Killed):
+            run(again, fake)
+    res = run(again, fake)  # the rerun of the same output
+    (issue,) = bot_issues(fake)
+    comments = fake.comments(REPO, issue["number"])
+    assert issue["state"] == "open" and len(res.reopened) == 1 and not res.commented
+    assert len(comments) == 1 and "Regressed" in comments[0]["body"]
+
+
+@pytest.mark.parametrize("fail_at", [0, 1, 2, 3, 4, 5])
+def test_a_full_disk_at_any_write_is_one_line_exit_3_and_the_rerun_loses_and_doubles_nothing(
+        tmp_path, capsys, monkeypatch, fail_at):
+    """The files tracker and the report's own files: the n-th write fails with ENOSPC."""
+    import errno
+
+    from gbft_action.cli import main
+    from gbft_action.report import local
+
+    out = make_out(tmp_path, [(fp("Lrn"), 1, "x", relu_graph("Lrn")), (fp("Elu"), 1, "y", relu_graph("Elu"))])
+    real, calls = local.write_atomic, []
+
+    def full(path, text):
+        calls.append(path)
+        if len(calls) > fail_at:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real(path, text)
+    with monkeypatch.context() as m:
+        m.setattr(local, "write_atomic", full)
+        code = main(["report", "--from", str(out), "--tracker", "files"])
+    err = capsys.readouterr().err
+    assert code == 3 and len(err.strip().splitlines()) == 1 and "No space left on device" in err, err
+    assert not list((out / "issues").glob(".*.tmp"))  # nothing half-written left behind
+    assert main(["report", "--from", str(out), "--tracker", "files"]) == 0
+    index = json.loads((out / "issues" / "index.json").read_text())
+    assert len(index) == 2 and all(v["state"] == "open" for v in index.values())
+    assert all((out / "issues" / f"{int(n):04d}.md").read_text().startswith("# ") for n in index)
+    assert json.loads((out / "report.json").read_text())
+
+
+def test_a_read_only_output_is_one_line_exit_3(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from gbft_action.cli import main
+
+    out = make_out(tmp_path, [(fp("Lrn"), 1, "x", relu_graph("Lrn"))])
+
+    def read_only(self, *a, **k):
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    assert main(["report", "--from", str(out), "--tracker", "files"]) == 3
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Read-only file system" in err and "issues" in err

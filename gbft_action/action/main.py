@@ -200,6 +200,7 @@ class _Cancel:
 def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
     """(root-cause issues filed, whether reporting failed as a whole).  A failure here never costs the
     outputs or the verdict: it is one error line, and the step's outputs are still written."""
+    from ..report.local import ReportWriteError
     from ..report.render import RunContext
     from ..report.reporter import ReportConfig, report
     from ..report.trackers import make_tracker
@@ -209,7 +210,7 @@ def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
     try:
         tracker = make_tracker(kind, out=out, repo=cfg.repository, token=cfg.github_token, base_url=api)
         res = report(ReportConfig(out, max_new_issues=int(cfg.max_new_issues)), tracker, RunContext.from_env())
-    except (ValueError, OSError) as e:  # GitHub unusable, or the output cannot be read
+    except (ValueError, OSError, ReportWriteError) as e:  # GitHub unusable, the output unreadable or unwritable
         print(f"::error title=gbft-action: reporting failed::{inline(str(e), 500)}")
         return 0, True
     for x in res.failed[:MAX_ANNOTATIONS]:

@@ -27,6 +27,7 @@ from ..bugs.policy import listed_line
 from ..bugs.rootcause import same_class
 from ..records import BundleMeta, EngineInfo, FailureRow, Policy, RecordError, RootCauseRow, Summary
 from ..records.report import ReportEntry
+from .local import write_file
 from .markers import IssueState, TrackedRow
 from .render import TRACKING_TITLES, Renderer, RunContext, symptom_text
 from .trackers import ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
@@ -163,8 +164,8 @@ def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_facto
                                         for i in (rc.key, *rc.fingerprints)}
             _check_fixes(cfg, tracker, ctx, render, index, failing_now, res, lane_factory)
     finally:
-        (cfg.out / "report.json").write_text(json.dumps(res.to_json(), indent=2, sort_keys=True) + "\n")
-        (cfg.out / "summary.md").write_text(job_summary(render, summary, metas, index, res))
+        write_file(cfg.out / "report.json", json.dumps(res.to_json(), indent=2, sort_keys=True) + "\n")
+        write_file(cfg.out / "summary.md", job_summary(render, summary, metas, index, res))
     return res
 
 
@@ -290,19 +291,22 @@ class _Run:
         self.res.filed.append(replace(bug.entry, issue=issue.number, url=issue.url))
 
     def _update(self, bug: _Bug, existing: Issue) -> None:
-        """Reopen if it regressed, comment once (the comment carries the run's marker, so a rerun
-        after a lost answer does not post it again), then the body (which carries it too)."""
+        """Comment once (the comment carries the run's marker, so a rerun after a lost answer
+        does not post it again), reopen if it regressed, then the body (which carries it too)."""
         n = existing.number
         regressed = existing.state == "closed"
-        if regressed:
-            self.tracker.reopen(n)
         marker = f"<!-- gbft-run: {self.run_key} -->"
+        # The comment before the reopening: a run killed between the two leaves the issue
+        # closed, so its rerun still reopens it and still calls it regressed (the comment, with
+        # its marker, is not posted twice).  The other order lost the "Regressed" notice.
         if not self.tracker.has_comment(n, marker):
             # "(N in all)": the issue's total, this run's added to what its marker held.
             text = (self.render.tracking_comment(bug.tracked, self.ctx, regressed, bug.tracks)
                     if bug.tracked is not None else
                     self.render.comment(_merged(bug.meta, existing), self.ctx, bug.run_count, regressed))
             self.tracker.comment(n, f"{text.rstrip()}\n{marker}\n")
+        if regressed:
+            self.tracker.reopen(n)
         _, body = self._body(bug, existing)
         self.tracker.update_body(n, body)
         existing.state, existing.body = "open", body  # whose issue it is now, for the rest of the run

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ..records.summary import FINGERPRINT_ID, ROOT_CAUSE_KEY  # noqa: F401 - the forms markers take
+from .local import make_dir, write_file
 
 TRACKING_KEY = r"gbft-[a-z-]{1,40}-tracking"
 MARKER = re.compile(r"<!--\s*gbft-(?:(?:fingerprint|root-cause)(?:-alias)?:\s*"
@@ -111,14 +112,14 @@ class FilesTracker:
 
     def __init__(self, out: Path, **_: Any) -> None:
         self.dir = out / "issues"
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_dir(self.dir)
         self._index_path = self.dir / "index.json"
         self._issues: dict[int, dict[str, Any]] = {}
         if self._index_path.exists():
             self._issues = {int(k): v for k, v in json.loads(self._index_path.read_text()).items()}
 
     def _save(self) -> None:
-        self._index_path.write_text(json.dumps(self._issues, indent=2, sort_keys=True) + "\n")
+        write_file(self._index_path, json.dumps(self._issues, indent=2, sort_keys=True) + "\n")
 
     def _file(self, number: int) -> Path:
         return self.dir / f"{number:04d}.md"
@@ -129,7 +130,7 @@ class FilesTracker:
 
     def create(self, fid: str, title: str, body: str) -> Issue:
         number = max(self._issues, default=0) + 1
-        self._file(number).write_text(f"# {title}\n\n{body}")
+        write_file(self._file(number), f"# {title}\n\n{body}")
         self._issues[number] = {"state": "open", "title": title, "comments": 0}
         self._save()
         return Issue(number, "open", body, str(self._file(number)))
@@ -137,14 +138,14 @@ class FilesTracker:
     def comment(self, number: int, body: str) -> None:
         self._issues[number]["comments"] += 1
         k = self._issues[number]["comments"]
-        (self.dir / f"{number:04d}-comment-{k}.md").write_text(body)
+        write_file(self.dir / f"{number:04d}-comment-{k}.md", body)
         self._save()
 
     def has_comment(self, number: int, marker: str) -> bool:
         return any(marker in p.read_text() for p in self.dir.glob(f"{number:04d}-comment-*.md"))
 
     def update_body(self, number: int, body: str) -> None:
-        self._file(number).write_text(f"# {self._issues[number]['title']}\n\n{body}")
+        write_file(self._file(number), f"# {self._issues[number]['title']}\n\n{body}")
 
     def reopen(self, number: int) -> None:
         self._issues[number]["state"] = "open"
