@@ -11,6 +11,7 @@ fake MNN that runs the frozen graph with TensorFlow itself).
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -271,3 +272,21 @@ def test_an_operator_shown_wrong_alone_is_what_the_issue_and_its_repro_show(tmp_
     real = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert real.returncode == 1, real.stdout[-2000:] + real.stderr[-2000:]
     assert (d / "repro.py").read_text() == script.read_text()  # the bundle's repro is the same script
+
+
+def test_a_pasted_repro_caps_the_engines_memory_as_the_campaign_does(tmp_path):
+    """A runaway engine (a OneHot repro grew MNN to 19 GB) meets the campaign's cap in the
+    repro too: an MNN that asks for 8 GiB gets a MemoryError, the reader's machine keeps its memory."""
+    d, meta = bundle(tmp_path, "dcf-averagepool", "repro_onnx")
+    _, body = Renderer().issue(d, BundleMeta.from_json(meta), RunContext())
+    script = tmp_path / "repro.py"
+    script.write_text(pasted_repro(body))
+    assert "MEMORY, MEM_MB = " in script.read_text() and ", 4096  #" in script.read_text()
+    hungry = tmp_path / "hungry"
+    shutil.copytree(TESTS / "data" / "fake_mnn", hungry)
+    with (hungry / "MNN" / "__init__.py").open("a") as f:
+        f.write("\n_HELD = bytearray(8 << 30)  # an engine that reserves 8 GiB\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                         env={**env, "PYTHONPATH": str(hungry)})
+    assert "MemoryError" in run.stderr and "the engine failed" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]

@@ -111,13 +111,19 @@ def render_repro(env: jinja2.Environment, graph: Graph, meta: BundleMeta, data: 
         tol=tolerance_for(graph, meta.tolerance, half_arithmetic, weight_bits),  # the bound the campaign judged it with
         widened=widened_because(graph, half_arithmetic, weight_bits),
         status_text=STATUS_TEXT.get(status, ""),
-        signals=_signals(meta), memory=_numbers(MEMORY_SIGNALS),
+        signals=_signals(meta), memory=_numbers(MEMORY_SIGNALS), mem_mb=REPRO_MEM_MB,
         engine_pip=doc(engine_needs(meta.engine)), helpers=HELPERS, frontend=frontend, onnx=onnx,
         model=(lines := model_lines(graph) if onnx is None else []),
         weights=any("rng(" in line for line in lines),
         special=graph.values == "special", special_source=special_values_source(),
         inputs=sorted(graph.inputs.items()), engine_stage=engine_stage, embedded=data is not None,
         model_b64=base64.b64encode(data.model_pb).decode() if data else "", data_b64=data.npz_b64() if data else "")
+
+
+# The engine's memory in a repro, in MiB: the campaign's default cap (--engine-mem-mb;
+# pipeline.LaneConfig.engine_mem_mb), so that a pasted repro of a runaway engine exits as the
+# campaign saw it instead of growing to the reader's whole memory (a OneHot repro reached 19 GB).
+REPRO_MEM_MB = 4096
 
 
 def engine_needs(engine: EngineInfo) -> str:
