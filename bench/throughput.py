@@ -3,6 +3,7 @@
     .venv/bin/python bench/throughput.py [--budget 30] [--blocks 10-10] [--jobs 2] [--base-build installed|PATH]
                                          [--frontend tf|tflite|onnx|tf,onnx] [--engine mnn|onnxruntime]
                                          [--corpus FILE]   # e.g. gbft_action/corpora/onnx-all.yaml
+                                         [--opset 27 | 27,17]
 
 Runs one campaign and splits lane time (wall time summed over lanes) into waiting for
 the reference workers (TensorFlow, or ONNX Runtime for ``--frontend onnx``, and the
@@ -35,6 +36,7 @@ from gbft_action.campaign import Campaign, FuzzConfig
 from gbft_action.cli import parse_range
 from gbft_action.engines.builds import prepare_build
 from gbft_action.frontends import parse_frontends
+from gbft_action.ops.recorded import DEFAULT_OPSETS, parse_opsets
 
 
 def main() -> None:
@@ -50,6 +52,8 @@ def main() -> None:
                     help="one front end, or a comma list (a mixed campaign)")
     ap.add_argument("--engine", default="mnn")
     ap.add_argument("--corpus", default="", help="the front end's corpus (default: its own)")
+    ap.add_argument("--opset", type=parse_opsets, default=DEFAULT_OPSETS,
+                    help="the ONNX opsets: one, or a list whose first writes three models in four (default 27,17)")
     ap.add_argument("--fresh-fs", action="store_true",
                     help="write the campaign on a fresh ext4 filesystem (root: a loop device)")
     a = ap.parse_args()
@@ -60,7 +64,7 @@ def main() -> None:
             base = prepare_build("mnn", path, Path(d) / "base-venv")
         cfg = FuzzConfig(out=Path(d) / "o", engine=a.engine, budget=a.budget, seed=a.seed, blocks=a.blocks,
                          jobs=a.jobs, base=base, minimize_share=a.minimize_share,
-                         frontend=",".join(fe.name for fe in a.frontend), corpus=a.corpus)
+                         frontend=",".join(fe.name for fe in a.frontend), corpus=a.corpus, opsets=a.opset)
         cpu0 = _cpu()
         t0 = time.monotonic()
         campaign = Campaign(cfg)
