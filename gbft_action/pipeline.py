@@ -113,6 +113,9 @@ class CaseResult:
         return [*self.per_platform(), *(r for r in (self.base, self.threads) if r is not None)]
 
 
+# Resident memory an emulator (qemu-user) adds to the engine's own, beyond the engine's cap.
+EMULATOR_SLACK_MB = 512
+
 @dataclass
 class LaneConfig:
     engine: str
@@ -186,6 +189,8 @@ class Lane:
         # an interpreter and the engine's import (141 ms natively, 1.4 s under qemu: bench/restart.py).
         spec = WorkerSpec("engine", resolve(build.engine), prefix=p.prefix or self.cfg.engine_prefix,
                           mem_mb=self.cfg.engine_mem_mb if p.mem_limit else 0, env=dict(build.env),
+                          # No address-space limit under an emulator: its resident memory is watched.
+                          rss_mb=0 if p.mem_limit else self.cfg.engine_mem_mb + EMULATOR_SLACK_MB,
                           cwd=str(self.cfg.workdir), pythonpath=p.pythonpath, fork_server=FORK_SERVER)
         spec.python = p.python or build.python or spec.python
         return Worker(spec, log)

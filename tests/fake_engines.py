@@ -319,3 +319,12 @@ class SegfaultAtMoreThreads(MNNEngine):
         if self.threads != "1":
             os.kill(os.getpid(), signal.SIGSEGV)
         return super().infer(artifact, inputs, outputs)
+
+
+class RunawayResident(MNNEngine):
+    """Fills memory it touches, without bound, on every conversion (as MNN did under qemu)."""
+
+    def convert(self, model, fmt, workdir):
+        hoard = []
+        while True:
+            hoard.append(b"\x01" * (64 << 20))

@@ -146,3 +146,20 @@ def test_a_generator_bug_stops_the_run_with_its_summary_written_and_an_error(tmp
     assert summary["models"] == len((out / "cases.jsonl").read_text().splitlines()) >= 1
     from gbft_action.records import Summary
     assert cut_short(Summary.from_json(summary))
+
+
+def test_a_worker_over_its_resident_memory_is_killed_and_it_is_a_crash(tmp_path, fake_engines_path):
+    """For an emulated platform (no address-space limit under qemu-user) the supervisor watches
+    the worker's resident memory: a runaway engine is a finding, never the machine's memory."""
+    from gbft_action.workers.supervisor import resident_mb
+
+    w = Worker(WorkerSpec("engine", "fake_engines:RunawayResident", rss_mb=300), tmp_path / "w.log")
+    w.start()
+    try:
+        t0 = time.monotonic()
+        res = w.call({"op": "convert", "model": str(tmp_path / "m.pb"), "format": "pb", "dir": str(tmp_path)}, 60)
+        assert res.kind == "crash" and res.signal == 9 and "resident memory above 300 MiB" in res.log
+        assert time.monotonic() - t0 < 30
+    finally:
+        w.close()
+    assert resident_mb(os.getpid()) > 0 and resident_mb(2 ** 22 + 7) == 0

@@ -58,12 +58,31 @@ class WorkerSpec:
     prefix: tuple[str, ...] = ()  # e.g. ("chroot", ROOT) for an emulated platform
     python: str = sys.executable
     mem_mb: int = 0  # address-space limit inside the worker; 0: none
+    # Resident memory watched from outside, in MiB (0: not watched): for a platform whose
+    # emulator cannot take an address-space limit (qemu-user reserves the guest's whole
+    # space), a runaway engine is killed here instead of taking the machine's memory (MNN under
+    # qemu grew to 14 GB in two minutes).
+    rss_mb: int = 0
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     pythonpath: str = ""
     # Fork each worker from a process that imported the handler once (workers.zygote): a
     # restart after a crash costs a fork, not an interpreter and the engine's import.
     fork_server: bool = False
+
+
+RSS_POLL_S = 0.25  # how often a watched worker's resident memory is read while it works
+
+
+def resident_mb(pid: int) -> int:
+    """Process ``pid``'s resident memory in MiB (0 when it cannot be read: gone, or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            line = next((x for x in f if x.startswith("VmRSS:")), "")
+    except OSError:
+        return 0
+    parts = line.split()
+    return int(parts[1]) >> 10 if len(parts) > 1 and parts[1].isdigit() else 0
 
 
 class StartFailed(RuntimeError):
@@ -262,7 +281,10 @@ class Worker:
                   off: int, t0: float) -> CallResult:
         try:
             conn.send(msg)
-            if not conn.poll(timeout):
+            answered = self._wait(proc, conn, timeout)
+            if answered is None:  # over its resident memory: killed, a finding like any crash
+                return self._died(proc, off, t0, f"killed: resident memory above {self.spec.rss_mb} MiB")
+            if not answered:
                 self._end_process()
                 return CallResult("timeout", log=self._tail(off), elapsed=time.monotonic() - t0)
             reply = conn.recv()
@@ -272,18 +294,34 @@ class Worker:
         cpu = float(reply.pop("cpu", 0.0))  # bookkeeping, not the answer (a hello is kept whole)
         return CallResult(kind, reply, self._read(off), elapsed=time.monotonic() - t0, cpu=cpu)
 
+    def _wait(self, proc: subprocess.Popen[bytes] | ForkedChild, conn: _DuplexConn, timeout: float) -> bool | None:
+        """Whether the worker answered within ``timeout``; None when it went over its resident
+        memory (spec.rss_mb) first, and was killed."""
+        if not self.spec.rss_mb:
+            return conn.poll(timeout)
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if conn.poll(max(0.0, min(RSS_POLL_S, left))):
+                return True
+            if resident_mb(proc.pid) > self.spec.rss_mb:
+                os.kill(proc.pid, signal.SIGKILL)
+                return None
+            if left <= RSS_POLL_S:
+                return False
+
     def _count(self, op: str, seconds: float, cpu: float = 0.0) -> None:
         self.spent[op] += seconds
         self.calls[op] += 1
         self.cpu[op] += cpu
 
-    def _died(self, proc: subprocess.Popen[bytes] | ForkedChild, off: int, t0: float) -> CallResult:
+    def _died(self, proc: subprocess.Popen[bytes] | ForkedChild, off: int, t0: float, why: str = "") -> CallResult:
         try:
             code = proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self._end_process()
             code = proc.wait()
-        log = self._tail(off)
+        log = self._tail(off) + (f"\n{why}\n" if why else "")
         self._end_process()
         sig = -code if code < 0 else None
         return CallResult("crash", log=log, signal=sig, exit_code=code, elapsed=time.monotonic() - t0)
