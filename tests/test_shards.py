@@ -354,3 +354,23 @@ def test_merged_verdicts_are_aggregated_again_with_the_shards_confirmations(shar
     summary = json.loads((m / "summary.json").read_text())
     assert new in summary["new_failures"] and old not in summary["new_failures"]
     assert summary["triage"]["counts"]["unchecked"] >= 1
+
+
+@pytest.mark.slow
+def test_shards_of_a_campaign_of_two_opsets_merge_per_opset(tmp_path):
+    """The ONNX front end writes at 27 and 17 by default (search.opsets): its state is one per
+    opset, and merged so; the merged summary's operators are those of both opsets."""
+    outs = [tmp_path / n for n in ("a", "b")]
+    for out, shard in zip(outs, ("1/2", "2/2")):
+        p = gbft("fuzz", *SHARD_ARGS, "--frontend", "onnx", "--shard", shard, "--out", str(out))
+        assert p.returncode == 0, p.stderr[-2000:]
+    merge(outs, tmp_path / "m")
+    state = json.loads((tmp_path / "m" / "state.json").read_text())
+    assert set(state["opsets"]) == {"27", "17"} and all("shards" in s for s in state["opsets"].values())
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    from gbft_action.merge import _coverage_summary
+
+    at = {o: _coverage_summary(s)["OLC"] for o, s in state["opsets"].items()}
+    assert at["27"] != at["17"] and summary["coverage"]["OLC"] == at["27"]  # the main opset's metrics
+    ops = set().union(*(set(json.loads((o / "summary.json").read_text())["coverage"]["operators"]) for o in outs))
+    assert set(summary["coverage"]["operators"]) == ops
