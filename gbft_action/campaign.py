@@ -333,6 +333,8 @@ class Campaign:
             raise ValueError(f"--state {self.cfg.state}: {e}") from None
         except TypeError as e:
             raise corrupt(path, "search state (coverage, MCTS)", f"{type(e).__name__}: {e}") from None
+        if isinstance(mine, dict) and isinstance(mine.get("opsets"), dict) and isinstance(src, GuidedSource):
+            mine = mine["opsets"].get(str(self.cfg.opset))  # one opset of a campaign of several (search.opsets)
         try:
             if mine is not None:  # None: a mixed state without this front end, which starts fresh
                 src.load_state(mine)

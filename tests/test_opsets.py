@@ -273,3 +273,18 @@ def test_the_actions_onnx_opset_input_takes_one_opset_or_a_list(tmp_path):
     assert ActionConfig(frontend="onnx", onnx_opset="27,18", workspace=str(tmp_path)).validate().opsets == (27, 18)
     with pytest.raises(ConfigError, match="input 'onnx-opset' must be from 17 to 27, got '99'"):
         ActionConfig(frontend="onnx", onnx_opset="27,99", workspace=str(tmp_path)).validate()
+
+
+def test_a_pinned_campaign_starts_from_its_opsets_share_of_a_mixed_state(tmp_path):
+    from gbft_action.campaign import Campaign
+
+    src = _opset_source()
+    for i in range(40):
+        src.next_graph(i)
+    (tmp_path / "st").mkdir()
+    (tmp_path / "st" / "state.json").write_text(json.dumps(src.state()))
+    at17 = Campaign(FuzzConfig(out=tmp_path / "o", frontend="onnx", opsets=(17,), state=str(tmp_path / "st"))).source
+    assert isinstance(at17, GuidedSource)
+    assert at17.coverage.to_json() == src.sources[LEGACY_OPSET].coverage.to_json()
+    at20 = Campaign(FuzzConfig(out=tmp_path / "p", frontend="onnx", opsets=(20,), state=str(tmp_path / "st"))).source
+    assert not at20.coverage.operators  # an opset the state has none of starts fresh
