@@ -314,7 +314,7 @@ class Campaign:
             return guided(main)
         path = self.cfg.corpora()[fe.name]
         older = {o: guided(c, frozenset(c.specs) - frozenset(main.specs))
-                 for o in self.cfg.opsets[1:] for c in [load_corpus(path, o)]}
+                 for o in self.cfg.opsets[1:] for c in [load_corpus(path, o, placeable_only=True)]}
         return OpsetSource({self.cfg.opset: guided(main), **older})
 
     def _saved_state(self) -> dict[str, Any] | None:

@@ -541,7 +541,9 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     cfg.engine_env = {**{str(k): str(v) for k, v in dict(old.get("engine_env") or {}).items()}, **cfg.engine_env}
     cfg.threads_oracle = bool(old.get("threads_oracle", False))
     # Made before opsets were mixed: its one opset; before opsets were chosen: 17.
-    cfg.opsets = tuple(old["opsets"]) if "opsets" in old else (int(old.get("opset", LEGACY_OPSET)),)
+    raw = old["opsets"] if "opsets" in old else [old.get("opset", LEGACY_OPSET)]
+    cfg.opsets = parse_opsets(",".join(map(str, raw if isinstance(raw, list) else [raw])),
+                              f"--resume {args.resume}: campaign.json's opsets")
     return cfg
 
 

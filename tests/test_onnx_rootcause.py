@@ -185,5 +185,7 @@ def test_a_defect_of_one_converter_unit_is_one_key_whichever_operator_showed_it(
     assert in_unit(RootKey("wrong-result", ("ReduceL1",), "", True, frontend="onnx"), MNNKnowledge().unit_of).id != keys[0].id
     nan = RootKey("nan-inf", ("ReduceL1",), "NaN->Inf", True, frontend="onnx")
     assert in_unit(nan, MNNKnowledge().unit_of) == nan
+    after = RootKey("wrong-result", ("ReduceL2",), "", False, ("Relu", "ReduceL2"), "onnx")  # a pattern's
+    assert in_unit(after, MNNKnowledge().unit_of) == after
     plain = RootKey("wrong-result", ("Conv",), "", True, frontend="onnx")
     assert in_unit(plain, MNNKnowledge().unit_of) == plain and "unit" not in plain.to_json()  # stored as before

@@ -214,6 +214,12 @@ def test_a_resumed_campaign_keeps_its_opset_and_an_old_output_resumes_at_17(tmp_
     (out / "campaign.json").write_text(json.dumps(record))
     cfg = _resume_config(FuzzConfig(out=out), args)
     assert cfg.opsets == (22,) and cfg.identity().differs(CampaignIdentity.from_json(record["identity"])) == []
+    for bad in (None, [], [27, "x"]):  # a hand-edited record: one line, never a traceback
+        record["config"]["opsets"] = bad
+        (out / "campaign.json").write_text(json.dumps(record))
+        with pytest.raises(ValueError, match="campaign.json's opsets"):
+            _resume_config(FuzzConfig(out=out), args)
+    del record["config"]["opsets"]
     del record["config"]["opset"], record["identity"]["opset"]  # as written before opsets were chosen
     (out / "campaign.json").write_text(json.dumps(record))
     cfg = _resume_config(FuzzConfig(out=out), args)
@@ -288,3 +294,19 @@ def test_a_pinned_campaign_starts_from_its_opsets_share_of_a_mixed_state(tmp_pat
     assert at17.coverage.to_json() == src.sources[LEGACY_OPSET].coverage.to_json()
     at20 = Campaign(FuzzConfig(out=tmp_path / "p", frontend="onnx", opsets=(20,), state=str(tmp_path / "st"))).source
     assert not at20.coverage.operators  # an opset the state has none of starts fresh
+
+
+def test_a_corpus_of_later_operators_runs_at_the_default_opsets(tmp_path):
+    """Gelu exists from opset 20: a user's corpus naming it loads at 27, and the campaign's
+    opset-17 share leaves that block out instead of refusing the corpus."""
+    from gbft_action.campaign import Campaign
+
+    corpus = tmp_path / "c.yaml"
+    corpus.write_text("frontend: onnx\nblocks:\n  - {name: Gelu, in_degree: [1], out_degree: [1]}\n"
+                      "  - {name: Relu, in_degree: [1], out_degree: [1]}\n")
+    with pytest.raises(Exception, match="unknown operator 'Gelu'"):
+        load_corpus(corpus, LEGACY_OPSET)
+    src = Campaign(FuzzConfig(out=tmp_path / "o", frontend="onnx", corpus=str(corpus))).source
+    assert isinstance(src, OpsetSource)
+    assert [b.name for b in src.sources[LEGACY_OPSET].corpus.blocks] == ["Relu"]
+    assert {b.name for b in src.sources[NEWEST_OPSET].corpus.blocks} == {"Gelu", "Relu"}

@@ -290,3 +290,18 @@ def test_a_pasted_repro_caps_the_engines_memory_as_the_campaign_does(tmp_path):
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
                          env={**env, "PYTHONPATH": str(hungry)})
     assert "MemoryError" in run.stderr and "the engine failed" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_a_repro_under_a_lower_memory_limit_of_the_readers_keeps_it(tmp_path):
+    """A hard limit below the repro's cap (prlimit --as=2G:2G) is kept, not an error the
+    verdict would read as the bug."""
+    d, meta = bundle(tmp_path, "dcf-averagepool", "repro_onnx")
+    _, body = Renderer().issue(d, BundleMeta.from_json(meta), RunContext())
+    script = tmp_path / "repro.py"
+    script.write_text(pasted_repro(body))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    limit = "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); " \
+            "sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    run = subprocess.run([sys.executable, "-c", limit, str(script)], capture_output=True, text=True, timeout=300,
+                         env={**env, "PYTHONPATH": str(TESTS / "data" / "fake_mnn")})
+    assert run.returncode == 0 and "not allowed" not in run.stderr, run.stdout[-2000:] + run.stderr[-2000:]

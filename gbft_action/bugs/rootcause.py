@@ -166,8 +166,8 @@ def in_unit(key: RootKey, unit_of: Callable[[str, str], tuple[str, ...]]) -> Roo
     operator)``, the engine's knowledge: EngineKnowledge.unit_of): MNN lowers ReduceL1, ReduceL2,
     ReduceLogSum, ReduceLogSumExp and ReduceSumSquare in one transform, and one of its defects
     was keyed four times, once per operator."""
-    if len(key.ops) != 1 or key.symptom not in UNIT_SYMPTOMS:
-        return key
+    if len(key.ops) != 1 or key.pattern or key.symptom not in UNIT_SYMPTOMS:
+        return key  # a pattern's key names where it shows, not a converter path
     unit = unit_of(key.frontend or "tf", key.ops[0])
     return replace(key, unit=unit) if unit else key
 

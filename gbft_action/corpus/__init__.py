@@ -123,8 +123,10 @@ class Corpus:
         return [b for b in self.blocks if op in b.ops]
 
 
-def load_corpus(path: str | Path = DEFAULT_CORPUS, opset: int = LEGACY_OPSET) -> Corpus:
-    """The corpus in file ``path``, its operators those of its front end at ``opset`` (ONNX's)."""
+def load_corpus(path: str | Path = DEFAULT_CORPUS, opset: int = LEGACY_OPSET, placeable_only: bool = False) -> Corpus:
+    """The corpus in file ``path``, its operators those of its front end at ``opset`` (ONNX's);
+    ``placeable_only``: without the blocks of operators that opset lacks, instead of an error
+    (an older opset of a campaign of several: search.opsets)."""
     p = Path(path)
     try:
         text = p.read_text()
@@ -136,7 +138,7 @@ def load_corpus(path: str | Path = DEFAULT_CORPUS, opset: int = LEGACY_OPSET) ->
         raise CorpusError(str(p), "-", "-", f"not valid YAML/JSON: {e}") from None
     if isinstance(raw, dict) and "extends" in raw:
         raw = _extended(p, raw)
-    return parse_corpus(raw, str(p), opset)
+    return parse_corpus(raw, str(p), opset, placeable_only)
 
 
 def _extended(p: Path, raw: dict[str, Any]) -> dict[str, Any]:
@@ -166,7 +168,7 @@ def _parse(p: Path, text: str) -> Any:
     return yaml.safe_load(text)
 
 
-def parse_corpus(raw: Any, file: str = "<corpus>", opset: int = LEGACY_OPSET) -> Corpus:
+def parse_corpus(raw: Any, file: str = "<corpus>", opset: int = LEGACY_OPSET, placeable_only: bool = False) -> Corpus:
     if not isinstance(raw, dict) or not isinstance(raw.get("blocks"), list) or not raw["blocks"]:
         raise CorpusError(file, "-", "blocks", "the corpus needs a non-empty list 'blocks'")
     frontend = raw.get("frontend", "tf")
@@ -176,6 +178,8 @@ def parse_corpus(raw: Any, file: str = "<corpus>", opset: int = LEGACY_OPSET) ->
     blocks = []
     seen: set[str] = set()
     for i, rb in enumerate(raw["blocks"]):
+        if placeable_only and isinstance(rb, dict) and not set(rb.get("ops") or [rb.get("name")]) <= set(reg.specs):
+            continue  # an operator of a later opset (search.opsets: its main opset places it)
         b = _parse_block(rb, i, file, reg.specs)
         if b.name in seen:
             raise CorpusError(file, b.name, "name", "duplicate block name")
