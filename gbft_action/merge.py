@@ -332,7 +332,8 @@ def _state(parts: list[Part], shards: dict[str, ShardPart]) -> dict[str, Any]:
     trees = [v.mcts for v in kept.values() if v.mcts]
     arms = [v.graph_arms for v in kept.values() if v.graph_arms]
     head = _pick(heads)
-    return {"chooser": head["chooser"], "mutations": head["mutations"], "coverage": cov.to_json(),
+    return {**({"opset": head["opset"]} if "opset" in head else {}),  # an ONNX run's: search.opsets
+            "chooser": head["chooser"], "mutations": head["mutations"], "coverage": cov.to_json(),
             "mcts": combine_trees(base["mcts"], trees) if trees else None,
             "graph_arms": GraphArms.mean(arms), "base": base,
             "generated": sum(v.generated for v in kept.values()),

@@ -264,6 +264,10 @@ def test_an_opset_sources_state_and_summary_keep_each_opset():
     single.load_state(st["opsets"]["27"])  # a pinned run's state: the main opset's
     assert single.sources[NEWEST_OPSET].coverage.operators == src.sources[NEWEST_OPSET].coverage.operators
     assert not single.sources[LEGACY_OPSET].coverage.operators
+    at17 = _opset_source()
+    at17.load_state(st["opsets"]["17"])  # a run pinned at 17: its state names its opset
+    assert at17.sources[LEGACY_OPSET].coverage.operators == src.sources[LEGACY_OPSET].coverage.operators
+    assert not at17.sources[NEWEST_OPSET].coverage.operators
     s = src.summary()
     ops = {o: set(x.coverage.operators) for o, x in src.sources.items()}
     assert set(s["operators"]) == ops[27] | ops[17] and ops[17] - ops[27]

@@ -177,7 +177,8 @@ class GuidedSource:
         st = {"chooser": self.chooser_name, "mutations": bool(self.mutations),
               "coverage": self.coverage.to_json(), "mcts": self.mcts.to_json() if self.mcts else None,
               "graph_arms": self.arms.to_json() if self.arms else None,
-              "generated": self.generated, "discarded": self.discarded, "known": self.known.to_json()}
+              "generated": self.generated, "discarded": self.discarded, "known": self.known.to_json(),
+              **({"opset": self.corpus.reg.opset} if self.corpus.frontend == "onnx" else {})}
         if self.shard[1] > 1:  # merging shards subtracts the common start (mcts.combine_trees)
             st["base"] = dict(self._base)
         return st

@@ -14,7 +14,8 @@ campaign regenerates its cases exactly.  An older opset probes only the operator
 opset does not place: the others were probed there (the same operator, alone).
 
 The search state is ``{"opsets": {"27": state, "17": state}}``; a single opset's state (a
-pinned run's, or one written before opsets were mixed) is the main opset's.
+pinned run's) goes to the opset it names, and one written before states named their opset to
+the main opset.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ class OpsetSource:
 
     def load_state(self, st: dict[str, Any]) -> None:
         per = st.get("opsets")
-        if per is None:
-            self.sources[self.main].load_state(st)
+        if per is None:  # one opset's: the opset it names (written before they were named: the main)
+            self.sources.get(st.get("opset"), self.sources[self.main]).load_state(st)  # type: ignore[arg-type]
             return
         if not isinstance(per, dict):
             raise TypeError("'opsets' is not a mapping")
