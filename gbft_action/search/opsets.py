@@ -11,7 +11,9 @@ Each opset keeps its own generator (corpus, coverage, MCTS tree): its registry p
 operators and other instances.  Which opset writes case i is a function of i alone, as in
 ``search.mixed``: the same seed gives the same models whatever the lanes do, and a resumed
 campaign regenerates its cases exactly.  An older opset probes only the operators its main
-opset does not place: the others were probed there (the same operator, alone).
+opset does not place.  An operator both place is probed at the main opset only, though its
+schema version and recorded instances may differ at the older one: probing every older
+instance as well would take most of the older opset's share of a ten-minute run.
 
 The search state is ``{"opsets": {"27": state, "17": state}}``; a single opset's state (a
 pinned run's) goes to the opset it names, and one written before states named their opset to
