@@ -49,7 +49,7 @@ from .frontends import Frontend, parse_frontends
 from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .graph.solver import GenError
-from .ops.recorded import DEFAULT_OPSETS, LEGACY_OPSET, parse_opsets
+from .ops.recorded import DEFAULT_OPSETS, LEGACY_OPSET, check_opsets
 from .oracle import Status, Tolerance
 from .records.enums import Policy, StopReason, Symptom, Verdict
 from .records.bundle import EngineInfo
@@ -162,7 +162,7 @@ class FuzzConfig:
         for ok, name, want, got in checks:
             if not ok:
                 raise ValueError(f"--{name} must be {want}, got {got}")
-        parse_opsets(",".join(map(str, self.opsets)))
+        check_opsets(self.opsets)
         self.corpora()  # one corpus for several front ends is an error too
         if self.threads_oracle:
             known = knowledge_of(self.engine)

@@ -16,7 +16,7 @@ from .frontends import FRONTENDS, Frontend, corpus_file, frontend_of, parse_fron
 from .statefile import corrupt
 from .exitcodes import CliExit
 from .oracle import Tolerance
-from .ops.recorded import DEFAULT_OPSETS, LEGACY_OPSET, OPSETS, check_opset, parse_opsets
+from .ops.recorded import DEFAULT_OPSETS, LEGACY_OPSET, OPSETS, check_opset, check_opsets, parse_opsets
 from .records.bundle import BundleMeta
 from .records import RecordError
 from .records.campaign import CampaignRecord
@@ -473,19 +473,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         print("error: --tracker github needs --repo OWNER/NAME", file=sys.stderr)
         return EXIT_USAGE
     token = os.environ.get(args.token_env, "")
+    cfg = ReportConfig(args.src, args.max_new_issues, args.check_fixes, not args.no_close, args.corpus, args.templates)
     try:
         tracker = make_tracker(args.tracker, out=args.src, repo=args.repo, token=token, base_url=args.base_url,
                                label=args.label, min_interval=args.min_write_interval)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except ReportWriteError as e:  # the files tracker's folder cannot be made
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_ERROR
-    cfg = ReportConfig(args.src, args.max_new_issues, args.check_fixes, not args.no_close, args.corpus, args.templates)
-    try:
         res = report(cfg, tracker, RunContext.from_env(commit=args.commit), lane_factory=_replay_lane)
-    except ValueError as e:  # GitHub unusable (TrackerSetupError), or the output changed under us
+    except ValueError as e:  # a bad tracker, GitHub unusable (TrackerSetupError), or the output changed under us
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except ReportWriteError as e:  # its own output read-only or full: a rerun finishes the job
@@ -542,8 +535,7 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     cfg.threads_oracle = bool(old.get("threads_oracle", False))
     # Made before opsets were mixed: its one opset; before opsets were chosen: 17.
     raw = old["opsets"] if "opsets" in old else [old.get("opset", LEGACY_OPSET)]
-    cfg.opsets = parse_opsets(",".join(map(str, raw if isinstance(raw, list) else [raw])),
-                              f"--resume {args.resume}: campaign.json's opsets")
+    cfg.opsets = check_opsets(raw if isinstance(raw, list) else [raw], f"--resume {args.resume}: campaign.json's opsets")
     return cfg
 
 

@@ -50,11 +50,12 @@ from .records.campaign import CampaignIdentity, CampaignRecord, ShardPart
 from .records.case import CASES_FILE, CaseRecord, read_cases
 from .records.state import ShardSearch
 from .campaign import STATE_FILE, FuzzConfig, SummaryInputs, TriageInputs, first_records, summarize
-from .ops.recorded import LEGACY_OPSET, counted_versions, versions_at
+from .ops.recorded import LEGACY_OPSET
 from .search import parse_shard, shard_text
 from .search.coverage import Coverage
 from .search.guided import GraphArms
 from .search.mcts import combine_trees
+from .search.opsets import union_of_opsets
 from .statefile import read_state
 from .store import ResultStore
 
@@ -374,7 +375,7 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
                                          sort_keys=True).encode()).hexdigest()[:16],
         minimized=_minimized(summaries), bugs_dir=str(out / "bugs"),
         triage=TriageInputs(stage, _confirmed(parts), base) if head.record.identity.base else None,
-        coverage=_coverage_summary(state, str(rec.identity.opset or LEGACY_OPSET)) if state else None,
+        coverage=_coverage_summary(state, rec.identity.opset or LEGACY_OPSET) if state else None,
         # Per runner, over every shard's sessions (a campaign's own rate is its last session's).
         models_per_s=round(len(records) / elapsed, 3) if elapsed else 0.0,
         shards={k: ShardRun(v.models, v.complete) for k, v in shards.items()}))
@@ -388,19 +389,14 @@ def _head(parts: list[Part]) -> Part:
                                      json.dumps(p.record.to_json(), sort_keys=True)))
 
 
-def _coverage_summary(state: dict[str, Any], main: str = "") -> dict[str, Any]:
+def _coverage_summary(state: dict[str, Any], main: int = LEGACY_OPSET) -> dict[str, Any]:
     """The summary's coverage: the union's metrics, each shard's graph-level means weighted by its models.
     Of several opsets (search.opsets): the ``main`` one's, with the operators, element types
     and forms of all, and the operators at each schema version.  (state.json's keys are sorted:
     its order does not say which opset is the main one, the campaign's identity does.)"""
     if "opsets" in state:
-        per = {o: _coverage_summary(s) for o, s in state["opsets"].items() if s}
-        out = dict(per.get(main) or next(iter(per.values())))
-        for key in ("operators", "element_types", "forms"):
-            out[key] = sorted(set().union(*(c.get(key, ()) for c in per.values())))
-        versions = {(op, v) for o, c in per.items() for op, v in versions_at(c.get("operators", ()), int(o)).items()}
-        out["operators_by_opset"] = counted_versions(v for _, v in versions)
-        return out
+        per = {int(o): _coverage_summary(s) for o, s in state["opsets"].items() if s}
+        return union_of_opsets(per, main if main in per else next(iter(per)))
     kept = [ShardSearch.from_json(v) for v in state["shards"].values()]
     models = sum(v.models for v in kept) or 1
     keys = sorted({k for v in kept for k in v.graph})

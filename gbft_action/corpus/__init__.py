@@ -178,7 +178,7 @@ def parse_corpus(raw: Any, file: str = "<corpus>", opset: int = LEGACY_OPSET, pl
     blocks = []
     seen: set[str] = set()
     for i, rb in enumerate(raw["blocks"]):
-        if placeable_only and isinstance(rb, dict) and not set(rb.get("ops") or [rb.get("name")]) <= set(reg.specs):
+        if placeable_only and isinstance(rb, dict) and not set(rb.get("ops") or [rb.get("name")]) <= reg.specs.keys():
             continue  # an operator of a later opset (search.opsets: its main opset places it)
         b = _parse_block(rb, i, file, reg.specs)
         if b.name in seen:

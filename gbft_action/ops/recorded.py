@@ -73,10 +73,18 @@ def parse_opsets(text: str, what: str = "--opset") -> tuple[int, ...]:
     parts = [p.strip() for p in str(text).split(",")]
     if not all(p.lstrip("-").isdigit() for p in parts):
         raise ValueError(f"{what} must be an opset or a comma list of them (e.g. 27 or 27,17), got {str(text)[:40]!r}")
-    opsets = tuple(check_opset(int(p), what) for p in parts)
-    if len(set(opsets)) < len(opsets):
-        raise ValueError(f"{what} lists an opset twice: {str(text)[:40]!r}")
-    return opsets
+    return check_opsets([int(p) for p in parts], what)
+
+
+def check_opsets(opsets: Iterable[object], what: str = "--opset") -> tuple[int, ...]:
+    """``opsets`` (the main one first) if each is one the ONNX front end writes, none twice and
+    at least one; else a one-line ValueError naming ``what``."""
+    out = tuple(check_opset(o, what) for o in opsets)
+    if not out:
+        raise ValueError(f"{what} must name an opset, got none")
+    if len(set(out)) < len(out):
+        raise ValueError(f"{what} lists an opset twice: {','.join(map(str, out))[:40]!r}")
+    return out
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ the main opset.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
 from ..graph.ir import Graph
@@ -75,11 +76,7 @@ class OpsetSource:
         every opset held together: operators, element types, forms, operators per schema
         version, the support matrix; and per opset its models, operators and OLC."""
         parts = {o: s.summary() for o, s in self.sources.items()}
-        out = dict(parts[self.main])
-        for key in ("operators", "element_types", "forms"):
-            out[key] = sorted(set().union(*(p.get(key, ()) for p in parts.values())))
-        versions = {(op, v) for o, s in self.sources.items() for op, v in versions_at(s.coverage.operators, o).items()}
-        out["operators_by_opset"] = counted_versions(v for _, v in versions)
+        out = union_of_opsets(parts, self.main)
         for key in ("generated", "discarded", "steered", "solver_errors"):
             out[key] = sum(int(p.get(key, 0)) for p in parts.values())
         support = SupportMatrix()
@@ -91,3 +88,15 @@ class OpsetSource:
                                   "OLC": p.get("OLC", 0.0)} for o, p in parts.items()}
         return out
 
+
+def union_of_opsets(per: Mapping[int, Mapping[str, Any]], main: int) -> dict[str, Any]:
+    """Coverage summaries of several opsets as one: the ``main`` opset's (its metrics), with the
+    operators, element types and forms of all, and how many distinct operators are at each
+    schema version (ReduceMean-13 at 17 and ReduceMean-18 at 27 count apart).  A campaign's own
+    summary and a merge of its shards both read it so."""
+    out = dict(per[main])
+    for key in ("operators", "element_types", "forms"):
+        out[key] = sorted(set().union(*(c.get(key, ()) for c in per.values())))
+    versions = {(op, v) for o, c in per.items() for op, v in versions_at(c.get("operators", ()), o).items()}
+    out["operators_by_opset"] = counted_versions(v for _, v in versions)
+    return out

@@ -62,7 +62,7 @@ class SupportMatrix:
     def note(self, op: str, status: str, what: str = "") -> None:
         if status in (Status.REF.value, Status.GEN.value):
             return  # the reference failed: the engine was not judged
-        row = self.rows.setdefault(op, {"instances": 0, "converts": 0, "runs": 0, "agrees": 0, "failing": []})
+        row = self._row(op)
         row["instances"] += 1
         row["converts"] += status != Status.MCF.value
         row["runs"] += status not in (Status.MCF.value, Status.IF.value, Status.TIMEOUT.value)
@@ -71,10 +71,13 @@ class SupportMatrix:
         if status != Status.DCP.value and len(row["failing"]) < MAX_FAILING and text not in row["failing"]:
             row["failing"].append(text)
 
+    def _row(self, op: str) -> dict[str, Any]:
+        return self.rows.setdefault(op, {"instances": 0, "converts": 0, "runs": 0, "agrees": 0, "failing": []})
+
     def absorb(self, other: SupportMatrix) -> None:
         """Add ``other``'s rows to these (another opset's probes: the same operators, if any, summed)."""
         for op, r in other.rows.items():
-            row = self.rows.setdefault(op, {"instances": 0, "converts": 0, "runs": 0, "agrees": 0, "failing": []})
+            row = self._row(op)
             for k in ("instances", "converts", "runs", "agrees"):
                 row[k] += r[k]
             row["failing"] += [f for f in r["failing"] if f not in row["failing"]][:MAX_FAILING - len(row["failing"])]
