@@ -320,6 +320,19 @@ def _apply_overlays(doc: dict[str, Any]) -> None:
             "404": {"$ref": "#/components/responses/not_found"},
         },
     }
+    # GitHub's "Delete an issue comment": not in the trimmed description; PyGithub's
+    # IssueComment.delete.  204 with no body; 404 for a comment that is gone.
+    doc["paths"]["/repos/{owner}/{repo}/issues/comments/{comment_id}"]["delete"] = {
+        "operationId": "issues/delete-comment",
+        "x-gbft-fake": "added: not in the trimmed 2022-05-23 description",
+        "externalDocs": {"url": "https://docs.github.com/rest/issues/comments#delete-an-issue-comment"},
+        "parameters": [
+            {"$ref": "#/components/parameters/owner"},
+            {"$ref": "#/components/parameters/repo"},
+            {"$ref": "#/components/parameters/comment-id"},
+        ],
+        "responses": {"204": {"description": "Response"}},
+    }
 
 
 def _format_checker() -> FormatChecker:
@@ -789,6 +802,12 @@ _ROUTES: list[_Route] = [
             _OR + r"/issues/comments/(?P<comment_id>\d+)",
             "/repos/{owner}/{repo}/issues/comments/{comment_id}",
             "_op_update_comment",
+        ),
+        (
+            "DELETE",
+            _OR + r"/issues/comments/(?P<comment_id>\d+)",
+            "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+            "_op_delete_comment",
         ),
         (
             "POST",
@@ -1943,6 +1962,17 @@ class GitHubFake:
         comment.body, comment.updated = body, time.time()
         self._index(repo, repo.issues[comment.issue_number])
         return _Resp(200, self._comment_json(repo, comment, ctx.base))
+
+    def _op_delete_comment(self, ctx: _Ctx) -> _Resp:
+        repo = ctx.repo
+        assert repo is not None
+        comment = repo.comments.pop(int(ctx.params["comment_id"]), None)
+        if comment is None:
+            return self._not_found(ctx)
+        issue = repo.issues[comment.issue_number]
+        issue.comments -= 1
+        self._index(repo, issue)
+        return _Resp(204, None)
 
     def _op_add_labels(self, ctx: _Ctx) -> _Resp:
         repo = ctx.repo

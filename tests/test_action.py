@@ -299,6 +299,8 @@ def test_the_example_workflows_build_mnn_inside_the_image_as_mnn_builds_it():
                 # would put the previous build's extensions into the wheel (setuptools skips them).
                 assert (build.index("build_deps.py") < build.index("rm -rf build dist") < build.index("setup.py bdist_wheel")
                         < build.index("$GBFT_BUILD_OUT"))
+        # A group keeps one pending run and cancels the rest: a report dropped (reporters may race).
+        assert "concurrency" not in wf and not any("concurrency" in j for j in wf["jobs"].values()), name
     pr = examples["gbft-pr.yml"]["jobs"]["fuzz"]
     steps = pr["steps"]
     assert steps[0]["with"]["fetch-depth"] == 0  # the merge base must be in the history

@@ -17,13 +17,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
 import github
 import requests
 from github import Auth, Github, GithubException
 
-from .trackers import Issue, TrackerError, index_issues
+from .trackers import Comment, Issue, TrackerError, index_issues
 
 LABEL_COLOR = "d73a4a"
 
@@ -61,6 +62,7 @@ class GitHubTracker:
         self._sleep = sleep
         self._last_write = 0.0
         self.repo_name, self.base_url = repo, base_url
+        self._comments: dict[int, Any] = {}  # listed comments by id: what delete_comment deletes
         with _setup(repo, base_url):
             self._repo = self._call(lambda: self._gh.get_repo(repo))
             self._ensure_label()
@@ -69,17 +71,25 @@ class GitHubTracker:
         return f"GitHubTracker(repo={self.repo_name!r}, label={self.label!r})"
 
     # -- reading ----------------------------------------------------------------------
-    def index(self) -> dict[str, Issue]:
+    def issues(self, since: float | None = None) -> list[Issue]:
         # Pull requests carry no gbft marker, so they fall out of the index by
-        # themselves; reading i.pull_request would cost a GET per issue.
+        # themselves; reading i.pull_request would cost a GET per issue.  Listed, never
+        # searched: the search index lags behind creation by seconds to minutes.
+        kw: dict[str, Any] = {"state": "all", "labels": [self.label]}
+        if since is not None:
+            kw["since"] = datetime.fromtimestamp(since, timezone.utc)
         with _setup(self.repo_name, self.base_url):
-            issues = self._call(lambda: list(self._repo.get_issues(state="all", labels=[self.label])))
-        return index_issues([Issue(i.number, i.state, i.body or "", i.html_url, i.state_reason or "")
-                             for i in issues])
+            return [_issue(i) for i in self._call(lambda: list(self._repo.get_issues(**kw)))]
 
-    def has_comment(self, number: int, marker: str) -> bool:
+    def get(self, number: int) -> Issue:
         with _refused(number):
-            return any(marker in (c.body or "") for c in self._call(lambda: list(self._issue(number).get_comments())))
+            return _issue(self._issue(number))
+
+    def comments(self, number: int) -> list[Comment]:
+        with _refused(number):
+            found = self._call(lambda: list(self._issue(number).get_comments()))
+        self._comments.update((c.id, c) for c in found)
+        return [Comment(c.id, c.body or "") for c in found]
 
     # -- writing ----------------------------------------------------------------------
     def create(self, fid: str, title: str, body: str) -> Issue:
@@ -95,7 +105,7 @@ class GitHubTracker:
                 if e.status < 500 or attempt == self.max_retries:
                     raise
                 # The issue may exist although the answer was an error: never file it twice.
-                found = self.index().get(fid)
+                found = index_issues(self.issues()).get(fid)
                 if found is not None:
                     return found
                 self._sleep(min(2 ** attempt, 30))
@@ -105,6 +115,14 @@ class GitHubTracker:
         with _refused(number):
             self._write(lambda: self._issue(number).create_comment(body))
 
+    def delete_comment(self, number: int, comment_id: int) -> None:
+        try:
+            with _refused(number):
+                self._write(lambda: self._comments[comment_id].delete())
+        except TrackerError as e:
+            if e.status != 404:  # deleted by another reporter first: what was asked is done
+                raise
+
     def update_body(self, number: int, body: str) -> None:
         with _refused(number):
             self._write(lambda: self._issue(number).edit(body=body))
@@ -113,9 +131,12 @@ class GitHubTracker:
         with _refused(number):
             self._write(lambda: self._issue(number).edit(state="open", state_reason="reopened"))
 
-    def close(self, number: int) -> None:
+    def close(self, number: int, reason: str = "completed", body: str | None = None) -> None:
+        kw: dict[str, Any] = {"state": "closed", "state_reason": reason}
+        if body is not None:
+            kw["body"] = body
         with _refused(number):
-            self._write(lambda: self._issue(number).edit(state="closed", state_reason="completed"))
+            self._write(lambda: self._issue(number).edit(**kw))
 
     # -- plumbing ---------------------------------------------------------------------
     def _issue(self, number: int) -> Any:
@@ -127,7 +148,11 @@ class GitHubTracker:
         except GithubException as e:
             if e.status != 404:
                 raise
-            self._write(lambda: self._repo.create_label(self.label, LABEL_COLOR, "Filed by gbft-action"))
+            try:
+                self._write(lambda: self._repo.create_label(self.label, LABEL_COLOR, "Filed by gbft-action"))
+            except GithubException as e:  # 422 already_exists: another reporter created it meanwhile
+                if e.status != 422:
+                    raise
 
     def _write(self, fn: Callable[[], Any]) -> Any:
         wait = self._last_write + self.min_interval - time.monotonic()
@@ -149,6 +174,10 @@ class GitHubTracker:
                     raise
                 self._sleep(delay)
         raise AssertionError("unreachable")
+
+
+def _issue(i: Any) -> Issue:
+    return Issue(i.number, i.state, i.body or "", i.html_url, i.state_reason or "")
 
 
 class TrackerSetupError(ValueError):

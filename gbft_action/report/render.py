@@ -185,6 +185,17 @@ class Renderer:
             rows=rows, regressed=regressed, pr_link=Markup(ctx.pr_link), commit=ctx.commit,
             run_link=Markup(ctx.run_link), what=symptom_text(symptom)))
 
+    def moved(self, duplicate: int, runs: int) -> str:
+        """On the issue that won a race: what the duplicate filed at the same time held."""
+        return (f"Also reported in #{duplicate}, filed at the same moment by another gbft reporter and closed as a "
+                f"duplicate of this issue: its {runs} run{'s' if runs != 1 else ''} now count{'s' if runs == 1 else ''} "
+                "here.")
+
+    def duplicate(self, winner: int) -> str:
+        """On the issue that lost a race: where the bug is tracked."""
+        return (f"Duplicate of #{winner}: two gbft reporters filed this bug at the same moment, and the older "
+                f"issue keeps it. What this one held now counts in #{winner}.")
+
     def fixed(self, engine: EngineInfo, ctx: RunContext, platforms: list[str], closing: bool) -> str:
         return self.env.get_template("fixed.md.j2").render(
             engine={"name": engine.engine, "version": engine.version}, commit=ctx.commit,

@@ -27,10 +27,13 @@ from ..bugs.policy import listed_line
 from ..bugs.rootcause import same_class
 from ..records import BundleMeta, EngineInfo, FailureRow, Policy, RecordError, RootCauseRow, Summary
 from ..records.report import ReportEntry
+from .ledger import DUPLICATE_OF, Contribution, Ledger
 from .local import write_file
 from .markers import IssueState, TrackedRow
 from .render import TRACKING_TITLES, Renderer, RunContext, symptom_text
-from .trackers import ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
+from .sanitize import BODY_LIMIT, truncate_body
+from .trackers import (ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, duplicate, index_issues,
+                       marker_ids)
 
 PRECISION_TRACKING = "gbft-precision-tracking"  # the tracker key of the one precision tracking issue
 
@@ -68,6 +71,8 @@ FIXED_VERDICTS = ("fixed", "flaky-fixed")
 MERGED_ROWS = 100  # fingerprints listed in a root cause's issue (all of them are in its markers)
 UNSETTLED = "not filed: diagnosis cut short"
 TRACKED_ROWS = 200  # root causes kept in the tracking issue's table, most recently seen first
+CLOCK_SLACK_S = 300.0  # a runner's clock against GitHub's: a re-read reaches this much further back
+BODY_TRIES = 5  # rebuilds of a body while other reporters keep commenting
 
 
 @dataclass
@@ -150,7 +155,6 @@ def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_facto
     res = ReportResult()
     index: dict[str, Issue] = {}
     try:
-        index = tracker.index()
         run = _Run(cfg, tracker, ctx, render, index, res, {rc.key for rc in rcs or ()})
         bugs = _fingerprint_bugs(cfg.out, summary, metas) if rcs is None else _root_cause_bugs(cfg.out, summary,
                                                                                                metas, rcs)
@@ -234,7 +238,13 @@ def _shown(rc: RootCauseRow, metas: dict[str, BundleMeta]) -> str | None:
 
 
 class _Run:
-    """One reporting run: the quota, the issues touched, the run's marker."""
+    """One reporting run: the quota, the issues touched, the run's marker.
+
+    Other reporters may run at once on the same repository (docs/reporting.md, "Reporters
+    running at once"): every issue is read fresh before it is written, a create is preceded by
+    a re-read and followed by a convergence (the oldest issue of a key wins, the newer is closed
+    as its duplicate with what it held moved over), and counts and rows live in a ledger of
+    comments (ledger.py) from which the body is rebuilt, checked after each write."""
 
     def __init__(self, cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, render: Renderer,
                  index: dict[str, Issue], res: ReportResult, live: set[str]) -> None:
@@ -244,23 +254,68 @@ class _Run:
         self.touched: set[int] = set()  # at most one comment per issue per run, even through aliases
         # An issue whose own key is another root cause of this run is that one's, whatever it merges.
         self.live = live
+        self.started = time.time()
+        self.known: dict[int, Issue] = {}
+        self._see(tracker.issues())
+        self._converge()
 
+    # -- what the repository holds ------------------------------------------------------
+    def _see(self, issues: list[Issue]) -> None:
+        self.known.update((i.number, i) for i in issues)
+        self.index.update(index_issues(list(self.known.values())))
+
+    def _refresh(self) -> None:
+        """Re-read what changed since this run began (other reporters' creates among it)."""
+        self._see(self.tracker.issues(since=self.started - CLOCK_SLACK_S))
+
+    def _converge(self) -> None:
+        """Close every newer issue of a key some older issue holds: a race that a killed reporter
+        left unconverged ends here."""
+        oldest: dict[str, Issue] = {}
+        for issue in sorted(self.known.values(), key=lambda i: i.number):
+            own = marker_ids(issue.body)[:1]
+            if duplicate(issue) or not own:
+                continue
+            if own[0] in oldest:
+                self._close_duplicate(issue, oldest[own[0]])
+            else:
+                oldest[own[0]] = issue
+
+    def _winner(self, issue: Issue) -> Issue | None:
+        """The oldest other issue with ``issue``'s own key, when older than it (it wins)."""
+        own = marker_ids(issue.body)[:1]
+        same = [i for i in self.known.values() if not duplicate(i) and marker_ids(i.body)[:1] == own]
+        oldest = min(same, key=lambda i: i.number, default=None) if own else None
+        return oldest if oldest is not None and oldest.number < issue.number else None
+
+    def _close_duplicate(self, dup: Issue, winner: Issue) -> None:
+        """Move what ``dup`` holds that ``winner`` lacks into a comment on ``winner``, then close
+        ``dup`` as its duplicate, its markers neutralised (out of the bot's view, in one write)."""
+        dup = self.tracker.get(dup.number)
+        if duplicate(dup):
+            return
+        held = Ledger.read(dup.body, self.tracker.comments(dup.number))
+        there = Ledger.read(self.tracker.get(winner.number).body, self.tracker.comments(winner.number))
+        moved = [c for c in held.all() if c.run and not there.has(c.run)]
+        if moved:
+            marks = "".join(f"<!-- gbft-run: {c.run} -->\n{c.marker()}\n" for c in moved)
+            self.tracker.comment(winner.number, f"{self.render.moved(dup.number, len(moved))}\n{marks}")
+        self.tracker.comment(dup.number, self.render.duplicate(winner.number))
+        body = f"<!-- gbft-duplicate-of: {winner.number} -->\n" + dup.body.replace("<!-- gbft-", "<!-- gbft-was-")
+        self.tracker.close(dup.number, "duplicate", body=truncate_body(body))
+        self.known[dup.number] = Issue(dup.number, "closed", body, dup.url, "duplicate")
+        own = marker_ids(dup.body)[0]
+        self.res.closed.append(ReportEntry("" if own.startswith("rc-") else own, "", own if own.startswith("rc-") else "",
+                                           dup.number, reason=f"duplicate of #{winner.number}"))
+
+    # -- one bug ------------------------------------------------------------------------
     def one(self, bug: _Bug) -> None:
         existing = self._existing(bug)
         if existing is not None:
             self.index.setdefault(bug.key, existing)  # found by an alias: the summary links it by key
-        if existing is None:
-            self._file(bug)
-        elif existing.state == "closed" and existing.state_reason == "not_planned":
-            self.res.skipped.append(replace(bug.entry, issue=existing.number,
-                                            reason="closed by maintainers (not planned)"))
-        elif existing.number in self.touched:
-            self.res.skipped.append(replace(bug.entry, issue=existing.number, reason="already updated in this run"))
-        elif f"gbft-last-run: {self.run_key} " in existing.body:  # this output was reported already
-            self.res.skipped.append(replace(bug.entry, issue=existing.number, reason="already reported from this run"))
-        else:
-            self.touched.add(existing.number)
             self._update(bug, existing)
+        else:
+            self._file(bug)
 
     def _existing(self, bug: _Bug) -> Issue | None:
         """The issue filed for this bug under its key, else under any of its fingerprints (an issue
@@ -282,8 +337,20 @@ class _Run:
         if bug.tracked is None and self.new_filed >= self.cfg.max_new_issues:
             self.res.skipped.append(replace(bug.entry, reason="not filed: quota"))
             return
-        t, body = self._body(bug, None)
+        self._refresh()  # another reporter may have filed it since this run read the issues
+        existing = self._existing(bug)
+        if existing is not None:
+            self._update(bug, existing)
+            return
+        t, body = self._body(bug, Ledger(self._contribution(bug)), "")
         issue = self.tracker.create(bug.key, t, body)
+        self.known[issue.number] = issue
+        self._refresh()
+        winner = self._winner(issue)
+        if winner is not None:  # filed at once by another reporter, which got the older number
+            self._close_duplicate(issue, winner)
+            self._update(bug, winner)
+            return
         for x in bug.lookup:
             self.index.setdefault(x, issue)
         self.index[bug.key] = issue
@@ -291,36 +358,92 @@ class _Run:
         self.res.filed.append(replace(bug.entry, issue=issue.number, url=issue.url))
 
     def _update(self, bug: _Bug, existing: Issue) -> None:
-        """Comment once (the comment carries the run's marker, so a rerun after a lost answer
-        does not post it again), reopen if it regressed, then the body (which carries it too)."""
-        n = existing.number
-        regressed = existing.state == "closed"
-        marker = f"<!-- gbft-run: {self.run_key} -->"
+        """Comment once (the comment carries the run's marker and what it adds, so a rerun after a
+        lost answer does not post it again), reopen if it regressed, then rebuild the body."""
+        issue = self._fresh(existing.number)
+        n, skip = issue.number, self._skip_reason(issue)
+        if skip:
+            self.res.skipped.append(replace(bug.entry, issue=n, reason=skip))
+            return
+        led = Ledger.read(issue.body, self.tracker.comments(n))
+        regressed = issue.state == "closed"
+        if led.has(self.run_key) and not regressed and led.folded_in(issue.body):
+            self.res.skipped.append(replace(bug.entry, issue=n, reason="already reported from this run"))
+            return
+        self.touched.add(n)
+        mine = self._contribution(bug)
         # The comment before the reopening: a run killed between the two leaves the issue
         # closed, so its rerun still reopens it and still calls it regressed (the comment, with
         # its marker, is not posted twice).  The other order lost the "Regressed" notice.
-        if not self.tracker.has_comment(n, marker):
-            # "(N in all)": the issue's total, this run's added to what its marker held.
-            text = (self.render.tracking_comment(bug.tracked, self.ctx, regressed, bug.tracks)
-                    if bug.tracked is not None else
-                    self.render.comment(_merged(bug.meta, existing), self.ctx, bug.run_count, regressed))
-            self.tracker.comment(n, f"{text.rstrip()}\n{marker}\n")
+        if not led.has(self.run_key):
+            marks = f"<!-- gbft-run: {self.run_key} -->\n{mine.marker()}\n"
+            text = truncate_body(self._comment(bug, led.with_(mine), regressed).rstrip(), BODY_LIMIT - len(marks) - 1)
+            self.tracker.comment(n, f"{text}\n{marks}")
         if regressed:
             self.tracker.reopen(n)
-        _, body = self._body(bug, existing)
-        self.tracker.update_body(n, body)
-        existing.state, existing.body = "open", body  # whose issue it is now, for the rest of the run
+        body = self._rebuild(bug, n, issue.body)
+        self.index[bug.key] = self.known[n] = Issue(n, "open", body, issue.url, "reopened" if regressed else "")
         (self.res.reopened if regressed else self.res.commented).append(replace(bug.entry, issue=n))
 
-    def _body(self, bug: _Bug, existing: Issue | None) -> tuple[str, str]:
-        """(title, body) of the bug's issue, merged with what the existing issue says."""
+    def _fresh(self, number: int) -> Issue:
+        """The issue as it is now; one closed as a duplicate by another reporter: its winner."""
+        issue = self.tracker.get(number)
+        m = DUPLICATE_OF.search(issue.body)
+        return self.tracker.get(int(m.group(1))) if m else issue
+
+    def _skip_reason(self, issue: Issue) -> str:
+        if issue.state == "closed" and issue.state_reason in ("not_planned", "duplicate"):
+            return f"closed by maintainers ({issue.state_reason.replace('_', ' ')})"
+        if issue.number in self.touched:
+            return "already updated in this run"
+        return ""
+
+    def _comment(self, bug: _Bug, led: Ledger, regressed: bool) -> str:
+        """This run's comment; "(N in all)": the issue's total, this run's added."""
         if bug.tracked is not None:
-            rows = _tracked_rows(existing.body if existing else "", bug.tracked)
-            return self.render.tracking(bug.key, rows, self.ctx, self.run_key, TrackedRow.encode(rows), bug.tracks)
+            return self.render.tracking_comment(bug.tracked, self.ctx, regressed, bug.tracks)
+        return self.render.comment(_with_state(bug, led), self.ctx, bug.run_count, regressed)
+
+    def _rebuild(self, bug: _Bug, n: int, base: str) -> str:
+        """Write the body from the ledger; read the comments again after, and write again while a
+        run it left out has commented meanwhile (the last writer then holds every run)."""
+        for _ in range(BODY_TRIES):
+            led = Ledger.read(base, self.tracker.comments(n))
+            for comment_id in led.repeats:  # one comment per run, whoever posted it twice
+                self.tracker.delete_comment(n, comment_id)
+            _, body = self._body(bug, led, base)
+            self.tracker.update_body(n, body)
+            if Ledger.read(body, self.tracker.comments(n)).runs() <= led.runs():
+                break
+        return body
+
+    def _contribution(self, bug: _Bug) -> Contribution:
+        if bug.tracked is not None:
+            return Contribution(self.run_key, rows=tuple(bug.tracked))
         assert bug.meta is not None  # an issue of its own shows a bundle
-        meta = _merged(bug.meta, existing) if existing else bug.meta
-        return self.render.issue(bug.bundle, meta, self.ctx, aliases=_aliases(existing, bug), run_key=self.run_key,
-                                 rc=bug.rc, merged=bug.merged)
+        return Contribution(self.run_key, state=IssueState.of(bug.meta))
+
+    def _body(self, bug: _Bug, led: Ledger, base: str) -> tuple[str, str]:
+        """(title, body) of the bug's issue, rebuilt from its ledger; ``base``: its body now."""
+        if bug.tracked is not None:
+            rows = led.fold_rows()[:TRACKED_ROWS]
+            t, body = self.render.tracking(bug.key, rows, self.ctx, self.run_key, TrackedRow.encode(rows), bug.tracks)
+        else:
+            t, body = self.render.issue(bug.bundle, _with_state(bug, led), self.ctx,
+                                        aliases=_aliases(base, bug), run_key=self.run_key, rc=bug.rc,
+                                        merged=bug.merged)
+        prefix = led.prefix()
+        return t, prefix + truncate_body(body, BODY_LIMIT - len(prefix))
+
+
+def _with_state(bug: _Bug, led: Ledger) -> BundleMeta:
+    """The bug's shown bundle with the issue's totals (occurrences, first seen, platforms)."""
+    assert bug.meta is not None
+    total = led.fold_state()
+    if total is None:
+        return bug.meta
+    return bug.meta.with_(occurrences=total.occurrences, first_seen=total.first_seen or bug.meta.first_seen,
+                          platforms=total.platforms or bug.meta.platforms)
 
 
 # The job summary's sections, in the order a maintainer reads them: what fails the PR first.
@@ -441,10 +564,10 @@ def run_key_of(out: Path) -> str:
     return run_id[:32] if run_id else hashlib.sha256(raw).hexdigest()[:16]
 
 
-def _aliases(issue: Issue | None, bug: _Bug) -> list[str]:
+def _aliases(body: str, bug: _Bug) -> list[str]:
     """Every id the issue answers to besides its key: the bug's fingerprints (canonical first),
     then whatever the existing issue carried before (an older fingerprint or root-cause key)."""
-    ids = dict.fromkeys([*bug.lookup[1:], *marker_ids(issue.body if issue else "")])
+    ids = dict.fromkeys([*bug.lookup[1:], *marker_ids(body)])
     return [x for x in ids if x != bug.key and not re.fullmatch(TRACKING_KEY, x)]
 
 
@@ -453,42 +576,6 @@ def _tracked_row(rc: RootCauseRow) -> TrackedRow:
     today = time.strftime("%Y-%m-%d", time.gmtime())
     return TrackedRow(rc.key, rc.title[:100], rc.count, tuple(x[:40] for x in rc.ops[:5]),
                       tuple(sorted(x[:40] for x in rc.platforms[:8])), today, today)
-
-
-def _tracked_rows(body: str, now: list[TrackedRow]) -> list[TrackedRow]:
-    """The tracking issue's rows: what its body held, with this run's added (counts summed,
-    platforms joined), most recently seen first.  A body that does not hold valid rows (edited
-    by hand) starts over from this run's."""
-    prev = {r.key: r for r in TrackedRow.decode(body)}
-    for r in now:
-        old = prev.get(r.key)
-        if old is not None:
-            r = replace(r, count=old.count + r.count, first_seen=old.first_seen,
-                        platforms=tuple(sorted(set(old.platforms) | set(r.platforms))[:8]))
-        prev[r.key] = r
-    rows = sorted(prev.values(), key=lambda r: (r.last_seen, r.count, r.key), reverse=True)
-    return rows[:TRACKED_ROWS]
-
-
-def _merged(meta: BundleMeta, issue: Issue) -> BundleMeta:
-    """Occurrences and platforms of this run added to what the issue's state marker holds
-    (markers.IssueState).  An issue filed before the marker (version 0) is read from its
-    table rows once; the body written now carries the marker."""
-    prev = IssueState.decode(issue.body) or _legacy_state(issue.body)
-    if prev is None:
-        return meta
-    old = [p for p in prev.platforms if p and p != "?"]
-    return meta.with_(occurrences=prev.occurrences + meta.occurrences, first_seen=prev.first_seen or meta.first_seen,
-                      platforms=tuple(sorted(set(old) | set(meta.platforms))))
-
-
-def _legacy_state(body: str) -> IssueState | None:
-    occ = re.search(r"\| Occurrences \| (\d+) \(first seen ([^,]*),", body)
-    plat = re.search(r"\| Platforms \| ([^|]*) \|", body)
-    if not occ:
-        return None
-    return IssueState(int(occ.group(1)), occ.group(2)[:20], "",
-                      tuple(p.strip() for p in plat.group(1).split(",")) if plat else ())
 
 
 def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, render: Renderer,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ..records.summary import FINGERPRINT_ID, ROOT_CAUSE_KEY  # noqa: F401 - the forms markers take
+from .ledger import DUPLICATE_OF, Comment
 from .local import make_dir, write_file
 
 TRACKING_KEY = r"gbft-[a-z-]{1,40}-tracking"
@@ -51,28 +52,45 @@ class TrackerError(Exception):
 
 
 class IssueTracker(Protocol):
+    """Reporters may run at once on one tracker: every read is a fresh look (reporter.py
+    re-reads right before each create and converges afterwards)."""
+
     name: str
 
-    def index(self) -> dict[str, Issue]:
-        """Every bot issue (open and closed), by fingerprint id and alias."""
+    def issues(self, since: float | None = None) -> list[Issue]:
+        """Every bot issue (open and closed); ``since``: those changed at or after that time
+        (seconds since the epoch), at least."""
+
+    def get(self, number: int) -> Issue: ...
 
     def create(self, fid: str, title: str, body: str) -> Issue: ...
 
+    def comments(self, number: int) -> list[Comment]: ...
+
     def comment(self, number: int, body: str) -> None: ...
 
-    def has_comment(self, number: int, marker: str) -> bool:
-        """Whether a comment holding ``marker`` is already there (writes are idempotent)."""
+    def delete_comment(self, number: int, comment_id: int) -> None:
+        """Remove one comment (a repeat of another reporter's); one already gone is no error."""
 
     def update_body(self, number: int, body: str) -> None: ...
 
     def reopen(self, number: int) -> None: ...
 
-    def close(self, number: int) -> None: ...
+    def close(self, number: int, reason: str = "completed", body: str | None = None) -> None:
+        """Close with GitHub's ``state_reason`` (completed, duplicate), the body replaced with it
+        when given (in one write: a duplicate leaves the bot's view whole or not at all)."""
+
+
+def duplicate(issue: Issue) -> bool:
+    """Closed as another bot issue's duplicate: out of the bot's view for good."""
+    return (issue.state == "closed" and issue.state_reason == "duplicate") or bool(DUPLICATE_OF.search(issue.body))
 
 
 def index_issues(issues: list[Issue]) -> dict[str, Issue]:
     idx: dict[str, Issue] = {}
     for iss in sorted(issues, key=lambda i: i.number):  # the oldest issue wins a duplicate marker
+        if duplicate(iss):
+            continue
         for fid in marker_ids(iss.body):
             idx.setdefault(fid, iss)
     return idx
@@ -83,17 +101,23 @@ class NoneTracker:
 
     name = "none"
 
-    def index(self) -> dict[str, Issue]:
-        return {}
+    def issues(self, since: float | None = None) -> list[Issue]:
+        return []
+
+    def get(self, number: int) -> Issue:
+        return Issue(number, "open", "")
 
     def create(self, fid: str, title: str, body: str) -> Issue:
         return Issue(0, "open", body)
 
+    def comments(self, number: int) -> list[Comment]:
+        return []
+
     def comment(self, number: int, body: str) -> None:
         pass
 
-    def has_comment(self, number: int, marker: str) -> bool:
-        return False
+    def delete_comment(self, number: int, comment_id: int) -> None:
+        pass
 
     def update_body(self, number: int, body: str) -> None:
         pass
@@ -101,7 +125,7 @@ class NoneTracker:
     def reopen(self, number: int) -> None:
         pass
 
-    def close(self, number: int) -> None:
+    def close(self, number: int, reason: str = "completed", body: str | None = None) -> None:
         pass
 
 
@@ -124,9 +148,13 @@ class FilesTracker:
     def _file(self, number: int) -> Path:
         return self.dir / f"{number:04d}.md"
 
-    def index(self) -> dict[str, Issue]:
-        return index_issues([Issue(n, v["state"], self._file(n).read_text(), str(self._file(n)))
-                             for n, v in self._issues.items()])
+    def issues(self, since: float | None = None) -> list[Issue]:
+        return [self.get(n) for n in self._issues]  # one process writes them: all is fresh
+
+    def get(self, number: int) -> Issue:
+        v = self._issues[number]
+        return Issue(number, v["state"], self._file(number).read_text(), str(self._file(number)),
+                     v.get("state_reason", ""))
 
     def create(self, fid: str, title: str, body: str) -> Issue:
         number = max(self._issues, default=0) + 1
@@ -141,18 +169,25 @@ class FilesTracker:
         write_file(self.dir / f"{number:04d}-comment-{k}.md", body)
         self._save()
 
-    def has_comment(self, number: int, marker: str) -> bool:
-        return any(marker in p.read_text() for p in self.dir.glob(f"{number:04d}-comment-*.md"))
+    def comments(self, number: int) -> list[Comment]:
+        found = (re.fullmatch(rf"{number:04d}-comment-(\d+)\.md", p.name) for p in self.dir.iterdir())
+        return sorted((Comment(int(m.group(1)), (self.dir / m.group(0)).read_text()) for m in found if m),
+                      key=lambda c: c.id)
+
+    def delete_comment(self, number: int, comment_id: int) -> None:
+        (self.dir / f"{number:04d}-comment-{comment_id}.md").unlink(missing_ok=True)
 
     def update_body(self, number: int, body: str) -> None:
         write_file(self._file(number), f"# {self._issues[number]['title']}\n\n{body}")
 
     def reopen(self, number: int) -> None:
-        self._issues[number]["state"] = "open"
+        self._issues[number].update(state="open", state_reason="reopened")
         self._save()
 
-    def close(self, number: int) -> None:
-        self._issues[number]["state"] = "closed"
+    def close(self, number: int, reason: str = "completed", body: str | None = None) -> None:
+        if body is not None:
+            self.update_body(number, body)
+        self._issues[number].update(state="closed", state_reason=reason)
         self._save()
 
 
@@ -175,5 +210,5 @@ def make_tracker(name: str, **kw: Any) -> IssueTracker:
     return TRACKERS[name](**kw)
 
 
-__all__ = ["FINGERPRINT_ID", "Issue", "IssueTracker", "MARKER", "ROOT_CAUSE_KEY", "TRACKERS", "TRACKING_KEY",
+__all__ = ["Comment", "FINGERPRINT_ID", "Issue", "IssueTracker", "MARKER", "ROOT_CAUSE_KEY", "TRACKERS", "TRACKING_KEY",
            "TrackerError", "make_tracker", "marker_ids"]

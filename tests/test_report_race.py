@@ -1,0 +1,264 @@
+"""Reporters running at once on one repository (issue 37): real HTTP, the GitHub stand-in.
+
+Each reporter runs in its own thread, with its own PyGithub client and its own copy of a fuzz
+output, as two workflow runs would.  Barriers put them at the worst moments: all reading the
+issues before any writes, all about to create at once.  After every race: one open issue per
+root cause and tracking class, one comment per run per issue, tracking rows the union and
+counts the sum of the distinct outputs."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gbft_action.report.github import GitHubTracker
+from gbft_action.report.ledger import BASELINE, RUN, Comment, Contribution, Ledger
+from gbft_action.report.markers import IssueState, TrackedRow
+from gbft_action.report.reporter import ReportConfig, report
+from gbft_action.report.trackers import marker_ids
+
+from .test_report import CTX, REPO, RC1, RC2, RC3, TOKEN, bot_issues, cause, fake, fp, make_rc_out  # noqa: F401
+
+RC4, RC5 = "rc-dddddddddddd", "rc-eeeeeeeeeeee"
+TRACKED_TITLE = "Precision differences found by gbft (tracking)"
+
+
+class PausedTracker(GitHubTracker):
+    """A real GitHub client that waits at a barrier before its first listing and before each
+    create: every reporter then reads an empty repository, or tries to create, at once."""
+
+    def __init__(self, *a, read: threading.Barrier | None = None, create: threading.Barrier | None = None, **kw):
+        super().__init__(*a, **kw)
+        self._read, self._create_at = read, create
+
+    def issues(self, since=None):
+        if self._read is not None and since is None:
+            _meet(self._read)
+        return super().issues(since)
+
+    def create(self, fid, title, body):
+        if self._create_at is not None:
+            _meet(self._create_at)
+        return super().create(fid, title, body)
+
+
+def _meet(barrier: threading.Barrier) -> None:
+    try:
+        barrier.wait()
+    except threading.BrokenBarrierError:  # another reporter had nothing left to create: go on
+        pass
+
+
+def output(tmp: Path, name: str, counts: dict[str, int], precision: dict[str, int]) -> Path:
+    """A campaign output: root causes filed one each (``counts``), and precision ones tracked."""
+    ops = {RC1: "Lrn", RC2: "Exp", RC3: "Tanh", RC4: "Sigmoid", RC5: "Relu"}
+    causes, fps = [], []
+    for key, n in counts.items():
+        f = fp(ops[key])
+        causes.append(cause(key, "wrong-result", [f], count=n, title=f"{ops[key]}: wrong results"))
+        fps.append(f)
+    for key, n in precision.items():
+        f = fp(ops[key], "precision")
+        causes.append(cause(key, "precision", [f], count=n, title=f"{ops[key]}: precision"))
+        fps.append(f)
+    return make_rc_out(tmp / name, causes, fps)
+
+
+def race(fake, outs: list[Path], *, at_read: bool = True, at_create: bool = False) -> list:
+    """Run one reporter per output at once; their results (an exception is re-raised)."""
+    n = len(outs)
+    read = threading.Barrier(n, timeout=5) if at_read else None
+    create = threading.Barrier(n, timeout=2) if at_create else None
+    results: list = [None] * n
+
+    def one(i: int) -> None:
+        try:
+            t = PausedTracker(repo=REPO, token=TOKEN, base_url=fake.base_url, min_interval=0.01, read=read,
+                              create=create)
+            results[i] = report(ReportConfig(outs[i], max_new_issues=10), t, CTX)
+        except BaseException as e:  # noqa: BLE001 - shown by the caller
+            results[i] = e
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results
+
+
+def open_by_key(fake) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {}
+    for i in bot_issues(fake):
+        if i["state"] == "open":
+            found.setdefault(marker_ids(i["body"])[0], []).append(i)
+    return found
+
+
+def check(fake, outs: list[Path], counts: list[dict[str, int]], precision: list[dict[str, int]]) -> None:
+    """One open issue per root cause and class; comments once per run; counts the sum, rows the union."""
+    distinct = {o.read_bytes(): (c, p) for o, c, p in zip([x / "summary.json" for x in outs], counts, precision)}
+    total: Counter[str] = Counter()
+    rows: Counter[str] = Counter()
+    for c, p in distinct.values():
+        total.update(c)
+        rows.update(p)
+    by_key = open_by_key(fake)
+    want = set(total) | ({"gbft-precision-tracking"} if rows else set())
+    assert {k: len(v) for k, v in by_key.items()} == {k: 1 for k in want}
+    for key, (issue,) in by_key.items():
+        runs = [r for c in fake.comments(REPO, issue["number"]) for r in RUN.findall(c["body"])]
+        assert len(runs) == len(set(runs)), f"{key}: a run commented twice"
+        if key in total:
+            assert IssueState.decode(issue["body"]).occurrences == total[key], key
+        else:
+            assert {r.key: r.count for r in TrackedRow.decode(issue["body"])} == dict(rows)
+    for i in bot_issues(fake):  # every other one: closed as a duplicate, out of the bot's view
+        if i["state"] == "closed":
+            assert i["state_reason"] == "duplicate" and not marker_ids(i["body"])
+
+
+ONE = ({RC1: 2, RC2: 3, RC3: 1}, {RC4: 2})
+TWO = ({RC1: 5, RC2: 1, RC5: 4}, {RC4: 1, RC3: 7})
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("at_create", [False, True])
+def test_reporters_on_one_output_and_an_empty_repository_file_each_issue_once(tmp_path, fake, n, at_create):
+    first = output(tmp_path, "a", *ONE)
+    outs = [first] + [shutil.copytree(first, tmp_path / f"copy{i}") for i in range(1, n)]
+    results = race(fake, outs, at_create=at_create)
+    check(fake, outs, [ONE[0]] * n, [ONE[1]] * n)
+    assert sum(len(r.filed) for r in results) == 4  # three root causes and the tracking issue
+    duplicates = [i for i in bot_issues(fake) if i["state_reason"] == "duplicate"]
+    if at_create:  # met at the create: every reporter files each one, the newer copies are closed at once
+        assert len(duplicates) == 4 * (n - 1)
+    assert all(fake.comments(REPO, i["number"]) for i in duplicates)  # each says where the bug is tracked
+
+
+@pytest.mark.parametrize("at_create", [False, True])
+def test_two_campaigns_sharing_root_causes_sum_their_counts_and_join_their_rows(tmp_path, fake, at_create):
+    outs = [output(tmp_path, "a", *ONE), output(tmp_path, "b", *TWO)]
+    race(fake, outs, at_create=at_create)
+    check(fake, outs, [ONE[0], TWO[0]], [ONE[1], TWO[1]])
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_reporters_on_a_repository_holding_earlier_issues_lose_and_double_nothing(tmp_path, fake, same):
+    earlier = output(tmp_path, "earlier", {RC1: 1, RC2: 1}, {RC4: 1, RC5: 2})
+    race(fake, [earlier])
+    a = output(tmp_path, "a", *ONE)
+    outs = [a, shutil.copytree(a, tmp_path / "copy")] if same else [a, output(tmp_path, "b", *TWO)]
+    race(fake, outs, at_create=True)
+    check(fake, [earlier, *outs], [{RC1: 1, RC2: 1}, ONE[0], ONE[0] if same else TWO[0]],
+          [{RC4: 1, RC5: 2}, ONE[1], ONE[1] if same else TWO[1]])
+
+
+def test_a_second_reporter_starting_after_the_firsts_fifth_write_files_nothing_twice(tmp_path, fake):
+    a = output(tmp_path, "a", *ONE)
+    b = output(tmp_path, "b", *TWO)
+    started = threading.Event()
+    fifth = threading.Event()
+    writes = 0
+    real = GitHubTracker._write
+
+    def counted(self, fn):
+        nonlocal writes
+        out = real(self, fn)
+        writes += 1  # the first reporter's alone, until the second starts
+        if writes == 5:  # the label, then four issues
+            fifth.set()
+        return out
+
+    def first() -> None:
+        t = GitHubTracker(repo=REPO, token=TOKEN, base_url=fake.base_url, min_interval=0.01)
+        started.set()
+        report(ReportConfig(a, max_new_issues=10), t, CTX)
+
+    GitHubTracker._write = counted
+    try:
+        th = threading.Thread(target=first)
+        th.start()
+        assert started.wait(10) and fifth.wait(60)
+        report(ReportConfig(b, max_new_issues=10),
+               GitHubTracker(repo=REPO, token=TOKEN, base_url=fake.base_url, min_interval=0.01), CTX)
+        th.join(60)
+    finally:
+        GitHubTracker._write = real
+    check(fake, [a, b], [ONE[0], TWO[0]], [ONE[1], TWO[1]])
+
+
+def test_a_race_left_unconverged_by_a_killed_reporter_is_converged_by_the_next_run(tmp_path, fake):
+    """Two open issues of one root cause (a reporter killed before it closed its own): the next
+    run closes the newer as a duplicate, and moves its counts to the older."""
+    a = output(tmp_path, "a", {RC1: 2}, {})
+    b = output(tmp_path, "b", {RC1: 3}, {})
+    race(fake, [a])
+    race(fake, [b])
+    (older,) = bot_issues(fake)
+    # What a killed reporter leaves: a second issue of RC1, filed by run "zz" with 4 cases.
+    theirs = Contribution("zz", state=IssueState(4, platforms=("x86_64",))).marker("gbft-baseline")
+    newer = fake.add_issue(REPO, "dup", BASELINE.sub(theirs, older["body"]), labels=["gbft"])
+    c = output(tmp_path, "c", {RC2: 1}, {})  # a later run that never sees RC1 itself
+    race(fake, [c])
+    states = {i["number"]: (i["state"], i["state_reason"]) for i in bot_issues(fake)}
+    assert states[older["number"]] == ("open", None) and states[newer] == ("closed", "duplicate")
+    comments = fake.comments(REPO, older["number"])
+    assert f"#{newer}" in comments[-1]["body"] and RUN.findall(comments[-1]["body"]) == ["zz"]
+    body = next(i["body"] for i in bot_issues(fake) if i["number"] == older["number"])
+    ledger = Ledger.read(body, [Comment(c["id"], c["body"]) for c in comments])
+    assert ledger.fold_state().occurrences == 2 + 3 + 4
+    (dup_note,) = fake.comments(REPO, newer)
+    assert f"Duplicate of #{older['number']}" in dup_note["body"]
+
+
+class Stale(GitHubTracker):
+    """Orders two reporters' updates of one issue: A reads the comments, B comments and writes
+    the body, then A writes a body built without B's comment (the last writer would win)."""
+
+    def __init__(self, *a, role: str, events: dict[str, threading.Event], **kw):
+        super().__init__(*a, **kw)
+        self.role, self.events = role, events
+
+    def comment(self, number, body):
+        if self.role == "B":
+            assert self.events["a read"].wait(30)
+        return super().comment(number, body)
+
+    def update_body(self, number, body):
+        if self.role == "A" and not self.events["a read"].is_set():
+            self.events["a read"].set()
+            assert self.events["b wrote"].wait(30)
+        super().update_body(number, body)
+        if self.role == "B":
+            self.events["b wrote"].set()
+
+
+def test_a_body_written_from_a_stale_read_is_written_again_with_every_run(tmp_path, fake):
+    earlier = output(tmp_path, "earlier", {RC1: 1}, {RC4: 1})
+    race(fake, [earlier])
+    outs = {"A": output(tmp_path, "a", {RC1: 2}, {}), "B": output(tmp_path, "b", {RC1: 3}, {})}
+    events = {"a read": threading.Event(), "b wrote": threading.Event()}
+    errors: list[BaseException] = []
+
+    def one(role: str) -> None:
+        try:
+            t = Stale(repo=REPO, token=TOKEN, base_url=fake.base_url, min_interval=0.01, role=role, events=events)
+            report(ReportConfig(outs[role], max_new_issues=10), t, CTX)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(r,)) for r in "AB"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors and events["b wrote"].is_set()
+    check(fake, [earlier, *outs.values()], [{RC1: 1}, {RC1: 2}, {RC1: 3}], [{RC4: 1}, {}, {}])
