@@ -855,3 +855,20 @@ def test_a_read_only_output_is_one_line_exit_3(tmp_path, capsys, monkeypatch):
     assert main(["report", "--from", str(out), "--tracker", "files"]) == 3
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Read-only file system" in err and "issues" in err
+
+
+def test_a_missing_output_found_at_inference_is_labelled_by_that_stage_not_as_a_conversion_error(tmp_path, fake):
+    """The converter dropped an output: the model converts, and inference fails.  The label
+    names the stage that failed; the class (and the key, so the issue it has) stays."""
+    missing = Fingerprint("infer", "IF", "missing-output", "", "", "in-degree 1, input ranks [4]")
+    refused = Fingerprint("convert", "MCF", "error", "Convert error", "Lrn", "in-degree 1, input ranks [4]")
+    out = make_rc_out(tmp_path, [cause(RC1, "conversion-error", [missing], title="a model output is missing"),
+                                 cause(RC2, "conversion-error", [refused], title="Lrn: conversion error")],
+                      [missing, refused])
+    run(out, fake)
+    titles = sorted(i["title"] for i in bot_issues(fake))
+    assert titles == ["[conversion error] Lrn: conversion error",
+                      "[inference error (output missing)] a model output is missing"]
+    body = next(i["body"] for i in bot_issues(fake) if "missing" in i["title"])
+    assert "| Symptom | inference error (output missing) |" in body
+    assert "| inference error (output missing) |" in (out / "summary.md").read_text()

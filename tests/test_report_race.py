@@ -262,3 +262,39 @@ def test_a_body_written_from_a_stale_read_is_written_again_with_every_run(tmp_pa
         t.join(60)
     assert not errors and events["b wrote"].is_set()
     check(fake, [earlier, *outs.values()], [{RC1: 1}, {RC1: 2}, {RC1: 3}], [{RC4: 1}, {}, {}])
+
+
+class Killed(BaseException):
+    """A SIGKILL stand-in: nothing of the reporter's catches it."""
+
+
+@pytest.mark.parametrize("after", range(1, 7))  # its six writes: comment, reopen, body; create; comment, body
+def test_a_reporter_killed_after_any_write_is_finished_by_its_rerun_losing_and_doubling_nothing(
+        tmp_path, fake, monkeypatch, after):
+    earlier = output(tmp_path, "earlier", {RC1: 1}, {RC4: 1})
+    race(fake, [earlier])
+    rc1 = open_by_key(fake)[RC1][0]["number"]
+    fake.set_issue_state(REPO, rc1, "closed", "completed")  # fixed, then back in this run: regressed
+    out = output(tmp_path, "a", {RC1: 2, RC2: 3}, {RC4: 2, RC5: 1})
+    writes = 0
+    real = GitHubTracker._write
+
+    def then_killed(self, fn):
+        nonlocal writes
+        result = real(self, fn)
+        writes += 1
+        if writes == after:
+            raise Killed()
+        return result
+
+    with monkeypatch.context() as m:
+        m.setattr(GitHubTracker, "_write", then_killed)
+        try:
+            race(fake, [out])
+        except Killed:
+            pass
+    assert writes == after  # the kill came where it was asked
+    race(fake, [out])  # the rerun
+    check(fake, [earlier, out], [{RC1: 1}, {RC1: 2, RC2: 3}], [{RC4: 1}, {RC4: 2, RC5: 1}])
+    texts = [c["body"] for c in fake.comments(REPO, rc1)]
+    assert sum("Regressed" in t for t in texts) == 1 and len(texts) == 1

@@ -90,9 +90,19 @@ class RunContext:
         )
 
 
-def _rc_view(rc: RootCauseRow) -> dict[str, Any]:
+def stage_text(symptom: str, status: str) -> str:
+    """A root cause's symptom as its issue's label says it, naming the stage that failed: a
+    model the converter built without one of its outputs converts fine and fails at inference,
+    so it reads "inference error (output missing)", not "conversion error" (its class and key
+    stay conversion-error: the converter dropped the output)."""
+    if symptom == "conversion-error" and status == "IF":
+        return "inference error (output missing)"
+    return symptom_text(symptom)
+
+
+def _rc_view(rc: RootCauseRow, status: str) -> dict[str, Any]:
     """What the issue template shows of a root cause (raw values: the template sanitises each)."""
-    return {"key": rc.key, "symptom": symptom_text(rc.symptom), "title": rc.title, "ops": list(rc.ops),
+    return {"key": rc.key, "symptom": stage_text(rc.symptom, status), "title": rc.title, "ops": list(rc.ops),
             "detail": rc.detail, "fingerprints": len(rc.fingerprints)}
 
 
@@ -136,9 +146,9 @@ class Renderer:
             repro_lines=repro.count("\n"), repro_block=code_block(repro, "python"),
             engine_only=(bundle / "repro_engine.py").exists(),
             log_block=code_block("\n".join(log.splitlines()[-60:])) if log.strip() else "",
-            rc=_rc_view(rc) if rc else None, merged=list(merged), state=Markup(IssueState.of(meta).encode()))
+            rc=_rc_view(rc, fp.status) if rc else None, merged=list(merged), state=Markup(IssueState.of(meta).encode()))
         if rc:
-            return title(f"[{symptom_text(rc.symptom)}] {rc.title or fp.title}"), truncate_body(body)
+            return title(f"[{stage_text(rc.symptom, fp.status)}] {rc.title or fp.title}"), truncate_body(body)
         return title(fp.title), truncate_body(body)
 
     def _repro(self, bundle: Path, meta: BundleMeta) -> tuple[str, Graph | None]:

@@ -30,7 +30,7 @@ from ..records.report import ReportEntry
 from .ledger import DUPLICATE_OF, Contribution, Ledger
 from .local import write_file
 from .markers import IssueState, TrackedRow
-from .render import TRACKING_TITLES, Renderer, RunContext, symptom_text
+from .render import TRACKING_TITLES, Renderer, RunContext, stage_text
 from .sanitize import BODY_LIMIT, truncate_body
 from .trackers import (ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, duplicate, index_issues,
                        marker_ids)
@@ -528,7 +528,8 @@ def _root_cause_row(rc: RootCauseRow, summary: Summary, metas: dict[str, BundleM
     section = "new-listed" if verdict == "new" and rc.key not in blamed else verdict
     rows.setdefault(section, []).append({
         "title": (rc.title or (meta.title if meta else "") or rc.key)[:120], "op": ", ".join(rc.ops)[:40],
-        "symptom": symptom_text(rc.symptom), "fingerprints": len(rc.fingerprints), "count": rc.count,
+        "symptom": stage_text(rc.symptom, meta.fingerprint.status if meta else ""),
+        "fingerprints": len(rc.fingerprints), "count": rc.count,
         "size": meta.minimized_size if meta else "", "issue": issue})
     new = set(summary.new_failures)
     ids.append({"key": rc.key[:64], "fingerprints": _id_list(rc.ids),
