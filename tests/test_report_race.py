@@ -123,6 +123,8 @@ def check(fake, outs: list[Path], counts: list[dict[str, int]], precision: list[
     for i in bot_issues(fake):  # every other one: closed as a duplicate, out of the bot's view
         if i["state"] == "closed":
             assert i["state_reason"] == "duplicate" and not marker_ids(i["body"])
+            notes = [c for c in fake.comments(REPO, i["number"]) if "Duplicate of #" in c["body"]]
+            assert len(notes) == 1, i["number"]  # saying where the bug is tracked, once
 
 
 ONE = ({RC1: 2, RC2: 3, RC3: 1}, {RC4: 2})
@@ -298,3 +300,12 @@ def test_a_reporter_killed_after_any_write_is_finished_by_its_rerun_losing_and_d
     check(fake, [earlier, out], [{RC1: 1}, {RC1: 2, RC2: 3}], [{RC4: 1}, {RC4: 2, RC5: 1}])
     texts = [c["body"] for c in fake.comments(REPO, rc1)]
     assert sum("Regressed" in t for t in texts) == 1 and len(texts) == 1
+
+
+def test_a_create_stored_but_answered_502_during_a_race_leaves_one_open_issue(tmp_path, fake):
+    """The reporter whose create GitHub stored but answered 502 never learns its number: whoever
+    reads next closes the newer issue of the key, whichever reporter filed it."""
+    fake.fail_next_create_with_502(2)
+    outs = [output(tmp_path, "a", *ONE), output(tmp_path, "b", *TWO)]
+    race(fake, outs, at_create=True)
+    check(fake, outs, [ONE[0], TWO[0]], [ONE[1], TWO[1]])

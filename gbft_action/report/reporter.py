@@ -13,6 +13,7 @@ bug models on this build, so run it only where the engine build is trusted
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -72,6 +73,7 @@ MERGED_ROWS = 100  # fingerprints listed in a root cause's issue (all of them ar
 UNSETTLED = "not filed: diagnosis cut short"
 TRACKED_ROWS = 200  # root causes kept in the tracking issue's table, most recently seen first
 CLOCK_SLACK_S = 300.0  # a runner's clock against GitHub's: a re-read reaches this much further back
+DUPLICATE_NOTE = "<!-- gbft-duplicate-note -->"  # the comment that closes a duplicate, posted once
 BODY_TRIES = 5  # rebuilds of a body while other reporters keep commenting
 
 
@@ -268,25 +270,20 @@ class _Run:
         """Re-read what changed since this run began (other reporters' creates among it)."""
         self._see(self.tracker.issues(since=self.started - CLOCK_SLACK_S))
 
-    def _converge(self) -> None:
-        """Close every newer issue of a key some older issue holds: a race that a killed reporter
-        left unconverged ends here."""
+    def _converge(self, key: str = "") -> Issue | None:
+        """Close every newer issue of a key some older issue holds (only ``key``'s, when given);
+        the oldest of ``key``.  A race that a killed reporter left unconverged ends here, and so
+        does one whose create was stored but answered with an error (its number never known)."""
         oldest: dict[str, Issue] = {}
         for issue in sorted(self.known.values(), key=lambda i: i.number):
             own = marker_ids(issue.body)[:1]
-            if duplicate(issue) or not own:
+            if duplicate(issue) or not own or (key and own[0] != key):
                 continue
             if own[0] in oldest:
                 self._close_duplicate(issue, oldest[own[0]])
             else:
                 oldest[own[0]] = issue
-
-    def _winner(self, issue: Issue) -> Issue | None:
-        """The oldest other issue with ``issue``'s own key, when older than it (it wins)."""
-        own = marker_ids(issue.body)[:1]
-        same = [i for i in self.known.values() if not duplicate(i) and marker_ids(i.body)[:1] == own]
-        oldest = min(same, key=lambda i: i.number, default=None) if own else None
-        return oldest if oldest is not None and oldest.number < issue.number else None
+        return oldest.get(key)
 
     def _close_duplicate(self, dup: Issue, winner: Issue) -> None:
         """Move what ``dup`` holds that ``winner`` lacks into a comment on ``winner``, then close
@@ -300,7 +297,13 @@ class _Run:
         if moved:
             marks = "".join(f"<!-- gbft-run: {c.run} -->\n{c.marker()}\n" for c in moved)
             self.tracker.comment(winner.number, f"{self.render.moved(dup.number, len(moved))}\n{marks}")
-        self.tracker.comment(dup.number, self.render.duplicate(winner.number))
+            self._drop_repeats(winner.number, Ledger.read("", self.tracker.comments(winner.number)))
+        if not any(DUPLICATE_NOTE in c.body for c in self.tracker.comments(dup.number)):
+            self.tracker.comment(dup.number, f"{self.render.duplicate(winner.number)}\n{DUPLICATE_NOTE}\n")
+            notes = [c.id for c in self.tracker.comments(dup.number) if DUPLICATE_NOTE in c.body]
+            for comment_id in notes[1:]:  # two closers at once: the later poster sees both
+                with contextlib.suppress(TrackerError):
+                    self.tracker.delete_comment(dup.number, comment_id)
         body = f"<!-- gbft-duplicate-of: {winner.number} -->\n" + dup.body.replace("<!-- gbft-", "<!-- gbft-was-")
         self.tracker.close(dup.number, "duplicate", body=truncate_body(body))
         self.known[dup.number] = Issue(dup.number, "closed", body, dup.url, "duplicate")
@@ -346,11 +349,11 @@ class _Run:
         issue = self.tracker.create(bug.key, t, body)
         self.known[issue.number] = issue
         self._refresh()
-        winner = self._winner(issue)
-        if winner is not None:  # filed at once by another reporter, which got the older number
-            self._close_duplicate(issue, winner)
+        winner = self._converge(bug.key) or issue
+        if winner.number != issue.number:  # another reporter's, filed first
             self._update(bug, winner)
             return
+        self._settle(bug, issue)
         for x in bug.lookup:
             self.index.setdefault(x, issue)
         self.index[bug.key] = issue
@@ -385,6 +388,12 @@ class _Run:
         self.index[bug.key] = self.known[n] = Issue(n, "open", body, issue.url, "reopened" if regressed else "")
         (self.res.reopened if regressed else self.res.commented).append(replace(bug.entry, issue=n))
 
+    def _settle(self, bug: _Bug, issue: Issue) -> None:
+        """Rebuild the body of an issue just filed when a duplicate's runs were moved into it."""
+        now = self.tracker.get(issue.number)
+        if not Ledger.read(now.body, self.tracker.comments(issue.number)).folded_in(now.body):
+            self._rebuild(bug, issue.number, now.body)
+
     def _fresh(self, number: int) -> Issue:
         """The issue as it is now; one closed as a duplicate by another reporter: its winner."""
         issue = self.tracker.get(number)
@@ -409,13 +418,19 @@ class _Run:
         run it left out has commented meanwhile (the last writer then holds every run)."""
         for _ in range(BODY_TRIES):
             led = Ledger.read(base, self.tracker.comments(n))
-            for comment_id in led.repeats:  # one comment per run, whoever posted it twice
-                self.tracker.delete_comment(n, comment_id)
+            self._drop_repeats(n, led)
             _, body = self._body(bug, led, base)
             self.tracker.update_body(n, body)
             if Ledger.read(body, self.tracker.comments(n)).runs() <= led.runs():
                 break
         return body
+
+    def _drop_repeats(self, n: int, led: Ledger) -> None:
+        """One comment per run, whoever posted it twice: the later copies go (of two posted at
+        once, the later poster sees both, as comment ids follow posting order)."""
+        for comment_id in led.repeats:
+            with contextlib.suppress(TrackerError):  # refused: the next reader deletes it
+                self.tracker.delete_comment(n, comment_id)
 
     def _contribution(self, bug: _Bug) -> Contribution:
         if bug.tracked is not None:
