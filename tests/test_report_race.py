@@ -68,7 +68,7 @@ def output(tmp: Path, name: str, counts: dict[str, int], precision: dict[str, in
     return make_rc_out(tmp / name, causes, fps)
 
 
-def race(fake, outs: list[Path], *, at_read: bool = True, at_create: bool = False) -> list:
+def race(fake, outs: list[Path], *, at_read: bool = True, at_create: bool = False, max_new: int = 10) -> list:
     """Run one reporter per output at once; their results (an exception is re-raised)."""
     n = len(outs)
     read = threading.Barrier(n, timeout=5) if at_read else None
@@ -79,7 +79,7 @@ def race(fake, outs: list[Path], *, at_read: bool = True, at_create: bool = Fals
         try:
             t = PausedTracker(repo=REPO, token=TOKEN, base_url=fake.base_url, min_interval=0.01, read=read,
                               create=create)
-            results[i] = report(ReportConfig(outs[i], max_new_issues=10), t, CTX)
+            results[i] = report(ReportConfig(outs[i], max_new_issues=max_new), t, CTX)
         except BaseException as e:  # noqa: BLE001 - shown by the caller
             results[i] = e
 
@@ -309,3 +309,23 @@ def test_a_create_stored_but_answered_502_during_a_race_leaves_one_open_issue(tm
     outs = [output(tmp_path, "a", *ONE), output(tmp_path, "b", *TWO)]
     race(fake, outs, at_create=True)
     check(fake, outs, [ONE[0], TWO[0]], [ONE[1], TWO[1]])
+
+
+def test_three_gbft_report_processes_at_once_on_copies_of_one_output(tmp_path, fake):
+    """As three workflow runs would: the CLI in three processes, started together."""
+    import os
+    import subprocess
+
+    from .conftest import gbft_cmd
+
+    first = output(tmp_path, "a", *ONE)
+    outs = [first] + [shutil.copytree(first, tmp_path / f"copy{i}") for i in (1, 2)]
+    env = {**os.environ, "GBFT_TEST_TOKEN": TOKEN}
+    procs = [subprocess.Popen([*gbft_cmd(), "report", "--from", str(o), "--tracker", "github", "--repo", REPO,
+                               "--token-env", "GBFT_TEST_TOKEN", "--base-url", fake.base_url,
+                               "--min-write-interval", "0.01"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for o in outs]
+    done = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], done
+    check(fake, outs, [ONE[0]] * 3, [ONE[1]] * 3)
+    assert TOKEN not in "".join(o + e for o, e in done)
