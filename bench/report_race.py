@@ -81,11 +81,11 @@ def tally(fake: GitHubFake, runs: list[tuple[dict[int, int], dict[int, int]]]) -
 
 def races(tmp: Path) -> dict[str, tuple[list[Path], list, list[Path]]]:
     """Each race: (outputs run before it, the distinct outputs' contents, outputs raced)."""
-    one = ({i: 2 + i % 3 for i in range(6)}, {i: 1 + i % 2 for i in range(6, 10)})
+    one = ({i: 2 + i % 3 for i in range(6)}, {i: 1 + i % 2 for i in range(20, 24)})
     # Two campaigns sharing 12 root causes (8 filed, 4 tracked), each with some of its own.
-    a = ({i: 1 + i % 4 for i in range(10)}, {i: 2 for i in range(10, 16)})
-    b = ({i: 2 + i % 3 for i in range(2, 12)}, {i: 1 for i in range(12, 18)})
-    earlier = ({i: 1 for i in range(0, 12, 2)}, {i: 3 for i in range(10, 18, 2)})
+    a = ({i: 1 + i % 4 for i in range(10)}, {i: 2 for i in range(20, 26)})
+    b = ({i: 2 + i % 3 for i in range(2, 12)}, {i: 1 for i in range(22, 28)})
+    earlier = ({i: 1 for i in range(0, 12, 2)}, {i: 3 for i in range(20, 28, 2)})
     return {
         "2 reporters, same output, empty repository": ([], [one], 2, False),
         "3 reporters, same output": ([], [one], 3, False),
