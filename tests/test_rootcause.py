@@ -1133,6 +1133,29 @@ def test_a_root_cause_whose_parameter_values_a_broader_one_covers_joins_it():
     assert sorted(merged.fingerprints) == ["f1", "f2"] and merged.count == 2 and merged.canonical == "f1"
 
 
+def test_a_root_cause_whose_condition_a_broader_one_implies_joins_it_across_a_converter_unit():
+    # onnx 707: ArgMin keyed "select_last_index=1", and again with the attributes its other models
+    # happened to show (axis, keepdims): each of those cases is a case of the broad key.
+    wrong, unit = Symptom.WRONG.value, ("ArgMax", "ArgMin")
+    broad = RootKey(wrong, ("ArgMin",), "select_last_index=1", True, frontend="onnx", unit=unit)
+    narrow = RootKey(wrong, ("ArgMin",), "axis=1, keepdims=0, select_last_index=1", True, frontend="onnx", unit=unit)
+    argmax = RootKey(wrong, ("ArgMax",), "keepdims=1, select_last_index=1", True, frontend="onnx", unit=unit)
+    other = RootKey(wrong, ("ArgMin",), "keepdims=0", True, frontend="onnx", unit=unit)  # not implied: its own
+    plain = RootKey(wrong, ("ArgMin",), "", True, frontend="onnx", unit=unit)  # no condition: its own
+    alone = RootKey(wrong, ("ArgMin",), "axis=1, select_last_index=1", True, frontend="onnx")  # no unit: another op
+    keys = {"f1": broad, "f2": narrow, "f3": argmax, "f4": other, "f5": plain, "f6": alone}
+    rows = [{"key": f, "count": 1, "platforms": [], "symptom": wrong, "local": [wrong, k.ops[0], ""],
+             "fingerprint": {"op": k.ops[0]}, "verdict": ""} for f, k in keys.items()]
+    causes = assemble(_sightings(rows), {f: Diagnosed(k, int(f[1])) for f, k in keys.items()}, policy_for)
+    got = {rc.key.detail: sorted(rc.fingerprints) for rc in causes}
+    assert got == {"select_last_index=1": ["f1", "f3"], "keepdims=0": ["f4"], "": ["f5"],
+                   "axis=1, select_last_index=1": ["f6"],
+                   "axis=1, keepdims=0, select_last_index=1": ["f2"]}  # two broader keys imply it: which?
+    del keys["f4"], rows[3]  # without "keepdims=0", only one does
+    causes = assemble(_sightings(rows), {f: Diagnosed(k, int(f[1])) for f, k in keys.items()}, policy_for)
+    assert sorted(next(rc for rc in causes if rc.key == broad).fingerprints) == ["f1", "f2", "f3"]
+
+
 def _keyed(keys: dict[str, RootKey]) -> dict[str, list[str]]:
     """assemble over one fingerprint per key (diagnosed with it): title -> its fingerprints."""
     rows = [{"key": f, "count": 1, "platforms": [], "symptom": k.symptom, "local": [k.symptom, "X", ""],

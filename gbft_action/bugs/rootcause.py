@@ -461,16 +461,17 @@ def assemble(failures: list[Sighting], diagnosed: dict[str, Diagnosed], policy: 
 
 
 def _merge_covered(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> list[RootCause]:
-    """Root causes of one operator whose parameter values a broader one's cover, merged into it.
-    The values a diagnosis finds failing depend on its model's data: one Conv keyed
-    "auto_pad=SAME_LOWER" and another "auto_pad=SAME_UPPER or SAME_LOWER" are one defect (s3o)."""
+    """Root causes of one operator whose condition a broader one's covers, merged into it.
+    The values and parameters a diagnosis finds failing depend on its model: one Conv keyed
+    "auto_pad=SAME_LOWER" and another "auto_pad=SAME_UPPER or SAME_LOWER" are one defect (s3o), and
+    so are LSTM "input_forget=True" and "init=True, input_forget=True" (onnx 606)."""
     kept: list[RootCause] = []
-    for rc in sorted(causes, key=lambda rc: (-_breadth(rc.key), rc.key.id)):  # broadest first
-        host = next((k for k in kept if _covers(k.key, rc.key)), None)
-        if host is None:
+    for rc in sorted(causes, key=lambda rc: (_breadth(rc.key), rc.key.id)):  # broadest first
+        hosts = [k for k in kept if _covers(k.key, rc.key)]
+        if len(hosts) == 1:
+            _absorb(hosts[0], rc, diagnosed)
+        else:  # none; or two ("keepdims=0" and "select_last_index=1"): it may show either defect
             kept.append(rc)
-        else:
-            _absorb(host, rc, diagnosed)
     return kept
 
 
@@ -581,18 +582,23 @@ def _param_values(detail: str) -> dict[str, frozenset[str]] | None:
     return out or None
 
 
-def _breadth(key: RootKey) -> int:
-    return sum(len(v) for v in (_param_values(key.detail) or {}).values())
+def _breadth(key: RootKey) -> tuple[int, int]:
+    """How broad a key's condition is, broadest first: fewest parameters named, then most values."""
+    params = _param_values(key.detail) or {}
+    return len(params), -sum(len(v) for v in params.values())
 
 
 def _covers(a: RootKey, b: RootKey) -> bool:
-    """Whether key ``a`` names the same operator and parameters as ``b``, with every value ``b``
-    fails with among ``a``'s (and more)."""
-    if (a.symptom, a.ops, a.isolated, a.pattern, a.frontend) != (b.symptom, b.ops, b.isolated, b.pattern, b.frontend):
+    """Whether key ``a`` names the same operator (or converter unit) as ``b`` with a broader
+    condition: every parameter ``a`` names, ``b`` names too, with values among ``a``'s.  Every
+    case of ``b`` is then a case of ``a``: ArgMin keyed "select_last_index=1" and again
+    "axis=1, keepdims=0, select_last_index=1" (its model's other attributes happened to matter to
+    the sweep) are one defect, as "auto_pad=SAME_LOWER" is one with "auto_pad=SAME_UPPER or SAME_LOWER"."""
+    if (a.symptom, a.unit or a.ops, a.isolated, a.pattern, a.frontend) != \
+            (b.symptom, b.unit or b.ops, b.isolated, b.pattern, b.frontend):
         return False
     pa, pb = _param_values(a.detail), _param_values(b.detail)
-    return pa is not None and pb is not None and pa.keys() == pb.keys() and pa != pb and all(
-        pa[k] >= pb[k] for k in pa)
+    return pa is not None and pb is not None and pa != pb and all(k in pb and pa[k] >= pb[k] for k in pa)
 
 
 def _crashers(diagnosed: dict[str, Diagnosed]) -> dict[tuple[str, str], RootKey]:
