@@ -1134,6 +1134,8 @@ def test_a_root_cause_whose_parameter_values_a_broader_one_covers_joins_it():
 
 
 def test_a_root_cause_whose_condition_a_broader_one_implies_joins_it_across_a_converter_unit():
+    from gbft_action.bugs.rootcause import _covers
+
     # onnx 707: ArgMin keyed "select_last_index=1", and again with the attributes its other models
     # happened to show (axis, keepdims): each of those cases is a case of the broad key.
     wrong, unit = Symptom.WRONG.value, ("ArgMax", "ArgMin")
@@ -1151,6 +1153,10 @@ def test_a_root_cause_whose_condition_a_broader_one_implies_joins_it_across_a_co
     assert got == {"select_last_index=1": ["f1", "f3"], "keepdims=0": ["f4"], "": ["f5"],
                    "axis=1, select_last_index=1": ["f6"],
                    "axis=1, keepdims=0, select_last_index=1": ["f2"]}  # two broader keys imply it: which?
+    # A recorded instance's input type is a condition too (onnx 919: ScatterND).
+    add = RootKey(wrong, ("ScatterND",), "reduction=add", True, frontend="onnx")
+    typed = RootKey(wrong, ("ScatterND",), "reduction=add, int64 input", True, frontend="onnx")
+    assert _covers(add, typed) and not _covers(typed, add)
     del keys["f4"], rows[3]  # without "keepdims=0", only one does
     causes = assemble(_sightings(rows), {f: Diagnosed(k, int(f[1])) for f, k in keys.items()}, policy_for)
     assert sorted(next(rc for rc in causes if rc.key == broad).fingerprints) == ["f1", "f2", "f3"]

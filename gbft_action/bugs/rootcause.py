@@ -572,10 +572,13 @@ _ERRORS = (Symptom.CONVERSION.value, Symptom.API.value)
 
 def _param_values(detail: str) -> dict[str, frozenset[str]] | None:
     """A key's detail as parameter -> the values it fails with ("auto_pad=SAME_UPPER or
-    SAME_LOWER"); None for any other detail (a shape, a direction, a recorded instance)."""
+    SAME_LOWER"; "int64 input" as input=int64); None for any other detail (a shape, a direction)."""
     out = {}
     for part in detail.split(", ") if detail else ():
         k, eq, v = part.partition("=")
+        typed = re.fullmatch(r"([a-z]+[0-9]*) input", part)  # a recorded instance's input type (ops.recorded)
+        if typed:
+            k, eq, v = "input", "=", typed.group(1)
         if not eq or not k.isidentifier():
             return None
         out[k] = frozenset(v.split(" or "))
