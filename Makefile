@@ -22,7 +22,9 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/gbft fuzz --engine mnn --budget $(BUDGET) --seed 0 --out $(OUT)
 
+# The type checker first (pyproject.toml [tool.mypy]: strict, with its listed exceptions).
 test: $(STAMP)
+	$(PY) -m mypy
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The ONNX operator records (ops/data/onnx_records*.json: opsets 17 and 27) from the installed onnx package.

@@ -50,7 +50,6 @@ from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .graph.solver import GenError
 from .ops.recorded import DEFAULT_OPSETS, LEGACY_OPSET, check_opsets
-from .oracle import Status, Tolerance
 from .records.enums import Policy, StopReason, Symptom, Verdict
 from .records.bundle import EngineInfo
 from .records.campaign import CampaignIdentity, CampaignRecord, Session
@@ -64,7 +63,6 @@ from .search.mixed import MixedSource, state_for
 from .search.opsets import OpsetSource
 from .bugs import triage
 from .bugs.bundle import BugBook, Found
-from .bugs.fingerprint import Fingerprint
 from .bugs.diagnose import diagnose
 from .bugs.policy import DEFAULT_LIST_ONLY, SYMPTOMS, fails_check, policy_for
 from .bugs.replay import confirm_bug
@@ -76,6 +74,7 @@ from .platforms import resolve as resolve_platforms
 from .statefile import corrupt, read_state
 from .store import ResultStore, disk_full, no_space
 from .workers.supervisor import WorkerClosed
+from .records import Fingerprint, Status, Tolerance
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
 DISK_FULL = "disk full"  # the stop reason's prefix when the output disk filled (the CLI exits EXIT_ERROR)
@@ -270,7 +269,7 @@ class Campaign:
             raise ValueError("a base build runs on this machine only: use it with one native platform")
         self.sessions: list[Session] = []
         self.minimized: dict[str, Diagnosis] = {}
-        self.confirmed: dict[str, tuple[triage.Verdict, str]] = {}  # fingerprint -> (verdict, how)
+        self.confirmed: dict[str, tuple[Verdict, str]] = {}  # fingerprint -> (verdict, how)
         self._candidates = triage.Candidates()  # what confirmation will replay (_confirm_tail)
         self._rounds: list[float] = []  # wall time of each confirmation round so far
         self._groups: set[tuple[str, str, str]] = set()  # local keys of reportable failures met
@@ -561,7 +560,7 @@ class Campaign:
         recent = self._rounds[-20:]
         return sum(recent) / len(recent) if recent else 1.0
 
-    def _confirm_one(self, lane: Lane, bv: triage.BugVerdict, until: float) -> tuple[triage.Verdict, str]:
+    def _confirm_one(self, lane: Lane, bv: triage.BugVerdict, until: float) -> tuple[Verdict, str]:
         """Replays of the model of a case that earned the verdict (a new one: a case where the
         base build passed), as it ran: a minimised model may have drifted to one where the base
         build fails too, and would then confirm nothing about the case."""
@@ -701,7 +700,8 @@ class Diagnoser:
         heads, rest = diagnosis_order(firsts, self.book.seen_this_run, self.symptom_policy)
         # Each pass shares what is left fairly among its own fingerprints (heads first: they
         # decide the keys); then the minimisations a share cut short go on once.
-        unfinished = lambda f: f in self.minimized and not self.minimized[f].complete  # noqa: E731
+        def unfinished(f: str) -> bool:
+            return f in self.minimized and not self.minimized[f].complete
         for group, resume in ((heads, False), (rest, False), ([*heads, *rest], True)):
             todo = [f for f in group if unfinished(f)] if resume else [f for f in group if f not in self.minimized]
             self._all(lanes, firsts, todo, resume, deadline)
@@ -794,7 +794,7 @@ class TriageInputs:
     the base build's description."""
 
     out: Path
-    confirmed: dict[str, tuple[triage.Verdict, str]]
+    confirmed: dict[str, tuple[Verdict, str]]
     base: dict[str, Any]
 
 
@@ -828,7 +828,7 @@ def summarize(inp: SummaryInputs) -> Summary:
     new, tri, verdicts = list(inp.new_ids), None, None
     if inp.triage is not None:
         verdicts = _verdicts(inp.records, inp.triage)
-        new = sorted(k for k, bv in verdicts.items() if bv.verdict is triage.Verdict.NEW)
+        new = sorted(k for k, bv in verdicts.items() if bv.verdict is Verdict.NEW)
     firsts = first_records(inp.records)
     failures = [replace(f, symptom=firsts[f.key].symptom_text if f.key in firsts else "",
                         verdict=_verdict_of(verdicts, f.key) if verdicts is not None else None)
@@ -901,7 +901,7 @@ def _verdicts(records: list[CaseRecord], inp: TriageInputs) -> dict[str, triage.
     verdicts = triage.aggregate(records)
     for fid, bv in verdicts.items():
         if bv.verdict in triage.CONFIRMED:
-            bv.verdict, bv.confirmation = inp.confirmed.get(fid, (triage.Verdict.UNCHECKED,
+            bv.verdict, bv.confirmation = inp.confirmed.get(fid, (Verdict.UNCHECKED,
                                                                   "no time was left to confirm it"))
     triage.write_verdicts(inp.out, verdicts)
     return verdicts

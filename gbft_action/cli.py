@@ -15,12 +15,12 @@ from .corpus import CorpusError, load_corpus
 from .frontends import FRONTENDS, Frontend, corpus_file, frontend_of, parse_frontends
 from .statefile import corrupt
 from .exitcodes import CliExit
-from .oracle import Tolerance
 from .ops.recorded import DEFAULT_OPSETS, LEGACY_OPSET, OPSETS, check_opset, check_opsets, parse_opsets
 from .records.bundle import BundleMeta
 from .records import RecordError
 from .records.campaign import CampaignRecord
 from .records.summary import Summary
+from .records import Tolerance
 
 # Exit codes: gbft_action.exitcodes, the one place (replay: FAILURES = still fails the same way).
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_ERROR, EXIT_DIFFERENT, EXIT_PARTIAL = (
@@ -461,7 +461,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     from .report.render import RunContext
     from .report.local import ReportWriteError
-    from .report.reporter import ReportConfig, ReportInputError, load_run, report
+    from .report.filing import ReportConfig
+    from .report.reporter import ReportInputError, load_run, report
     from .report.trackers import make_tracker
 
     try:

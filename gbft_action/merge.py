@@ -43,7 +43,7 @@ from . import __version__
 from .bugs import triage
 from .bugs.bundle import BugBook, known_of
 from .bugs.policy import DEFAULT_LIST_ONLY
-from .records import BundleMeta, RecordError, Summary
+from .records import BundleMeta, RecordError, Summary, Verdict
 from .records.summary import Diagnosis, ShardRun
 from .records.known import KnownBug
 from .records.campaign import CampaignIdentity, CampaignRecord, ShardPart
@@ -410,12 +410,12 @@ def _tree_size(node: dict[str, Any]) -> int:
     return 1 + sum(_tree_size(c) for c in node["c"])
 
 
-def _confirmed(parts: list[Part]) -> dict[str, tuple[triage.Verdict, str]]:
+def _confirmed(parts: list[Part]) -> dict[str, tuple[Verdict, str]]:
     """Each fingerprint's confirmation replays, from an input that got to them."""
     every: dict[str, list[triage.BugVerdict]] = {}
     for p in parts:
         for fid, bv in triage.read_verdicts(p.out).items():
-            if bv.verdict is not triage.Verdict.UNCHECKED and bv.verdict not in (triage.Verdict.PRE_EXISTING,):
+            if bv.verdict is not Verdict.UNCHECKED and bv.verdict not in (Verdict.PRE_EXISTING,):
                 every.setdefault(fid, []).append(bv)
     return {fid: (bv.verdict, bv.confirmation) for fid, bvs in every.items()
             for bv in [min(bvs, key=lambda b: json.dumps(b.to_json(), sort_keys=True))]}

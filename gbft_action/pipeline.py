@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .bugs.fingerprint import Fingerprint, fingerprint, op_named_in
+from .bugs.fingerprint import fingerprint, op_named_in
 from .bugs.rootcause import classify, wants_second_reference, with_second_reference
 from .bugs.triage import case_verdict
 from .engines.registry import knowledge_of, resolve
@@ -35,12 +35,13 @@ from .engines.builds import EngineBuild
 from .engines.knowledge import EngineKnowledge
 from .frontends import DEFAULT_FRONTEND, Frontend
 from .graph.ir import Graph
-from .oracle import (ENGINE_FAILURES, VIEWS, Bounds, OutputDiff, Status, Tolerance, bounds_for, compare, judge_node,
+from .oracle import (ENGINE_FAILURES, VIEWS, Bounds, OutputDiff, bounds_for, compare, judge_node,
                      judge_outputs, precision_only, references_disagree, relative_error, undefined_anywhere)
 from .workers.arrays import digest, pack, unpack
 from .platforms import Platform, host_machine
 from .records.bundle import MORE_THREADS, EngineInfo
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
+from .records import Fingerprint, Status, Tolerance
 
 
 # GBFT_FORK_SERVER=off starts every engine worker whole (A/B benchmarks; an engine that
@@ -601,6 +602,7 @@ class Lane:
             return res.intermediates
         g = res.graph
         js, names, limit = g.to_json(), [n.id for n in g.nodes], min(self.cfg.timeouts.reference, max(left, 0.1))
+        assert res.workdir is not None  # a judged case has its folder
         # The reference keeps the model it built last open: res's, unless another ran since.
         r = self.ref.call({"op": "intermediates", "graph": js, "dir": str(res.workdir), "names": names,
                            "inputs": digest(res.arrays["inputs"])}, limit)

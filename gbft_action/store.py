@@ -16,15 +16,16 @@ import math
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
-from .oracle import ENGINE_FAILURES, Status
+from .oracle import ENGINE_FAILURES
 from .pipeline import CaseResult
 from .records.case import CaseRecord, PlatformRecord, read_cases
 from .records.enums import Symptom, Verdict
 from .records.io import write_record
+from .records import Status
 
 KEEP = {*ENGINE_FAILURES, Status.TIMEOUT, Status.REF, Status.GEN}
 
@@ -54,7 +55,7 @@ class ResultStore:
         self.cases_path = out / "cases.jsonl"
         self.cases_dir = out / "cases"
         out.mkdir(parents=True, exist_ok=True)
-        self._fh = None
+        self._fh: TextIO | None = None
         self._reserve = out / RESERVE_FILE
 
     def reserve(self) -> None:
@@ -118,7 +119,7 @@ class ResultStore:
             tail = f"-{r.build}" if r.build else "" if k == 0 else f"-{r.platform}"
             for kind, arrays in r.arrays.items():
                 if arrays and (k == 0 or kind == "actual"):
-                    np.savez(dest / f"{kind}{tail}.npz", **arrays)
+                    np.savez(dest / f"{kind}{tail}.npz", **arrays)  # type: ignore[arg-type]  # numpy's stub: **arrays may not name allow_pickle
             if r.log or r.status in (*ENGINE_FAILURES, Status.TIMEOUT):
                 (dest / f"engine{tail}.log").write_text(r.log or f"(the engine printed nothing; {r.message})\n")
         # The case folder's own account (render shows its diffs): not a record anything reads back.

@@ -202,7 +202,8 @@ def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
     outputs or the verdict: it is one error line, and the step's outputs are still written."""
     from ..report.local import ReportWriteError
     from ..report.render import RunContext
-    from ..report.reporter import ReportConfig, report
+    from ..report.filing import ReportConfig
+    from ..report.reporter import report
     from ..report.trackers import make_tracker
 
     kind = {"issues": "github", "summary": "none", "none": "none"}[cfg.report]

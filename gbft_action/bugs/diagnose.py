@@ -30,16 +30,17 @@ from ..graph.ir import Graph, Node
 from ..ops.domains import FloatRange
 from ..ops.recorded import RecordedSpec
 from ..ops.registry import registry_of
-from ..oracle import DISCONTINUOUS, Status
+from ..oracle import DISCONTINUOUS
 from ..pipeline import CaseResult, Lane
 from .bundle import BugBook
 from ..records.bundle import BundleMeta
 from ..records.keys import Fingerprint
 from ..records.summary import Diagnosis
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
-from .rootcause import (SPECIAL_INPUT, RootKey, Symptom, block_producer, crash_class, error_detail, in_pattern, local_key,
-                        FAILING_VALUES, RIGHT_VALUES, UNPROVEN, choice_domain, in_unit, root_key, same_class, simpler_choices, spec_of,
+from .rootcause import (block_producer, crash_class, error_detail, in_pattern, local_key,
+                        FAILING_VALUES, RIGHT_VALUES, UNPROVEN, choice_domain, in_unit, root_key, simpler_choices, spec_of,
                         suspect, suspect_node)
+from ..records import SPECIAL_INPUT, RootKey, Status, Symptom, same_class
 
 MAX_CANDIDATES = 12  # the failing node and its producers, nearest first, tried alone
 MAX_UNLOCALISED = 12  # without a localised node: every node, in topological order
@@ -134,7 +135,8 @@ def failing_window(lane: Lane, res: CaseResult, where: list[str] | None, until: 
 
 def candidates(g: Graph, node: str, limit: int = MAX_CANDIDATES) -> list[str]:
     """The failing node, then its producers nearest first (breadth-first over inputs)."""
-    out, queue = [], [node]
+    out: list[str] = []
+    queue = [node]
     while queue and len(out) < limit:
         x = queue.pop(0)
         if x in out or x in g.inputs:
@@ -152,7 +154,8 @@ def downstream(g: Graph, node: str, limit: int = MAX_DOWNSTREAM) -> list[str]:
     Reshape two nodes before it was localised, right alone like its producers, and 146 cases
     were keyed "Reshape: wrong results after ... Tanh ... (each right alone)"."""
     users = g.consumers()
-    out, queue = [], list(users.get(node, []))
+    out: list[str] = []
+    queue = list(users.get(node, []))
     while queue and len(out) < limit:
         x = queue.pop(0)
         if x not in out:

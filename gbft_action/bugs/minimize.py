@@ -142,7 +142,8 @@ class Shrinker:
 
 
 class Pass(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: the passes are frozen
 
     def run(self, s: Shrinker) -> bool: ...
 

@@ -12,15 +12,15 @@ import numpy as np
 
 from ..engines.registry import threads_env
 from ..graph.ir import Graph
-from ..oracle import Status, judge_outputs, tolerance_for
+from ..oracle import judge_outputs, tolerance_for
 from ..pipeline import CaseResult, Lane
 from ..records.bundle import BundleMeta
 from ..records.summary import Diagnosis
 from .bundle import BugBook
-from .fingerprint import Fingerprint
 from .minimize import minimize
 from .rootcause import local_key
-from .triage import BuildOutputs, Round, Verdict, confirm, round_of
+from .triage import BuildOutputs, Round, confirm, round_of
+from ..records import Fingerprint, Status, Verdict
 
 # A call the minimiser starts near its time limit may run this much past it, at least
 # CALL_MIN_S: never a whole stage timeout (30 s of an engine hang) past the campaign's deadline.
@@ -60,7 +60,7 @@ def run_graph(lane: Lane, g: Graph, budget: float = 120.0, fresh: bool = False,
         if keep is not None and (res.workdir / "model.pb").exists() and "expected" in res.arrays:
             shutil.copy2(res.workdir / "model.pb", keep / "minimized.pb")
             for kind in ("inputs", "expected"):
-                np.savez(keep / f"minimized-{kind}.npz", **res.arrays[kind])
+                np.savez(keep / f"minimized-{kind}.npz", **res.arrays[kind])  # type: ignore[arg-type]  # numpy's stub: **arrays may not name allow_pickle
             lane.tflite_copy(g, keep, "minimized.tflite", budget - (time.monotonic() - t0))
         shutil.rmtree(res.workdir, ignore_errors=True)
     return res

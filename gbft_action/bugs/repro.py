@@ -38,7 +38,8 @@ from ..records.bundle import BundleMeta, EngineInfo
 from ..records.keys import signal_name
 from ..reference.inputs import special_values_source
 from ..reference.tf_code import HELPERS, check_graph, model_lines
-from .rootcause import MEMORY_SIGNALS, Symptom
+from ..records import Symptom
+from ..records.keys import MEMORY_SIGNALS
 
 EMBED_LIMIT = 200_000  # bytes of model and arrays that repro_engine.py may carry
 _STATUS = re.compile(r"[A-Z]{2,8}")
@@ -59,8 +60,8 @@ class ReproData:
 
     def npz_b64(self) -> str:
         buf = io.BytesIO()
-        np.savez_compressed(buf, **{f"in:{k}": v for k, v in self.inputs.items()},
-                            **{f"out:{k}": v for k, v in self.expected.items()})
+        arrays = {**{f"in:{k}": v for k, v in self.inputs.items()}, **{f"out:{k}": v for k, v in self.expected.items()}}
+        np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub: **arrays may not name allow_pickle
         return base64.b64encode(buf.getvalue()).decode()
 
     def small(self) -> bool:

@@ -150,7 +150,8 @@ def salient_params(g: Graph, node: str) -> str:
     skip = set(g.meta.get(UNPROVEN, ())) | {keyed_op(g, n)[1]}
     failing, right = g.meta.get(FAILING_VALUES) or {}, g.meta.get(RIGHT_VALUES) or {}
     # The values a defect shows with, in the domain's order: the same text from either of them.
-    in_order = lambda k: [x for x in choice_domain(g, node, k) if x in failing.get(k, ())]  # noqa: E731
+    def in_order(k: str) -> list[Any]:
+        return [x for x in choice_domain(g, node, k) if x in failing.get(k, ())]
     return ", ".join(_param_text(g, n.op, k, n.params[k], in_order(k), right.get(k, ()))
                      for k in simplest_choices(g, node) if k not in skip)
 
@@ -193,7 +194,8 @@ def _param_text(g: Graph, op: str, k: str, v: Any, failing: Sequence[Any] = (), 
     spec = spec_of(g, op)
     if k == "instance" and isinstance(spec, RecordedSpec) and isinstance(v, int) and 0 <= v < len(spec.instances):
         n = len(spec.instances)
-        known = lambda xs: [x for x in xs if isinstance(x, int) and 0 <= x < n]  # noqa: E731 - meta is a bundle's
+        def known(xs: Sequence[Any]) -> list[int]:  # the indices a bundle's meta may name
+            return [x for x in xs if isinstance(x, int) and 0 <= x < n]
         if len(known(failing)) > 1 and known(right):
             return spec.distinguishing(known(failing), known(right)) or f"{k}={v}"
         return spec.instances[v].describe() or f"{k}={v}"

@@ -36,10 +36,10 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .fingerprint import Fingerprint
 from ..records.case import CaseRecord, PlatformRecord
 from ..records.enums import Policy, Symptom, Verdict
 from ..records.summary import RootCauseRow, Summary, VerdictRow
+from ..records import Fingerprint
 
 VERDICTS_FILE = "verdicts.json"
 # MNN's heap damage makes some bugs show only some of the time.  One that shows with

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..ops.domains import Domain, parse_domain
 from ..ops.recorded import LEGACY_OPSET, RecordedSpec
@@ -229,7 +229,7 @@ def _parse_block(rb: Any, i: int, file: str, specs: dict[str, Spec]) -> Block:
     return block
 
 
-def _parse_edges(raw: Any, n: int, err) -> tuple[tuple[int, int], ...]:
+def _parse_edges(raw: Any, n: int, err: Callable[[str, str], Exception]) -> tuple[tuple[int, int], ...]:
     if not isinstance(raw, list):
         raise err("inner_edges", "must be a list of [src, dst] pairs")
     edges = []
@@ -250,7 +250,7 @@ def _parse_edges(raw: Any, n: int, err) -> tuple[tuple[int, int], ...]:
     return tuple(edges)
 
 
-def _degrees(raw: Any, fld: str, err, lo: int) -> frozenset[int]:
+def _degrees(raw: Any, fld: str, err: Callable[[str, str], Exception], lo: int) -> frozenset[int]:
     if not isinstance(raw, list) or not raw:
         raise err(fld, "must be a non-empty list of integers")
     if not all(isinstance(x, int) and not isinstance(x, bool) and lo <= x <= 8 for x in raw):
@@ -258,7 +258,7 @@ def _degrees(raw: Any, fld: str, err, lo: int) -> frozenset[int]:
     return frozenset(raw)
 
 
-def _parse_params(raw: Any, ops: list[str], err, specs: dict[str, Spec]) -> tuple[dict[str, Domain], ...]:
+def _parse_params(raw: Any, ops: list[str], err: Callable[[str, str], Exception], specs: dict[str, Spec]) -> tuple[dict[str, Domain], ...]:
     per_op: list[dict[str, Domain]] = [{} for _ in ops]
     if not isinstance(raw, dict):
         raise err("params", "must be a mapping")
@@ -300,7 +300,7 @@ def subgraph_problem(b: Block, specs: dict[str, Spec] | None = None) -> str | No
     return None
 
 
-def _check_arity(b: Block, err, specs: dict[str, Spec]) -> None:
+def _check_arity(b: Block, err: Callable[[str, str], Exception], specs: dict[str, Spec]) -> None:
     if not b.is_subgraph:
         bad = sorted(b.in_degree - specs[b.ops[0]].arity)
         if bad:

@@ -23,8 +23,11 @@ RATES = (0.0, 0.1, 0.2)
 
 
 class Mutation(Protocol):
-    name: str
-    level: str  # "edges" (before block assignment) | "blocks" | "source"
+    @property
+    def name(self) -> str: ...  # read-only: the mutations are frozen dataclasses
+
+    @property
+    def level(self) -> str: ...  # "edges" (before block assignment) | "blocks" | "source"
 
     def apply(self, rng: random.Random, sk: Skeleton, corpus: Corpus, r: float) -> bool: ...
 

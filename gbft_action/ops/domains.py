@@ -70,7 +70,7 @@ def parse_domain(raw: Any, like: Domain) -> Domain:
     (kind, val), = raw.items()
     if kind == "range":
         if not isinstance(like, (IntRange, FloatRange)):
-            raise ValueError(f"expects a choice of {list(like.values)}")  # type: ignore[union-attr]
+            raise ValueError(f"expects a choice of {list(like.values)}")
         if not (isinstance(val, list) and len(val) == 2):
             raise ValueError("range must be [lo, hi]")
         lo, hi = val

@@ -685,11 +685,11 @@ REDUCE_DOMS: dict[str, Domain] = {"naxes": IntRange(1, 3), "keepdims": BOOL}
 
 
 def _table() -> dict[str, Spec]:
-    conv = {"kh": IntRange(1, 5), "kw": IntRange(1, 5), "sh": IntRange(1, 3), "sw": IntRange(1, 3),
+    conv: dict[str, Domain] = {"kh": IntRange(1, 5), "kw": IntRange(1, 5), "sh": IntRange(1, 3), "sw": IntRange(1, 3),
             "dh": IntRange(1, 3), "dw": IntRange(1, 3), "out_ch": IntRange(1, 16), "bias": BOOL,
             "groups": Choice(("one", "depthwise", "some")),
             "auto_pad": Choice(("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"))}
-    pool = {"kh": IntRange(1, 4), "kw": IntRange(1, 4), "sh": IntRange(1, 3), "sw": IntRange(1, 3), "ceil_mode": BOOL}
+    pool: dict[str, Domain] = {"kh": IntRange(1, 4), "kw": IntRange(1, 4), "sh": IntRange(1, 3), "sw": IntRange(1, 3), "ceil_mode": BOOL}
     specs: list[Spec] = [
         *(OnnxBinary(n) for n in ("Add", "Sub", "Mul", "Div", "Max", "Min")),
         OnnxBinary("Greater", out_dtype="bool"), OnnxBinary("Less", out_dtype="bool"),

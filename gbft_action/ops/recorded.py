@@ -184,7 +184,8 @@ class RecordedSpec(Spec):
         feats = [set(self.instances[i].features()) for i in failing]
         rights = [set(self.instances[i].features()) for i in right]
         common = [f for f in self.instances[failing[0]].features() if all(f in x for x in feats)]
-        apart = lambda fs: not any(set(fs) <= r for r in rights)  # noqa: E731
+        def apart(fs: list[str]) -> bool:
+            return not any(set(fs) <= r for r in rights)
         if not common or not apart(common):
             return self.instances[failing[0]].describe()
         keep = list(common)

@@ -171,7 +171,7 @@ class Conv(Spec):
 
     def _solve(self, rng, h, w, p):
         fd = self.domains["kh"]
-        fs = list(range(fd.lo, fd.hi + 1))  # type: ignore[union-attr]
+        fs = list(range(fd.lo, fd.hi + 1))
         # Prefer the drawn values; fall back to any kernel size with stride and dilation 1 (still eq. 9-13).
         sol_h = solve_explicit_padding(rng, h, [p["kh"]], [p["stride"]], [p["dilation"]]) or \
             solve_explicit_padding(rng, h, fs, [1], [1])

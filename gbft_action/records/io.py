@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from ..statefile import write_atomic
 
 T = TypeVar("T")
+# The builtins under other names: Fields has methods named str, int, float and bool, which
+# shadow them in its class body (and so in its annotations, to a type checker).
+Text: TypeAlias = str
+Int: TypeAlias = int
+Float: TypeAlias = float
+Bool: TypeAlias = bool
 
 
 class RecordError(ValueError):
@@ -47,7 +53,7 @@ class Fields:
     def _bad(self, key: str, what: str) -> RecordError:
         return RecordError(f"{self.where}: {key!r} must be {what}, got {str(self.d.get(key))[:40]!r}")
 
-    def str(self, key: str, default: str = "") -> str:
+    def str(self, key: Text, default: Text = "") -> Text:
         v = self.d.get(key, default)
         if v is None:
             return default
@@ -55,80 +61,80 @@ class Fields:
             raise self._bad(key, "a string")
         return v
 
-    def int(self, key: str, default: int = 0, minimum: int | None = None) -> int:
+    def int(self, key: Text, default: Int = 0, minimum: Int | None = None) -> Int:
         v = self.d.get(key, default)
         if type(v) is not int or (minimum is not None and v < minimum):
             raise self._bad(key, "a whole number" + (f" of at least {minimum}" if minimum is not None else ""))
         return v
 
-    def opt_int(self, key: str) -> int | None:
+    def opt_int(self, key: Text) -> Int | None:
         return None if self.d.get(key) is None else self.int(key)
 
-    def float(self, key: str, default: float = 0.0) -> float:
+    def float(self, key: Text, default: Float = 0.0) -> Float:
         v = self.d.get(key, default)
         if type(v) not in (int, float):
             raise self._bad(key, "a number")
         return float(v)
 
-    def opt_float(self, key: str) -> float | None:
+    def opt_float(self, key: Text) -> Float | None:
         return None if self.d.get(key) is None else self.float(key)
 
-    def bool(self, key: str, default: bool = False) -> bool:
+    def bool(self, key: Text, default: Bool = False) -> Bool:
         v = self.d.get(key, default)
         if type(v) is not bool:
             raise self._bad(key, "true or false")
         return v
 
-    def opt_bool(self, key: str) -> bool | None:
+    def opt_bool(self, key: Text) -> Bool | None:
         return None if self.d.get(key) is None else self.bool(key)
 
-    def strs(self, key: str) -> tuple[str, ...]:
+    def strs(self, key: Text) -> tuple[Text, ...]:
         v = self.d.get(key) or []
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
             raise self._bad(key, "a list of strings")
         return tuple(v)
 
-    def ints(self, key: str) -> tuple[int, ...]:
+    def ints(self, key: Text) -> tuple[Int, ...]:
         v = self.d.get(key) or []
         if not isinstance(v, list) or not all(type(x) is int for x in v):
             raise self._bad(key, "a list of whole numbers")
         return tuple(v)
 
-    def list(self, key: str) -> list[Any]:
+    def list(self, key: Text) -> list[Any]:
         """A list of anything (its items read by their own record)."""
         v = self.d.get(key) or []
         if not isinstance(v, list):
             raise self._bad(key, "a list")
         return v
 
-    def mapping(self, key: str) -> dict[str, Any] | None:
+    def mapping(self, key: Text) -> dict[Text, Any] | None:
         """A JSON object kept as it is (None when absent or null)."""
         v = self.d.get(key)
         if v is not None and not isinstance(v, Mapping):
             raise self._bad(key, "an object")
         return None if v is None else dict(v)
 
-    def int_map(self, key: str) -> dict[str, int]:
+    def int_map(self, key: Text) -> dict[Text, Int]:
         """An object of counts: names to whole numbers."""
         v = self.mapping(key) or {}
         if not all(type(x) is int for x in v.values()):
             raise self._bad(key, "an object of names to whole numbers")
         return {str(k): x for k, x in v.items()}
 
-    def float_map(self, key: str) -> dict[str, float]:
+    def float_map(self, key: Text) -> dict[Text, Float]:
         """An object of measures: names to numbers (whole or not)."""
         v = self.mapping(key) or {}
         if not all(type(x) in (int, float) for x in v.values()):
             raise self._bad(key, "an object of names to numbers")
         return {str(k): float(x) for k, x in v.items()}
 
-    def str_map(self, key: str) -> dict[str, str]:
+    def str_map(self, key: Text) -> dict[Text, Text]:
         v = self.d.get(key) or {}
         if not isinstance(v, Mapping):
             raise self._bad(key, "an object")
         return {str(k): str(x) for k, x in v.items()}
 
-    def version(self, latest: int) -> int:
+    def version(self, latest: Int) -> Int:
         """The record's schema version (0: written before records had one); a newer one than
         this gbft reads is refused, not misread."""
         v = self.int("version", 0, minimum=0)
@@ -136,14 +142,14 @@ class Fields:
             raise RecordError(f"{self.where}: version {v} is newer than this gbft reads ({latest})")
         return v
 
-    def obj(self, key: str) -> Fields:
+    def obj(self, key: Text) -> Fields:
         return Fields(self.d.get(key) or {}, f"{self.where}: {key}")
 
-    def opt(self, key: str, read: Callable[[Fields], T]) -> T | None:
+    def opt(self, key: Text, read: Callable[[Fields], T]) -> T | None:
         """The nested object ``key`` read by ``read``, None when absent or null."""
         return None if self.d.get(key) is None else read(self.obj(key))
 
-    def enum(self, key: str, kind: Callable[[str], T], default: str = "") -> T:
+    def enum(self, key: Text, kind: Callable[[Text], T], default: Text = "") -> T:
         v = self.str(key, default)
         try:
             return kind(v)

@@ -33,7 +33,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 # ended the campaign.
 LIMIT = 1 << 24
 LITERAL_MAX = 8  # constants of at most this many elements are printed; the rest go in the blob
-_TYPE_NAMES = {v: f"TensorProto.{onnx.TensorProto.DataType.Name(v)}" for v in DTYPES.values()}
+_TYPE_NAMES: dict[int, str] = {v: f"TensorProto.{onnx.TensorProto.DataType.Name(v)}" for v in DTYPES.values()}
 
 
 @dataclass
@@ -144,7 +144,7 @@ def _blob(arrays: dict[str, np.ndarray]) -> str:
     if not arrays:
         return ""
     buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub: **arrays may not name allow_pickle
     return base64.b64encode(buf.getvalue()).decode()
 
 

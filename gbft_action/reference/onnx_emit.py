@@ -165,7 +165,7 @@ def _hinge_values(ctx: Ctx, x: str, kind: str) -> None:
     "nonfinite"; integer edges for "edges") at a third of x's elements, each value once when
     there is room (an IsNaN of 6 elements sees every kind), one element of x kept at least."""
     t = ctx.type(x)
-    pool = np.asarray(FLOAT_SPECIALS if kind == "nonfinite" else INT_EDGES, dtype=NP[t.dtype])
+    pool: np.ndarray = np.asarray(FLOAT_SPECIALS if kind == "nonfinite" else INT_EDGES, dtype=NP[t.dtype])
     size = int(np.prod(t.shape, dtype=np.int64))
     n = max(0, min(size - 1, max(len(pool), size // 3)))
     at = ctx.rng.permutation(size)[:n]

@@ -344,5 +344,5 @@ def _qdq_weight(ctx: Ctx, w: np.ndarray, axis: int, p: dict) -> tuple[np.ndarray
     kind = TensorProto.INT4 if int4 else TensorProto.INT8
     ctx.inits.append(helper.make_tensor(name, kind, wq.shape, wq.ravel().tolist()))
     ctx.inits.append(helper.make_tensor(zp, kind, scale.shape, [0] * scale.size))
-    attrs = {"axis": axis} if p["per_channel"] else {}
+    attrs: dict[str, Any] = {"axis": axis} if p["per_channel"] else {}
     return scale, ctx.op("DequantizeLinear", [name, ctx.const("w_scale", scale), zp], out=_t(ctx, "w"), **attrs)

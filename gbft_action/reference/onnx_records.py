@@ -61,7 +61,8 @@ def build_records(opset: int = LEGACY_OPSET, max_per_op: int = MAX_PER_OP,
         warnings.simplefilter("ignore")  # the test cases' own overflow warnings
         cases = collect_testcases(None)
     schemas = {s.name: s for s in _schemas_at(opset) if not only or s.name in only}
-    nodes = [(c, c.model.graph.node[0]) for c in cases if len(c.model.graph.node) == 1 and c.data_sets]
+    nodes = [(c, c.model.graph.node[0]) for c in cases if c.model is not None and len(c.model.graph.node) == 1
+             and c.data_sets]
     nodes = [(c, n) for c, n in nodes if n.domain in ("", "ai.onnx") and n.op_type in schemas]
     strings = _string_values(n for _, n in nodes)
     by_op: dict[str, list[tuple[Any, onnx.NodeProto]]] = defaultdict(list)
@@ -304,8 +305,8 @@ def shape_rule(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, 
         return ""
     for shape in _reshaped(x.shape):
         grown = [np.zeros(shape, x.dtype) if i == fed else a for i, a in enumerate(arrays)]
-        outs = _oracle(node, grown, fed)
-        if outs is None or tuple(outs[0]["shape"]) != tuple(shape):
+        got = _oracle(node, grown, fed)
+        if got is None or tuple(got[0]["shape"]) != tuple(shape):
             return ""
     return "same"
 
@@ -334,7 +335,9 @@ def _feedable(arrays: list[np.ndarray | None]) -> list[int]:
 def _fed_types(schema: Any, fed: int, arrays: list[np.ndarray | None]) -> list[str]:
     """The ``TYPES`` input ``fed``'s constraint allows, float32 first, then the recorded type
     (an operator on int64 only), then the others."""
-    own = str(arrays[fed].dtype)
+    x = arrays[fed]
+    assert x is not None  # the fed input is drawn
+    own = str(x.dtype)
     formal = schema.inputs[min(fed, len(schema.inputs) - 1)]
     allowed = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}.get(formal.type_str)
     ok = [t for t in TYPES if allowed is None or any(_SCHEMA_TYPE.get(x) == t for x in allowed)]
@@ -498,7 +501,7 @@ def _seeded(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, got
     other = copy.deepcopy(node)
     del other.attribute[:]
     other.attribute.extend([a for a in node.attribute if a.name != "seed"])
-    other.attribute.append(helper.make_attribute("seed", type(was)(was + 7), attr_type=kind.type))
+    other.attribute.append(helper.make_attribute("seed", type(was)(was + 7), attr_type=kind.type.value))  # type: ignore[attr-defined]  # onnx stubs lack enum .value
     model, _ = _single_node_model(other, arrays, fed)
     x = arrays[fed]
     assert x is not None

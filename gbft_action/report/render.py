@@ -52,7 +52,7 @@ def support_matrix(summary: Summary) -> dict[str, Any] | None:
                                       and c.get("support")), None)
     if not isinstance(sup, dict) or not isinstance(sup.get("rows"), dict):
         return None
-    rows = [{"op": str(op)[:40], **{k: int(r.get(k, 0)) for k in ("instances", "converts", "runs", "agrees")},
+    rows: list[dict[str, Any]] = [{"op": str(op)[:40], **{k: int(r.get(k, 0)) for k in ("instances", "converts", "runs", "agrees")},
              "failing": "; ".join(str(x)[:80] for x in (r.get("failing") or [])[:6] if isinstance(x, str))}
             for op, r in sup["rows"].items() if isinstance(r, dict)]
     failing = sorted((r for r in rows if r["agrees"] < r["instances"]),
@@ -120,9 +120,9 @@ class Renderer:
                                       undefined=jinja2.StrictUndefined, finalize=finalize)
         self.code_env = jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False)
 
-    def issue(self, bundle: Path, meta: BundleMeta, ctx: RunContext, aliases: list[str] = (),
+    def issue(self, bundle: Path, meta: BundleMeta, ctx: RunContext, aliases: Sequence[str] = (),
               run_key: str = "", rc: RootCauseRow | None = None,
-              merged: list[dict[str, Any]] = ()) -> tuple[str, str]:
+              merged: Sequence[dict[str, Any]] = ()) -> tuple[str, str]:
         """(title, body) of the issue for one bug bundle: a fingerprint's, or the one shown for a
         root cause ``rc`` (``merged``: its fingerprints as rows).  The bundle is data (a pull
         request's artifact): its repro and diagram are generated here from its graph, never pasted."""

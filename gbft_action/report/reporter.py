@@ -24,7 +24,6 @@ from typing import Any
 from markupsafe import Markup
 
 from ..bugs.policy import listed_line
-from ..bugs.rootcause import same_class
 from ..records import BundleMeta, EngineInfo, FailureRow, Policy, RecordError, RootCauseRow, Summary
 from ..records.report import ReportEntry
 from .filing import UNSETTLED, Bug, Filing, ReportConfig, ReportResult
@@ -32,6 +31,7 @@ from .local import write_file
 from .markers import TrackedRow
 from .render import TRACKING_TITLES, Renderer, RunContext, stage_text
 from .trackers import ROOT_CAUSE_KEY, TRACKING_KEY, Issue, IssueTracker, TrackerError, marker_ids
+from ..records import same_class
 
 PRECISION_TRACKING = "gbft-precision-tracking"  # the tracker key of the one precision tracking issue
 

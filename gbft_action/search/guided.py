@@ -34,7 +34,8 @@ from .mcts import MCTSChooser, TreeNode
 from ..ops.onnx_exported import Pattern
 from ..ops.recorded import RecordedSpec, by_opset
 from ..records.case import CaseRecord
-from .probe import PROBE, SupportMatrix, probe_graph, probes
+from .probe import SupportMatrix, probe_graph, probes
+from .known import PROBE
 
 # A block's score (new structural coverage items, 0 to about 6, plus up to 1 for open shape
 # vectors and the MCTS path) loses its settled risk (search.known) times one of these: a
@@ -167,7 +168,7 @@ class GuidedSource:
         if PROBE in graph.meta:
             op, k = graph.meta[PROBE]
             spec = self.corpus.specs[op]
-            self.support.note(op, record.status.value, spec.instances[k].describe()  # type: ignore[attr-defined]
+            self.support.note(op, record.status.value, spec.instances[k].describe()
                               if isinstance(spec, RecordedSpec) else "")
         path = self._paths.pop(index, [])
         if self.mcts and record.status in ENGINE_FAILURES and index not in self._rewarded:

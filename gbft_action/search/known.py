@@ -37,8 +37,9 @@ from typing import Any
 
 from ..graph.ir import Graph, Node
 from ..ops.domains import Choice, Domain
-from ..oracle import ENGINE_FAILURES, Status
+from ..oracle import ENGINE_FAILURES
 from ..records.case import CaseRecord, PlatformRecord
+from ..records import Status
 
 PROBE = "probe"  # graph meta of a probe case (search.probe): one operator alone
 

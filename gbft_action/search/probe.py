@@ -28,8 +28,8 @@ from ..corpus import Corpus
 from ..graph.ir import Graph, TensorType
 from ..graph.solver import Builder
 from ..ops.recorded import RecordedSpec
-from ..oracle import Status
 from .known import PROBE  # graph meta: the (operator, instance) a probe case runs
+from ..records import Status
 
 
 

@@ -84,7 +84,7 @@ def serve(role: str, target: str, rfd: int, wfd: int, handler: Any = None) -> No
                 reply = {"ok": True, "machine": platform.machine(), "pid": os.getpid(),
                          "python": sys.version.split()[0], **handler.hello()}
             else:
-                reply = handler.handle(msg)  # type: ignore[union-attr]
+                reply = handler.handle(msg)
         except MemoryError:
             reply = {"ok": False, "error": "MemoryError", "kind": "memory", "trace": traceback.format_exc()}
         except Exception as e:  # noqa: BLE001 - reported to the supervisor, never lost

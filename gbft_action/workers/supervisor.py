@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -114,11 +114,11 @@ class Worker:
         self._swap = threading.Lock()  # one thread takes the process to stop it, not two
         # Wall seconds waited for this worker, by op ("start": spawning it up to its hello), and
         # how many calls: where a lane's time goes (bench/throughput.py).
-        self.spent: Counter[str] = Counter()
+        self.spent: dict[str, float] = defaultdict(float)
         self.calls: Counter[str] = Counter()
         # The worker's own CPU seconds for those calls (all its threads), as its replies say:
         # what the engine or the reference costs, apart from waiting for a core.
-        self.cpu: Counter[str] = Counter()
+        self.cpu: dict[str, float] = defaultdict(float)
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> dict[str, Any]:
