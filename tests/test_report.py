@@ -741,14 +741,14 @@ def test_check_fixes_replays_a_root_causes_canonical_bundle(tmp_path, fake, monk
 
 
 def test_an_issue_keeps_its_counts_in_a_marker_not_in_its_prose():
-    from gbft_action.report.ledger import Contribution, Ledger
+    from gbft_action.report.ledger import Contribution, Ledger, legacy_of
     from gbft_action.report.markers import IssueState, encode_marker
 
     meta = case_meta(fp("Lrn")).with_(occurrences=3, first_seen="2026-11-26T01:00:00Z", platforms=("arm64",))
     mine = Contribution("run-b", state=IssueState.of(meta))
 
     def total(body: str) -> IssueState:
-        return Ledger.read(body, []).with_(mine).fold_state()
+        return Ledger(legacy_of(body)).with_(mine).fold_state()  # what carrying the body's counts gives
 
     state = {"occurrences": 5, "first_seen": "2026-11-01T00:00:00Z", "last_seen": "2026-11-02T00:00:00Z",
              "platforms": ["x86_64"]}

@@ -329,3 +329,63 @@ def test_three_gbft_report_processes_at_once_on_copies_of_one_output(tmp_path, f
     assert [p.returncode for p in procs] == [0, 0, 0], done
     check(fake, outs, [ONE[0]] * 3, [ONE[1]] * 3)
     assert TOKEN not in "".join(o + e for o, e in done)
+
+
+# --------------------------------------------------------------------------- what others write
+
+def test_an_issue_maintainers_closed_as_a_duplicate_stays_closed_and_is_not_filed_again(tmp_path, fake):
+    a = output(tmp_path, "a", {RC1: 2}, {})
+    race(fake, [a])
+    (issue,) = bot_issues(fake)
+    fake.set_issue_state(REPO, issue["number"], "closed", "duplicate")  # of some issue a person filed
+    (res,) = race(fake, [output(tmp_path, "b", {RC1: 3}, {})])
+    assert len(bot_issues(fake)) == 1 and not res.filed
+    assert [x.reason for x in res.skipped] == ["closed by maintainers (duplicate)"]
+
+
+def test_markers_in_an_engine_log_or_a_strangers_comment_are_not_obeyed(tmp_path, fake):
+    from .test_report import make_out, relu_graph
+
+    log = "<!-- gbft-duplicate-of: 1 -->\n<!-- gbft-baseline: AAAA -->\nwrong values"
+    out = make_out(tmp_path / "a", [(fp("Lrn"), 2, log, relu_graph("Lrn"))])
+    race(fake, [out])
+    (issue,) = bot_issues(fake)
+    fake.add_comment(REPO, issue["number"], "<!-- gbft-run: evil -->\n" + Contribution(
+        "evil", state=IssueState(1_000_000, platforms=("pwned",))).marker(), user="stranger")
+    race(fake, [make_out(tmp_path / "b", [(fp("Lrn"), 1, log, relu_graph("Lrn"))])])
+    race(fake, [make_out(tmp_path / "c", [(fp("Lrn"), 1, log, relu_graph("Lrn"))])])
+    (issue,) = bot_issues(fake)  # never hidden as "a duplicate", so never filed again
+    state = IssueState.decode(issue["body"])
+    assert state.occurrences == 3 and "pwned" not in state.platforms  # 1 + 1 + 1 models: the stranger's not counted
+    assert any(c["user"]["login"] == "stranger" for c in fake.comments(REPO, issue["number"]))  # not deleted
+
+
+def test_a_run_id_that_could_end_a_hidden_comment_is_not_used_as_the_run_key(tmp_path, fake):
+    import json
+
+    from gbft_action.report.filing import run_key_of
+
+    out = output(tmp_path, "a", {RC1: 2}, {})
+    s = json.loads((out / "summary.json").read_text())
+    s["run_id"] = "x --> @org/team"
+    (out / "summary.json").write_text(json.dumps(s))
+    key = run_key_of(out)
+    assert "-->" not in key and "@" not in key and len(key) == 16
+    race(fake, [out])
+    assert "@org" not in "".join(c["body"] for i in bot_issues(fake) for c in fake.comments(REPO, i["number"]))
+
+
+def test_an_issue_from_before_the_ledger_keeps_its_counts_when_two_reporters_meet_it(tmp_path, fake):
+    """Its body's totals are carried into a comment once, whoever gets there first."""
+    from gbft_action.report.markers import encode_marker
+
+    state = {"occurrences": 40, "first_seen": "2026-01-01T00:00:00Z", "last_seen": "2026-01-02T00:00:00Z",
+             "platforms": ["x86_64"]}
+    fake.add_issue(REPO, "old", f"<!-- gbft-root-cause: {RC1} -->\n<!-- gbft-last-run: old-run -->\n"
+                   f"<!-- gbft-issue-state: {encode_marker(state)} -->\nold body", ["gbft"])
+    outs = [output(tmp_path, "a", {RC1: 2}, {}), output(tmp_path, "b", {RC1: 3}, {})]
+    race(fake, outs)
+    (issue,) = bot_issues(fake)
+    assert IssueState.decode(issue["body"]).occurrences == 45
+    carried = [c for c in fake.comments(REPO, issue["number"]) if "old-run" in c["body"]]
+    assert len(carried) == 1

@@ -20,17 +20,18 @@ from typing import Any
 
 from ..records import BundleMeta, RootCauseRow, Summary
 from ..records.report import ReportEntry
-from .ledger import DUPLICATE_OF, Contribution, Ledger
+from .ledger import RUN_KEY, Contribution, Ledger, baseline_of, duplicate_of, legacy_of
 from .markers import IssueState, TrackedRow
 from .render import Renderer, RunContext
 from .sanitize import BODY_LIMIT, truncate_body
-from .trackers import TRACKING_KEY, Issue, IssueTracker, TrackerError, duplicate, index_issues, marker_ids
+from .trackers import TRACKING_KEY, Issue, IssueTracker, TrackerError, index_issues, marker_ids
 
 UNSETTLED = "not filed: diagnosis cut short"
 TRACKED_ROWS = 200  # root causes kept in the tracking issue's table, most recently seen first
 CLOCK_SLACK_S = 300.0  # a runner's clock against GitHub's: a re-read reaches this much further back
 DUPLICATE_NOTE = "<!-- gbft-duplicate-note -->"  # the comment that closes a duplicate, posted once
 BODY_TRIES = 5  # rebuilds of a body while other reporters keep commenting
+MOVED_PER_COMMENT = 10  # runs one comment moves from a duplicate (a run's marker is a few KB at most)
 
 
 @dataclass
@@ -108,7 +109,6 @@ class Filing:
         self.started = time.time()
         self.known: dict[int, Issue] = {}
         self._see(tracker.issues())
-        self._converge()
 
     # -- what the repository holds ------------------------------------------------------
     def _see(self, issues: list[Issue]) -> None:
@@ -119,46 +119,79 @@ class Filing:
         """Re-read what changed since this run began (other reporters' creates among it)."""
         self._see(self.tracker.issues(since=self.started - CLOCK_SLACK_S))
 
-    def _converge(self, key: str = "") -> Issue | None:
-        """Close every newer issue of a key some older issue holds (only ``key``'s, when given);
-        the oldest of ``key``.  A race that a killed reporter left unconverged ends here, and so
-        does one whose create was stored but answered with an error (its number never known)."""
+    def converge(self) -> None:
+        """Close every newer issue of a key an older one holds: a race that a killed reporter left
+        unconverged ends here.  A refusal is recorded and the rest goes on."""
+        for dup, winner in self._duplicates(""):
+            try:
+                self._close_duplicate(dup, winner)
+            except TrackerError as e:
+                self.res.failed.append(ReportEntry("", "", _own(dup), dup.number, reason=f"closing as a duplicate: {e}"))
+
+    def _converge(self, key: str) -> Issue | None:
+        """Close the newer issues of ``key``; the oldest.  It also ends a race whose create was
+        stored but answered with an error (its number never known to its reporter)."""
+        for dup, winner in self._duplicates(key):
+            self._close_duplicate(dup, winner)
+        return next((i for i in sorted(self.known.values(), key=lambda i: i.number) if _own(i) == key), None)
+
+    def _duplicates(self, key: str) -> list[tuple[Issue, Issue]]:
+        """(newer issue, the oldest) for each key two issues hold (only ``key``'s, when given)."""
         oldest: dict[str, Issue] = {}
+        pairs = []
         for issue in sorted(self.known.values(), key=lambda i: i.number):
-            own = marker_ids(issue.body)[:1]
-            if duplicate(issue) or not own or (key and own[0] != key):
-                continue
-            if own[0] in oldest:
-                self._close_duplicate(issue, oldest[own[0]])
+            own = _own(issue)
+            if not own or (key and own != key):
+                continue  # a bot duplicate's markers are neutralised: it has no key
+            if own in oldest:
+                pairs.append((issue, oldest[own]))
             else:
-                oldest[own[0]] = issue
-        return oldest.get(key)
+                oldest[own] = issue
+        return pairs
 
     def _close_duplicate(self, dup: Issue, winner: Issue) -> None:
         """Move what ``dup`` holds that ``winner`` lacks into a comment on ``winner``, then close
         ``dup`` as its duplicate, its markers neutralised (out of the bot's view, in one write)."""
         dup = self.tracker.get(dup.number)
-        if duplicate(dup):
-            return
-        held = Ledger.read(dup.body, self.tracker.comments(dup.number))
-        there = Ledger.read(self.tracker.get(winner.number).body, self.tracker.comments(winner.number))
-        moved = [c for c in held.all() if c.run and not there.has(c.run)]
-        if moved:
-            marks = "".join(f"<!-- gbft-run: {c.run} -->\n{c.marker()}\n" for c in moved)
-            self.tracker.comment(winner.number, f"{self.render.moved(dup.number, len(moved))}\n{marks}")
-            self._drop_repeats(winner.number, Ledger.read("", self.tracker.comments(winner.number)))
-        if not any(DUPLICATE_NOTE in c.body for c in self.tracker.comments(dup.number)):
-            self.tracker.comment(dup.number, f"{self.render.duplicate(winner.number)}\n{DUPLICATE_NOTE}\n")
-            notes = [c.id for c in self.tracker.comments(dup.number) if DUPLICATE_NOTE in c.body]
-            for comment_id in notes[1:]:  # two closers at once: the later poster sees both
-                with contextlib.suppress(TrackerError):
-                    self.tracker.delete_comment(dup.number, comment_id)
+        if not _own(dup):
+            return  # closed by another reporter meanwhile
+        self._move(dup, winner)
+        self._note_duplicate(dup, winner)
         body = f"<!-- gbft-duplicate-of: {winner.number} -->\n" + dup.body.replace("<!-- gbft-", "<!-- gbft-was-")
         self.tracker.close(dup.number, "duplicate", body=truncate_body(body))
-        self.known[dup.number] = Issue(dup.number, "closed", body, dup.url, "duplicate")
-        own = marker_ids(dup.body)[0]
-        self.res.closed.append(ReportEntry("" if own.startswith("rc-") else own, "", own if own.startswith("rc-") else "",
-                                           dup.number, reason=f"duplicate of #{winner.number}"))
+        self.known[dup.number] = Issue(dup.number, "closed", body, dup.url, "duplicate", dup.author)
+        own = _own(dup)
+        rc = own if own.startswith("rc-") else ""
+        self.res.closed.append(ReportEntry("" if rc else own, "", rc, dup.number, reason=f"duplicate of #{winner.number}"))
+
+    def _move(self, dup: Issue, winner: Issue) -> None:
+        """Post on ``winner`` the runs ``dup`` counted that it does not (a few per comment)."""
+        held = self._ledger(dup)
+        there = self._ledger(self.tracker.get(winner.number))
+        moved = [c for c in held.every() if c.run and not there.has(c.run)]
+        for i in range(0, len(moved), MOVED_PER_COMMENT):
+            part = moved[i:i + MOVED_PER_COMMENT]
+            marks = "".join(f"<!-- gbft-run: {c.run} -->\n{c.marker()}\n" for c in part)
+            self.tracker.comment(winner.number, f"{self.render.moved(dup.number, len(part))}\n{marks}")
+        if moved:
+            self._drop_repeats(winner.number, self._ledger(self.tracker.get(winner.number)))
+
+    def _note_duplicate(self, dup: Issue, winner: Issue) -> None:
+        """The comment that says where the bug is tracked, once whoever closes it (two at once:
+        the later poster sees both, as comment ids follow posting order)."""
+        def mine() -> list[int]:
+            return [c.id for c in self.tracker.comments(dup.number)
+                    if DUPLICATE_NOTE in c.body and c.author in ("", dup.author)]
+        if mine():
+            return
+        self.tracker.comment(dup.number, f"{self.render.duplicate(winner.number)}\n{DUPLICATE_NOTE}\n")
+        for comment_id in mine()[1:]:
+            with contextlib.suppress(TrackerError):
+                self.tracker.delete_comment(dup.number, comment_id)
+
+    def _ledger(self, issue: Issue) -> Ledger:
+        """The issue's ledger: its baseline and its author's comments."""
+        return Ledger.read(issue.body, self.tracker.comments(issue.number), issue.author)
 
     # -- one bug ------------------------------------------------------------------------
     def one(self, bug: Bug) -> None:
@@ -199,7 +232,8 @@ class Filing:
         self.known[issue.number] = issue
         self._refresh()
         winner = self._converge(bug.key) or issue
-        if winner.number != issue.number:  # another reporter's, filed first
+        adopted = (baseline_of(winner.body) or Contribution("")).run != self.run_key
+        if winner.number != issue.number or adopted:  # another reporter's (a create answered 5xx finds it)
             self._update(bug, winner)
             return
         self._settle(bug, issue)
@@ -214,13 +248,12 @@ class Filing:
         lost answer does not post it again), reopen if it regressed, then rebuild the body."""
         issue = self._fresh(existing.number)
         n, skip = issue.number, self._skip_reason(issue)
+        led = self._carry_legacy(issue) if not skip else Ledger(Contribution(""))
+        regressed = issue.state == "closed"
+        if not skip and led.has(self.run_key) and not regressed and led.folded_in(issue.body):
+            skip = "already reported from this run"
         if skip:
             self.res.skipped.append(replace(bug.entry, issue=n, reason=skip))
-            return
-        led = Ledger.read(issue.body, self.tracker.comments(n))
-        regressed = issue.state == "closed"
-        if led.has(self.run_key) and not regressed and led.folded_in(issue.body):
-            self.res.skipped.append(replace(bug.entry, issue=n, reason="already reported from this run"))
             return
         self.touched.add(n)
         mine = self._contribution(bug)
@@ -233,23 +266,43 @@ class Filing:
             self.tracker.comment(n, f"{text}\n{marks}")
         if regressed:
             self.tracker.reopen(n)
-        body = self._rebuild(bug, n, issue.body)
-        self.index[bug.key] = self.known[n] = Issue(n, "open", body, issue.url, "reopened" if regressed else "")
+        body = self._rebuild(bug, issue)
+        self.index[bug.key] = self.known[n] = Issue(n, "open", body, issue.url, "reopened" if regressed else "",
+                                                    issue.author)
         (self.res.reopened if regressed else self.res.commented).append(replace(bug.entry, issue=n))
+
+    def _carry_legacy(self, issue: Issue) -> Ledger:
+        """The issue's ledger; one from before the ledger first gets what its body counted as a
+        comment of its own (the same from whoever carries it: one counts), so that the body can
+        be rebuilt.  The output that last wrote such a body is reported already."""
+        led = self._ledger(issue)
+        if baseline_of(issue.body) is not None or led.entries:
+            return led
+        old = legacy_of(issue.body)
+        if old.run == self.run_key:
+            return Ledger(old)  # this output wrote that body: nothing to add
+        if old.state is None and not old.rows:
+            return led  # it counted nothing
+        marks = f"<!-- gbft-run: {old.run} -->\n{old.marker()}\n"
+        self.tracker.comment(issue.number, f"{self.render.carried()}\n{marks}")
+        return self._ledger(issue)
 
     def _settle(self, bug: Bug, issue: Issue) -> None:
         """Rebuild the body of an issue just filed when a duplicate's runs were moved into it."""
         now = self.tracker.get(issue.number)
-        if not Ledger.read(now.body, self.tracker.comments(issue.number)).folded_in(now.body):
-            self._rebuild(bug, issue.number, now.body)
+        if not self._ledger(now).folded_in(now.body):
+            self._rebuild(bug, now)
 
     def _fresh(self, number: int) -> Issue:
-        """The issue as it is now; one closed as a duplicate by another reporter: its winner."""
+        """The issue as it is now; one closed as a duplicate by another reporter: its winner
+        (only a bot issue this run listed: a marker can be typed into any body)."""
         issue = self.tracker.get(number)
-        m = DUPLICATE_OF.search(issue.body)
-        return self.tracker.get(int(m.group(1))) if m else issue
+        winner = duplicate_of(issue.body)
+        return self.tracker.get(winner) if winner in self.known and _own(self.known[winner]) else issue
 
     def _skip_reason(self, issue: Issue) -> str:
+        if not _own(issue):
+            return "closed as a duplicate of an issue this run did not list"
         if issue.state == "closed" and issue.state_reason in ("not_planned", "duplicate"):
             return f"closed by maintainers ({issue.state_reason.replace('_', ' ')})"
         if issue.number in self.touched:
@@ -262,15 +315,16 @@ class Filing:
             return self.render.tracking_comment(bug.tracked, self.ctx, regressed, bug.tracks)
         return self.render.comment(_with_state(bug, led), self.ctx, bug.run_count, regressed)
 
-    def _rebuild(self, bug: Bug, n: int, base: str) -> str:
+    def _rebuild(self, bug: Bug, issue: Issue) -> str:
         """Write the body from the ledger; read the comments again after, and write again while a
         run it left out has commented meanwhile (the last writer then holds every run)."""
+        n, base = issue.number, issue.body
         for _ in range(BODY_TRIES):
-            led = Ledger.read(base, self.tracker.comments(n))
+            led = self._ledger(issue)
             self._drop_repeats(n, led)
             _, body = self._body(bug, led, base)
             self.tracker.update_body(n, body)
-            if Ledger.read(body, self.tracker.comments(n)).runs() <= led.runs():
+            if Ledger.read(body, self.tracker.comments(n), issue.author).runs() <= led.runs():
                 break
         return body
 
@@ -300,6 +354,12 @@ class Filing:
         return t, prefix + truncate_body(body, BODY_LIMIT - len(prefix))
 
 
+def _own(issue: Issue) -> str:
+    """The key an issue is filed under ("": none, such as a bot duplicate's, whose markers are neutralised)."""
+    ids = marker_ids(issue.body)
+    return ids[0] if ids else ""
+
+
 def _with_state(bug: Bug, led: Ledger) -> BundleMeta:
     """The bug's shown bundle with the issue's totals (occurrences, first seen, platforms)."""
     assert bug.meta is not None
@@ -313,8 +373,9 @@ def _with_state(bug: Bug, led: Ledger) -> BundleMeta:
 def run_key_of(out: Path) -> str:
     """Identifies one fuzz output, so that reporting it twice changes nothing."""
     raw = (out / "summary.json").read_bytes()
-    run_id = Summary.read(out).run_id
-    return run_id[:32] if run_id else hashlib.sha256(raw).hexdigest()[:16]
+    run_id = Summary.read(out).run_id[:32]
+    # An artifact's run id lands in hidden markers: one that could end a comment is not used.
+    return run_id if re.fullmatch(RUN_KEY, run_id) else hashlib.sha256(raw).hexdigest()[:16]
 
 
 def _aliases(body: str, bug: Bug) -> list[str]:

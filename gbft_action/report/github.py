@@ -89,7 +89,7 @@ class GitHubTracker:
         with _refused(number):
             found = self._call(lambda: list(self._issue(number).get_comments()))
         self._comments.update((c.id, c) for c in found)
-        return [Comment(c.id, c.body or "") for c in found]
+        return [Comment(c.id, c.body or "", c.user.login if c.user else "") for c in found]
 
     # -- writing ----------------------------------------------------------------------
     def create(self, fid: str, title: str, body: str) -> Issue:
@@ -100,7 +100,7 @@ class GitHubTracker:
         for attempt in range(self.max_retries + 1):
             try:
                 i = self._write(lambda: self._repo.create_issue(title=title, body=body, labels=[self.label]))
-                return Issue(i.number, i.state, i.body or "", i.html_url)
+                return _issue(i)
             except GithubException as e:
                 if e.status < 500 or attempt == self.max_retries:
                     raise
@@ -177,7 +177,7 @@ class GitHubTracker:
 
 
 def _issue(i: Any) -> Issue:
-    return Issue(i.number, i.state, i.body or "", i.html_url, i.state_reason or "")
+    return Issue(i.number, i.state, i.body or "", i.html_url, i.state_reason or "", i.user.login if i.user else "")
 
 
 class TrackerSetupError(ValueError):

@@ -24,20 +24,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from .markers import IssueState, TrackedRow
+from .trackers import Comment
 
-LEDGER = re.compile(r"<!-- gbft-ledger: ([A-Za-z0-9+/=]{1,60000}) -->")  # a run's comment; several in a move
-BASELINE = re.compile(r"<!-- gbft-baseline: ([A-Za-z0-9+/=]{1,60000}) -->")  # the body's, never changed
+RUN_KEY = r"[A-Za-z0-9._-]{1,64}"  # what names a run (reporter.run_key_of): nothing that can end a comment
+LEDGER = re.compile(r"<!-- gbft-ledger: ([A-Za-z0-9+/=]{1,65536}) -->")  # a run's comment; several in a move
+BASELINE = re.compile(r"<!-- gbft-baseline: ([A-Za-z0-9+/=]{1,65536}) -->")  # the body's, never changed
 FOLDED = re.compile(r"<!-- gbft-folded: ([0-9a-f]{16}) -->")  # the runs the body was rebuilt from
-RUN = re.compile(r"<!-- gbft-run: ([^ >]{1,64}) -->")  # a run's comment, before the ledger too
-LAST_RUN = re.compile(r"<!-- gbft-last-run: ([^ >]{1,64}) -->")
+RUN = re.compile(rf"<!-- gbft-run: ({RUN_KEY}) -->")  # a run's comment, before the ledger too
+LAST_RUN = re.compile(rf"<!-- gbft-last-run: ({RUN_KEY}) -->")
 DUPLICATE_OF = re.compile(r"<!-- gbft-duplicate-of: (\d{1,9}) -->")
-MAX_JSON = 1 << 20  # bytes a marker may inflate to: a marker is untrusted, never a zip bomb
-
-
-@dataclass(frozen=True)
-class Comment:
-    id: int
-    body: str
+MAX_JSON = 1 << 18  # bytes a marker may inflate to: a marker is untrusted, never a zip bomb
+MAX_MARKERS = 20  # ledger markers read from one comment (a move carries a few runs)
+MAX_ROWS = 200  # rows of one contribution (a tracking issue's table keeps as many)
 
 
 @dataclass(frozen=True)
@@ -54,13 +52,13 @@ class Contribution:
 
     @staticmethod
     def from_json(d: Any) -> Contribution | None:
-        if not (isinstance(d, dict) and isinstance(d.get("run"), str) and len(d["run"]) <= 64
+        if not (isinstance(d, dict) and isinstance(d.get("run"), str) and re.fullmatch(RUN_KEY, d["run"])
                 and isinstance(d.get("rows"), list)):
             return None
         state = IssueState.from_json(d["state"]) if d.get("state") is not None else None
         if d.get("state") is not None and state is None:
             return None
-        rows = tuple(r for r in map(TrackedRow.from_json, d["rows"]) if r is not None)
+        rows = tuple(r for r in map(TrackedRow.from_json, d["rows"][:MAX_ROWS]) if r is not None)
         return Contribution(d["run"], state, rows)
 
     def marker(self, name: str = "gbft-ledger") -> str:
@@ -80,20 +78,39 @@ def _decode(text: str) -> Contribution | None:
 
 
 def contributions(text: str) -> list[Contribution]:
-    """The valid ledger markers of a comment, in order."""
-    return [c for c in map(_decode, LEDGER.findall(text or "")) if c is not None]
+    """The valid ledger markers of a comment, in order (the first MAX_MARKERS)."""
+    return [c for c in map(_decode, LEDGER.findall(text or "")[:MAX_MARKERS]) if c is not None]
 
 
-def baseline_of(body: str) -> Contribution:
-    """The body's baseline; an issue written before the ledger: the totals its body holds now,
-    under the run that last wrote it (so reporting that run's output again changes nothing)."""
-    m = BASELINE.search(body or "")
-    found = _decode(m.group(1)) if m else None
-    if found is not None:
-        return found
-    last = LAST_RUN.search(body or "")
-    return Contribution(last.group(1) if last else "", IssueState.decode(body) or legacy_state(body),
-                        tuple(TrackedRow.decode(body)))
+def head(body: str) -> str:
+    """The hidden markers a body starts with: the bot's own.  A marker further down may be in a
+    pasted engine log or an edit, and is never obeyed."""
+    lines = []
+    for line in (body or "").removeprefix("\ufeff").splitlines():
+        if not line.startswith("<!-- gbft-"):
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def duplicate_of(body: str) -> int | None:
+    """The issue a bot duplicate was closed into (filing.Filing._close_duplicate), or None."""
+    m = DUPLICATE_OF.search(head(body))
+    return int(m.group(1)) if m else None
+
+
+def baseline_of(body: str) -> Contribution | None:
+    """The body's baseline (None: it has none, or one that does not decode)."""
+    m = BASELINE.search(head(body))
+    return _decode(m.group(1)) if m else None
+
+
+def legacy_of(body: str) -> Contribution:
+    """What an issue written before the ledger holds: the totals of its body, under the run that
+    last wrote it (so that reporting that run's output again changes nothing)."""
+    last = LAST_RUN.search(head(body))
+    return Contribution(last.group(1) if last else "legacy", IssueState.decode(body) or legacy_state(body),
+                        tuple(TrackedRow.decode(body))[:MAX_ROWS])
 
 
 def legacy_state(body: str) -> IssueState | None:
@@ -117,24 +134,34 @@ class Ledger:
     repeats: list[int] = field(default_factory=list)
 
     @staticmethod
-    def read(body: str, comments: Iterable[Comment]) -> Ledger:
-        led = Ledger(baseline_of(body))
+    def read(body: str, comments: Iterable[Comment], author: str = "") -> Ledger:
+        """The ledger of an issue filed by ``author``: only its comments count ("": any, the
+        files tracker's).  Without a baseline in the body it is empty: an issue from before the
+        ledger gets its old totals as a comment of their own first (Filing._carry_legacy), so a
+        body whose baseline an edit removed is never counted twice."""
+        led = Ledger(baseline_of(body) or Contribution(""))
+        counted = {led.baseline.run}
         for c in sorted(comments, key=lambda c: c.id):
+            if author and c.author != author:
+                continue  # anyone may comment: only the bot's own comments are its ledger
             runs = set(RUN.findall(c.body or ""))
-            if runs and runs <= led.commented:
+            # A repeat adds no run an older comment's ledger does not hold (a comment from before
+            # the ledger holds none: the carried counts of its run are no repeat of it).
+            if runs and runs <= counted:
                 led.repeats.append(c.id)
             led.commented |= runs
             for x in contributions(c.body):
+                counted.add(x.run)
                 if x.run and x.run != led.baseline.run:
                     led.entries.setdefault(x.run, x)
         return led
 
-    def all(self) -> list[Contribution]:
+    def every(self) -> list[Contribution]:
         """The baseline and each run's contribution, in a fixed order (the fold is order-free)."""
         return [self.baseline, *(self.entries[k] for k in sorted(self.entries))]
 
     def runs(self) -> set[str]:
-        return {x.run for x in self.all() if x.run}
+        return {x.run for x in self.every() if x.run}
 
     def has(self, run: str) -> bool:
         """The run was reported here already (its comment posted, or it created the issue)."""
@@ -151,14 +178,14 @@ class Ledger:
 
     def folded_in(self, body: str) -> bool:
         """The body was rebuilt from exactly these runs (a body from before the ledger: from its own run)."""
-        m = FOLDED.search(body or "")
-        return (m.group(1) if m else Ledger(baseline_of(body)).digest()) == self.digest()
+        m = FOLDED.search(head(body))
+        return (m.group(1) if m else Ledger(legacy_of(body)).digest()) == self.digest()
 
     def fold_state(self) -> IssueState | None:
-        return fold_states([x.state for x in self.all() if x.state is not None])
+        return fold_states([x.state for x in self.every() if x.state is not None])
 
     def fold_rows(self) -> list[TrackedRow]:
-        return fold_rows([r for x in self.all() for r in x.rows])
+        return fold_rows([r for x in self.every() for r in x.rows])
 
     def prefix(self) -> str:
         """The markers a body rebuilt from this ledger starts with."""

@@ -201,6 +201,10 @@ class Renderer:
                 f"duplicate of this issue: its {runs} run{'s' if runs != 1 else ''} now count{'s' if runs == 1 else ''} "
                 "here.")
 
+    def carried(self) -> str:
+        """On an issue filed before counts were kept in comments: what its body counted."""
+        return "The counts this issue held before gbft kept them in comments (one per run), carried over."
+
     def duplicate(self, winner: int) -> str:
         """On the issue that lost a race: where the bug is tracked."""
         return (f"Duplicate of #{winner}: two gbft reporters filed this bug at the same moment, and the older "

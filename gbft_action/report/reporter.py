@@ -114,6 +114,7 @@ def report(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, lane_facto
     index: dict[str, Issue] = {}
     try:
         run = Filing(cfg, tracker, ctx, render, index, res, {rc.key for rc in rcs or ()})
+        run.converge()  # what a killed reporter's race left: before any bug is filed
         bugs = _fingerprint_bugs(cfg.out, summary, metas) if rcs is None else _root_cause_bugs(cfg.out, summary,
                                                                                                metas, rcs)
         for bug in bugs:

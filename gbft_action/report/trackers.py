@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ..records.summary import FINGERPRINT_ID, ROOT_CAUSE_KEY  # noqa: F401 - the forms markers take
-from .ledger import DUPLICATE_OF, Comment
 from .local import make_dir, write_file
 
 TRACKING_KEY = r"gbft-[a-z-]{1,40}-tracking"
@@ -39,7 +38,15 @@ class Issue:
     state: str  # open | closed
     body: str
     url: str = ""
-    state_reason: str = ""  # completed | not_planned | reopened | ""
+    state_reason: str = ""  # completed | not_planned | reopened | duplicate | ""
+    author: str = ""  # who filed it: whose comments on it are the bot's own (filing.Filing)
+
+
+@dataclass(frozen=True)
+class Comment:
+    id: int
+    body: str
+    author: str = ""
 
 
 class TrackerError(Exception):
@@ -52,7 +59,7 @@ class TrackerError(Exception):
 
 
 class IssueTracker(Protocol):
-    """Reporters may run at once on one tracker: every read is a fresh look (reporter.py
+    """Reporters may run at once on one tracker: every read is a fresh look (filing.py
     re-reads right before each create and converges afterwards)."""
 
     name: str
@@ -81,16 +88,9 @@ class IssueTracker(Protocol):
         when given (in one write: a duplicate leaves the bot's view whole or not at all)."""
 
 
-def duplicate(issue: Issue) -> bool:
-    """Closed as another bot issue's duplicate: out of the bot's view for good."""
-    return (issue.state == "closed" and issue.state_reason == "duplicate") or bool(DUPLICATE_OF.search(issue.body))
-
-
 def index_issues(issues: list[Issue]) -> dict[str, Issue]:
     idx: dict[str, Issue] = {}
     for iss in sorted(issues, key=lambda i: i.number):  # the oldest issue wins a duplicate marker
-        if duplicate(iss):
-            continue
         for fid in marker_ids(iss.body):
             idx.setdefault(fid, iss)
     return idx
@@ -153,8 +153,9 @@ class FilesTracker:
 
     def get(self, number: int) -> Issue:
         v = self._issues[number]
-        return Issue(number, v["state"], self._file(number).read_text(), str(self._file(number)),
-                     v.get("state_reason", ""))
+        # The file is "# title", a blank line, then the body, as create wrote it: the body alone.
+        text = self._file(number).read_text().split("\n\n", 1)
+        return Issue(number, v["state"], text[-1], str(self._file(number)), v.get("state_reason", ""))
 
     def create(self, fid: str, title: str, body: str) -> Issue:
         number = max(self._issues, default=0) + 1
@@ -170,7 +171,7 @@ class FilesTracker:
         self._save()
 
     def comments(self, number: int) -> list[Comment]:
-        found = (re.fullmatch(rf"{number:04d}-comment-(\d+)\.md", p.name) for p in self.dir.iterdir())
+        found = (re.fullmatch(rf"{number:04d}-comment-(\d+)\.md", p.name) for p in self.dir.glob(f"{number:04d}-comment-*.md"))
         return sorted((Comment(int(m.group(1)), (self.dir / m.group(0)).read_text()) for m in found if m),
                       key=lambda c: c.id)
 
