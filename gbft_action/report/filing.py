@@ -171,7 +171,7 @@ class Filing:
         moved = [c for c in held.every() if c.run and not there.has(c.run)]
         for i in range(0, len(moved), MOVED_PER_COMMENT):
             part = moved[i:i + MOVED_PER_COMMENT]
-            marks = "".join(f"<!-- gbft-run: {c.run} -->\n{c.marker()}\n" for c in part)
+            marks = "".join(c.marks() for c in part)
             self.tracker.comment(winner.number, f"{self.render.moved(dup.number, len(part))}\n{marks}")
         if moved:
             self._drop_repeats(winner.number, self._ledger(self.tracker.get(winner.number)))
@@ -207,8 +207,8 @@ class Filing:
         filed before root causes, or under another root cause key that is gone)."""
         for i, x in enumerate(bug.lookup):
             issue = self.index.get(x)
-            own = marker_ids(issue.body)[:1] if issue else []
-            if issue and (i == 0 or not own or own[0] == bug.key or own[0] not in self.live):
+            own = _own(issue) if issue else ""
+            if issue and (i == 0 or not own or own == bug.key or own not in self.live):
                 return issue
         return None
 
@@ -261,7 +261,7 @@ class Filing:
         # closed, so its rerun still reopens it and still calls it regressed (the comment, with
         # its marker, is not posted twice).  The other order lost the "Regressed" notice.
         if not led.has(self.run_key):
-            marks = f"<!-- gbft-run: {self.run_key} -->\n{mine.marker()}\n"
+            marks = mine.marks()
             text = truncate_body(self._comment(bug, led.with_(mine), regressed).rstrip(), BODY_LIMIT - len(marks) - 1)
             self.tracker.comment(n, f"{text}\n{marks}")
         if regressed:
@@ -283,8 +283,7 @@ class Filing:
             return Ledger(old)  # this output wrote that body: nothing to add
         if old.state is None and not old.rows:
             return led  # it counted nothing
-        marks = f"<!-- gbft-run: {old.run} -->\n{old.marker()}\n"
-        self.tracker.comment(issue.number, f"{self.render.carried()}\n{marks}")
+        self.tracker.comment(issue.number, f"{self.render.carried()}\n{old.marks()}")
         return self._ledger(issue)
 
     def _settle(self, bug: Bug, issue: Issue) -> None:

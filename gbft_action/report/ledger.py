@@ -61,6 +61,10 @@ class Contribution:
         rows = tuple(r for r in map(TrackedRow.from_json, d["rows"][:MAX_ROWS]) if r is not None)
         return Contribution(d["run"], state, rows)
 
+    def marks(self) -> str:
+        """What a comment carries for this run: its run marker and its ledger marker."""
+        return f"<!-- gbft-run: {self.run} -->\n{self.marker()}\n"
+
     def marker(self, name: str = "gbft-ledger") -> str:
         raw = zlib.compress(json.dumps(self.to_json(), separators=(",", ":")).encode(), 9)
         return f"<!-- {name}: {base64.b64encode(raw).decode()} -->"
