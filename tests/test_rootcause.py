@@ -414,6 +414,24 @@ def test_undefined_rows_are_excused_and_defined_ones_are_not():
     assert not judge_node("Lrn", {}, [lrn], le, np.array([[0.9, np.nan, 0.8], [0.5, 0.6, 0.5]], np.float32)).ok
 
 
+def test_a_normalised_constant_row_at_a_tiny_epsilon_is_excused_and_a_varied_row_is_not():
+    # seed 919: a Min clamped a row to -0.6164; LayerNorm at eps 1e-12 gave ONNX Runtime's exact 0
+    # (then beta) and MNN's rounding of the mean magnified a millionfold (0.06 before gamma).
+    x = np.array([[-0.6164] * 8, [0.1, -0.5, 0.9, 0.3, -0.2, 0.7, -0.8, 0.4]], np.float32)
+    m, v = x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
+    e = ((x - m) / np.sqrt(v + 1e-12)).astype(np.float32)
+    a = e.copy()
+    a[0] += 0.06  # the constant row: noise
+    p = {"epsilon": 1e-12, "affine": False, "square": "mul"}
+    assert judge_node("LayerNormPattern", p, [x], e, a).ok
+    assert not judge_node("LayerNormPattern", {**p, "epsilon": 1e-5}, [x], e, a).ok  # eps 1e-5 damps it: a bug
+    a[1, 2] += 0.06  # the varied row is well conditioned: a difference there is one
+    assert not judge_node("LayerNormPattern", p, [x], e, a).ok
+    g = x.reshape(1, 4, 2, 2)  # GroupNorm, two groups of two channels: the first group is constant
+    assert judge_node("GroupNormPattern", {"groups": 2, "epsilon": 1e-12}, [g], e.reshape(g.shape),
+                      (e + np.r_[[0.06] * 8, [0.0] * 8].reshape(2, 8)).reshape(g.shape)).ok
+
+
 def test_a_nearest_resize_may_pick_either_pixel_only_where_its_source_coordinate_is_whole():
     # 5 columns resized to 31, half-pixel: output column 15's source is (15.5) / 6.2 - 0.5 = 2
     # exactly; MNN's float32 gives 1.9999999 and floors to column 1 (seen on random graphs).
@@ -1157,9 +1175,28 @@ def test_a_root_cause_whose_condition_a_broader_one_implies_joins_it_across_a_co
     add = RootKey(wrong, ("ScatterND",), "reduction=add", True, frontend="onnx")
     typed = RootKey(wrong, ("ScatterND",), "reduction=add, int64 input", True, frontend="onnx")
     assert _covers(add, typed) and not _covers(typed, add)
-    del keys["f4"], rows[3]  # without "keepdims=0", only one does
+    del keys["f4"], rows[3]  # without "keepdims=0", only one does, and the plain key joins it too
     causes = assemble(_sightings(rows), {f: Diagnosed(k, int(f[1])) for f, k in keys.items()}, policy_for)
-    assert sorted(next(rc for rc in causes if rc.key == broad).fingerprints) == ["f1", "f2", "f3"]
+    assert sorted(next(rc for rc in causes if rc.key == broad).fingerprints) == ["f1", "f2", "f3", "f5"]
+
+
+def test_a_key_with_no_condition_joins_the_one_conditioned_key_of_its_operator():
+    # seed 919: "TopK: wrong results" beside "TopK: wrong results (largest=False)", one defect (the
+    # order of ties); the conditioned key names it.  Beside two conditioned keys of disjoint
+    # conditions (two defects) the plain key could be either, and stays apart.
+    wrong = Symptom.WRONG.value
+
+    def merged(details: list[str], op: str = "TopK") -> dict[str, list[str]]:
+        keys = {f"f{i}": RootKey(wrong, (op,), d, True, frontend="onnx") for i, d in enumerate(details)}
+        rows = [{"key": f, "count": 1, "platforms": [], "symptom": wrong, "local": [wrong, op, ""],
+                 "fingerprint": {"op": op}, "verdict": ""} for f in keys]
+        causes = assemble(_sightings(rows), {f: Diagnosed(k, 2) for f, k in keys.items()}, policy_for)
+        return {rc.key.detail: sorted(rc.fingerprints) for rc in causes}
+
+    assert merged(["", "largest=False"]) == {"largest=False": ["f0", "f1"]}
+    assert merged(["", "mode=nearest", "mode=cubic"], "Resize") == {
+        "": ["f0"], "mode=nearest": ["f1"], "mode=cubic": ["f2"]}
+    assert merged(["", "wrong shape"]) == {"": ["f0"], "wrong shape": ["f1"]}  # a shape is no condition
 
 
 def _keyed(keys: dict[str, RootKey]) -> dict[str, list[str]]:

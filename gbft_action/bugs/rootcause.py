@@ -474,6 +474,23 @@ def _merge_covered(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> 
             _absorb(hosts[0], rc, diagnosed)
         else:  # none; or two ("keepdims=0" and "select_last_index=1"): it may show either defect
             kept.append(rc)
+    return _merge_plain(kept, diagnosed)
+
+
+def _merge_plain(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> list[RootCause]:
+    """A key with no condition (its model's sweep found none that makes it pass), merged into the
+    one conditioned key left of its operator: seed 919 keyed TopK beside "TopK (largest=False)"
+    and DequantizeLinear beside "DequantizeLinear (int8 input)", each one defect.  With two
+    conditioned keys left ("Resize (mode=nearest)", "Resize (mode=cubic)") it could be either
+    defect and stays apart; the conditioned key names the defect."""
+    kept: list[RootCause] = []
+    for rc in causes:
+        hosts = [h for h in causes if not rc.key.detail and _param_values(h.key.detail) is not None
+                 and _same_place(h.key, rc.key)]
+        if len(hosts) == 1:
+            _absorb(hosts[0], rc, diagnosed)
+        else:
+            kept.append(rc)
     return kept
 
 
@@ -599,11 +616,16 @@ def _covers(a: RootKey, b: RootKey) -> bool:
     case of ``b`` is then a case of ``a``: ArgMin keyed "select_last_index=1" and again
     "axis=1, keepdims=0, select_last_index=1" (its model's other attributes happened to matter to
     the sweep) are one defect, as "auto_pad=SAME_LOWER" is one with "auto_pad=SAME_UPPER or SAME_LOWER"."""
-    if (a.symptom, a.unit or a.ops, a.isolated, a.pattern, a.frontend) != \
-            (b.symptom, b.unit or b.ops, b.isolated, b.pattern, b.frontend):
+    if not _same_place(a, b):
         return False
     pa, pb = _param_values(a.detail), _param_values(b.detail)
     return pa is not None and pb is not None and pa != pb and all(k in pb and pa[k] >= pb[k] for k in pa)
+
+
+def _same_place(a: RootKey, b: RootKey) -> bool:
+    """Whether two keys name one symptom of one operator (or converter unit), alike isolated."""
+    return (a.symptom, a.unit or a.ops, a.isolated, a.pattern, a.frontend) == \
+        (b.symptom, b.unit or b.ops, b.isolated, b.pattern, b.frontend)
 
 
 def _crashers(diagnosed: dict[str, Diagnosed]) -> dict[tuple[str, str], RootKey]:

@@ -73,9 +73,11 @@ class MNNKnowledge(EngineKnowledge):
     # MNN's ONNX converter: tools/converter/source/optimizer/onnxextra/OnnxReduceL2.cpp lowers
     # the five composite reductions in one transform (reading axes from the attribute only: at
     # opset 18+ all five reduce every axis), and onnx/ArgMaxOnnx.cpp converts ArgMax and ArgMin
-    # in one function (which ignores select_last_index).
+    # in one function (which ignores select_last_index); onnxextra/OnnxLogSoftmax.cpp registers one
+    # transform for SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (whose mean divides by
+    # every element, ignored ones too).
     converter_units = {"onnx": (("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"),
-                                ("ArgMax", "ArgMin"))}
+                                ("ArgMax", "ArgMin"), ("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"))}
 
     def half_arithmetic(self, settings: Mapping[str, str]) -> bool:
         # Low precision runs float16 kernels where the CPU has them (ARMv8.2's FP16); on
