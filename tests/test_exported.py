@@ -181,21 +181,33 @@ def _quantised(v, scale, act):
     return (np.clip(np.round(v / scale) + zp, lo, hi) - zp) * scale
 
 
+def _layer(op, p, c):
+    """The layer's float weight and bias as its DequantizeLinear nodes give them: the written
+    form's names, or ONNX Runtime's quantiser's (``ort_``: zero points, a bias maybe float)."""
+    ort = p.get("quantiser") == "onnxruntime"
+    q, s = (c["ort_w_quantized"], c["ort_w_scale"]) if ort else (c["w_q"], c["w_scale"])
+    zp = c["ort_w_zero_point"] if ort else np.zeros_like(s)
+    if p["per_channel"]:
+        other = tuple(i for i in range(q.ndim) if i != (1 if op == "MatMul" else 0))
+        s, zp = np.expand_dims(s, other), np.expand_dims(zp, other)
+    if not ort:
+        return q * s, c.get("bias_q", 0) * c.get("bias_scale", 0)
+    return (q - zp) * s, c["ort_b"] if "ort_b" in c else c.get("ort_b_quantized", 0) * c.get("ort_b_quantized_scale", 0)
+
+
 def _qdq(op):
     def formula(x, p, c):
         xd = _quantised(x, QDQPattern.scale(p["act"], p["range"]), p["act"])
-        scale = c["w_scale"] if not p["per_channel"] else np.expand_dims(
-            c["w_scale"], tuple(i for i in range(c["w_q"].ndim) if i != (1 if op == "MatMul" else 0)))
-        w = c["w_q"] * scale
+        w, bias = _layer(op, p, c)
         if op == "Conv":
             k = p["kernel"]
             xp = np.pad(xd, [(0, 0), (0, 0), (k // 2, k // 2), (k // 2, k // 2)])
             h, wd = xd.shape[2:]
             y = np.stack([np.stack([np.einsum("nchw,ochw->no", xp[:, :, i:i + k, j:j + k], w) for j in range(wd)], -1)
                           for i in range(h)], -2)
-            y = y + (c["bias_q"] * c["bias_scale"])[None, :, None, None]
+            y = y + bias[None, :, None, None]
         elif op == "Gemm":
-            y = xd @ w.T + c["bias_q"] * c["bias_scale"]
+            y = xd @ w.T + bias
         else:
             y = xd @ w
         return _quantised(y, QDQPattern.quantum(p), p["act"])
@@ -330,6 +342,10 @@ def test_the_job_summary_names_the_settings_and_the_forms_reached():
     cov.add(g)
     shown = cov.summary()
     assert shown["forms"] == ["GeluPattern"]
+    qdq = {"act": "int8", "bits": 8, "per_channel": False, "range": 1.0, "out_range": 2.0, "out_ch": 2, "kernel": 1,
+           "quantiser": "onnxruntime", "weights": "asymmetric", "bias": "float"}
+    cov.add(_one("QDQConvPattern", qdq, seed=1))  # ONNX Runtime's quantiser wrote it: a form of its own
+    assert cov.summary()["forms"] == ["GeluPattern", "QDQConvPattern", "QDQConvPattern (onnxruntime)"]
     from gbft_action.ops.recorded import by_opset
 
     assert shown["operators"] == []  # the campaign's generator fills these (search.guided.model_operators)

@@ -180,7 +180,18 @@ class QDQPattern(Pattern):
     Activations int8 (zero point 0, scale range / 127) or uint8 (zero point 128, scale
     2 range / 255), over ``range`` at the input and ``out_range`` at the output (values beyond
     saturate, as in a calibrated model fed an outlier); weights int8, or int4 (``bits`` 4)
-    from opset 21, where DequantizeLinear takes it (int8 below: the form stays valid)."""
+    from opset 21, where DequantizeLinear takes it (int8 below: the form stays valid).
+
+    ``quantiser`` says who writes it: ``written``, this form as above; ``onnxruntime``, ONNX
+    Runtime's own ``quantize_static`` on the float layer (reference.onnx_exported), at the same
+    activation scales (its TensorQuantOverrides), so the oracle's bound in quanta holds, with
+    the quantiser's own options users ship: ``weights`` asymmetric (non-zero weight zero
+    points) and ``bias`` left float (QuantizeBias off)."""
+
+    def repair(self, rng, ins, p):
+        if p.get("quantiser") != "onnxruntime":  # the written form has one of each: no key names them
+            p.update(weights="symmetric", **({"bias": "int32"} if "bias" in p else {}))
+        return p
 
     def want(self, rng, ins):
         t = ins[0]
@@ -206,9 +217,12 @@ class QDQPattern(Pattern):
         return QDQPattern.scale(p["act"], p["out_range"])
 
 
+WRITERS = ("onnxruntime",)  # writers of a quantised form other than this module (``quantiser``)
 QDQ: dict[str, Domain] = {
     "act": Choice(("int8", "uint8")), "bits": Choice((8, 4)), "per_channel": BOOL,
-    "range": Choice((1.0, 4.0)), "out_range": Choice((2.0, 8.0)), "out_ch": IntRange(1, 16)}
+    "range": Choice((1.0, 4.0)), "out_range": Choice((2.0, 8.0)), "out_ch": IntRange(1, 16),
+    "quantiser": Choice(("written", *WRITERS)), "weights": Choice(("symmetric", "asymmetric")),
+    "bias": Choice(("int32", "float"))}
 QDQ_OPS = {"QDQConvPattern": "Conv", "QDQMatMulPattern": "MatMul", "QDQGemmPattern": "Gemm"}
 
 
@@ -246,7 +260,7 @@ def exported_specs() -> list[Spec]:
         RecurrentPattern("LSTMPattern", (3, 3), {**RECURRENT, "input_forget": Choice((False, True))}),
         RecurrentPattern("GRUPattern", (3, 3), {**RECURRENT, "linear_before_reset": BOOL}),
         QDQPattern("QDQConvPattern", (4, 4), {**QDQ, "kernel": Choice((1, 3))}),
-        QDQPattern("QDQMatMulPattern", (2, 4), QDQ),
+        QDQPattern("QDQMatMulPattern", (2, 4), {k: d for k, d in QDQ.items() if k != "bias"}),  # no bias
         QDQPattern("QDQGemmPattern", (2, 2), QDQ),
     ]
 
@@ -276,6 +290,7 @@ _OPERATORS = {
     "LSTMPattern": lambda p: ("LSTM", *(("Transpose", "Reshape") if p["output"] == "y" else ())),
     "GRUPattern": lambda p: ("GRU", *(("Transpose", "Reshape") if p["output"] == "y" else ())),
     **{name: (lambda op: lambda p: ("QuantizeLinear", "DequantizeLinear", op))(op) for name, op in QDQ_OPS.items()},
+
 }
 EXPORTED_FORMS = frozenset(s.name for s in exported_specs())
 

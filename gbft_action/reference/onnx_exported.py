@@ -5,15 +5,21 @@ converter's fusion pass checks by value written as the exporters write them.
 Every helper tensor is ``<id>_<suffix>`` and the last node's output is the node's tensor, as
 in ``onnx_emit``.  Registered into ``onnx_emit.EMITTERS`` when that module loads.
 
-No TensorFlow.  May import: graph.ir, ops, reference.onnx_emit, reference.weights, onnx, numpy.
+No TensorFlow.  May import: graph.ir, ops, reference.onnx_emit, reference.weights, onnx, numpy, and
+onnxruntime.quantization (ONNX Runtime's own quantiser, for the QDQ forms it writes).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
-from typing import TYPE_CHECKING, Any, Callable
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper
 
 from ..ops.onnx_exported import (GELU_TANH_C, QDQ_OPS, AttentionPattern, QDQPattern, RecurrentPattern, RotaryPattern,
@@ -293,20 +299,92 @@ def _qdq(ctx, xs, p):
     shape = ctx.type(x).shape
     fan_in, w_shape, axis = _qdq_weight_shape(op, shape, p)
     w = uniform(ctx.rng, w_shape, -1.0 / math.sqrt(fan_in), 1.0 / math.sqrt(fan_in))
+    b = uniform(ctx.rng, (p["out_ch"],), -0.1, 0.1) if op != "MatMul" else None
+    attrs = {"pads": [p["kernel"] // 2] * 4} if op == "Conv" else {"transB": 1} if op == "Gemm" else {}
+    if p.get("quantiser") == "onnxruntime":
+        _ort_quantised(ctx, x, op, w, b, attrs, p)
+        return
     s_x = QDQPattern.scale(p["act"], p["range"])
     xd = _qdq_pair(ctx, x, "x", s_x, p["act"])
     w_scale, wd = _qdq_weight(ctx, w, axis, p)
     ins = [xd, wd]
-    if op != "MatMul":  # ORT's quantiser: an int32 bias at the input scale times the weight scale
-        b = uniform(ctx.rng, (p["out_ch"],), -0.1, 0.1)
+    if b is not None:  # ORT's quantiser: an int32 bias at the input scale times the weight scale
         b_scale = np.asarray(s_x * w_scale, np.float32)
         bq = np.round(b / b_scale).astype(np.int32)
         ins.append(ctx.op("DequantizeLinear", [ctx.const("bias_q", bq, np.int32), ctx.const("bias_scale", b_scale),
                                                ctx.const("bias_zp", np.zeros(b_scale.shape, np.int32), np.int32)],
                           out=_t(ctx, "bias"), **({"axis": 0} if b_scale.ndim else {})))
-    attrs = {"pads": [p["kernel"] // 2] * 4} if op == "Conv" else {"transB": 1} if op == "Gemm" else {}
     y = ctx.op(op, ins, out=_t(ctx, "float_out"), **attrs)
     _qdq_pair(ctx, y, "y", QDQPattern.quantum(p), p["act"], out=ctx.node.id)
+
+
+def _ort_quantised(ctx: Ctx, x: str, op: str, w: np.ndarray, b: np.ndarray | None, attrs: dict[str, Any],
+                   p: dict) -> None:
+    """The float layer quantised by ONNX Runtime's own quantiser (``quantize_static``, QDQ
+    format), its nodes and initialisers inlined under this node's names.  The input's and the
+    output's scales and zero points are the written form's (TensorQuantOverrides): the oracle's
+    bound in quanta needs the output step before the model exists, and calibrating on data
+    would make it depend on the values.  What the quantiser decides itself is what users ship:
+    where the pairs go, the weights' and the bias's quantisation (asymmetric weights, a float
+    bias), per tensor or per channel."""
+    from onnx import numpy_helper
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    act = np.int8 if p["act"] == "int8" else np.uint8
+    zp = np.array(0 if p["act"] == "int8" else 128, act)
+    x_shape, y_shape = ctx.type(x).shape, ctx.node.out.shape
+    opset = min(ctx.opset, 21)  # the quantiser's own calibration session runs it
+    inits = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(b, "b")] if b is not None else [])
+    graph = helper.make_graph([helper.make_node(op, ["x", "w"] + (["b"] if b is not None else []), ["y"], **attrs)],
+                              "layer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_shape))], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
+
+    class _Zeros:  # a CalibrationDataReader (read by get_next): the overrides fix every range, one sample
+        def __init__(self) -> None:
+            self.left = [{"x": np.zeros(x_shape, np.float32)}]
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return self.left.pop() if self.left else None
+
+    overrides = {name: [{"scale": np.array(s, np.float32), "zero_point": zp}] for name, s in
+                 (("x", QDQPattern.scale(p["act"], p["range"])), ("y", QDQPattern.quantum(p)))}
+    int4 = p["bits"] == 4 and ctx.opset >= 21
+    with tempfile.TemporaryDirectory() as d, _quiet():
+        src, dst = os.path.join(d, "float.onnx"), os.path.join(d, "qdq.onnx")
+        onnx.save(model, src)
+        quantize_static(src, dst, _Zeros(), quant_format=QuantFormat.QDQ, per_channel=bool(p["per_channel"]),
+                        activation_type=QuantType.QInt8 if p["act"] == "int8" else QuantType.QUInt8,
+                        weight_type=QuantType.QInt4 if int4 else QuantType.QInt8,
+                        extra_options={"TensorQuantOverrides": overrides,
+                                       "WeightSymmetric": p.get("weights", "symmetric") == "symmetric",
+                                       "QuantizeBias": p.get("bias", "int32") == "int32"})
+        _inline(ctx, onnx.load(dst).graph, {"x": x, "y": ctx.node.id})
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The quantiser's advice to pre-process, logged on every call, kept out of the worker's log."""
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _inline(ctx: Ctx, g: onnx.GraphProto, bound: dict[str, str]) -> None:
+    """``g``'s nodes and initialisers added to ctx, each name not in ``bound`` under this node's."""
+    def name(n: str) -> str:
+        return bound.get(n) or (_t(ctx, f"ort_{n}") if n else n)
+
+    for t in g.initializer:
+        t.name = name(t.name)
+        ctx.inits.append(t)
+    for n in g.node:
+        ctx.nodes.append(helper.make_node(n.op_type, [name(i) for i in n.input], [name(o) for o in n.output],
+                                          name=name(n.output[0]), domain=n.domain or None,
+                                          **{a.name: helper.get_attribute_value(a) for a in n.attribute}))
 
 
 def _qdq_weight_shape(op: str, shape: tuple[int, ...], p: dict) -> tuple[int, tuple[int, ...], int]:

@@ -245,7 +245,8 @@ def _coverage_words(coverage: Mapping[str, Any] | None) -> dict[str, str]:
     ok = re.compile(r"[A-Za-z0-9_]{1,40}")
     forms = cov.get("forms")
     by = cov.get("operators_by_opset")
-    return {"forms": ", ".join(f for f in forms if isinstance(f, str) and ok.fullmatch(f))
+    form = re.compile(r"[A-Za-z0-9_]{1,40}( \([a-z]{1,20}\))?")  # "QDQConvPattern (onnxruntime)"
+    return {"forms": ", ".join(f for f in forms if isinstance(f, str) and form.fullmatch(f))
             if isinstance(forms, list) else "",
             "by_opset": ", ".join(f"{k}: {v}" for k, v in sorted(by.items(), key=lambda kv: _number(kv[0]))
                                   if ok.fullmatch(str(k)) and isinstance(v, int))

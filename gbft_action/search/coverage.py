@@ -36,7 +36,7 @@ from typing import Any, Collection, Iterable, Iterator
 
 from ..corpus import Corpus
 from ..ops.domains import Choice
-from ..ops.onnx_exported import EXPORTED_FORMS
+from ..ops.onnx_exported import EXPORTED_FORMS, WRITERS
 from ..graph.ir import Graph, Node, canonical_json
 
 COVERAGE_VERSION = 2  # 2: ATC (a version-1 file reads with no attribute values allowed)
@@ -228,6 +228,8 @@ class Coverage:
         """What a summary shows: the metrics, the operators and element types the models held,
         and the exported forms (ops.onnx_exported) among the blocks they reached."""
         forms = sorted(op for op in self.op_types if op in EXPORTED_FORMS and self._seen["OTC"][op])
+        # a form another writer wrote too (ONNX Runtime's quantiser: QDQPattern) is a form of its own
+        forms += [f"{op} ({w})" for op in forms for w in WRITERS if f'quantiser="{w}"' in self._seen["ATC"][op]]
         return {**self.metrics(), "operators": sorted(self.operators), "element_types": sorted(self.element_types),
                 **({"forms": forms} if forms else {})}
 
