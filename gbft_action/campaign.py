@@ -23,7 +23,7 @@ With ``shard`` (I, N) the campaign is part I of N of one campaign: the source dr
 seeds from shard I's residue class (``search.case_seed``), so shards never share a model;
 ``merge`` makes their outputs one, with ``summarize`` from here.
 
-May import: pipeline, store, search, graph, corpus, bugs, engines.builds, platforms;
+May import: pipeline, store, search, graph, corpus, bugs, engines.builds, engines.coverage, platforms;
 never report or action.
 """
 
@@ -54,6 +54,7 @@ from .records.enums import Policy, StopReason, Symptom, Verdict
 from .records.bundle import EngineInfo
 from .records.campaign import CampaignIdentity, CampaignRecord, Session
 from .records.case import CaseRecord, PlatformRecord
+from .records.engine_coverage import EngineCoverage
 from .records.summary import (Diagnosis, EngineSummary, FailureRow, HarnessErrors, Outcomes, RootCauseRow, Summary,
                               TriageSummary)
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
@@ -68,6 +69,7 @@ from .bugs.policy import DEFAULT_LIST_ONLY, SYMPTOMS, fails_check, policy_for
 from .bugs.replay import confirm_bug
 from .bugs.rootcause import Diagnosed, RootCause, Sighting, assemble, local_key
 from .engines.builds import EngineBuild
+from .engines.coverage import Blocks, attribute, build_shim, preload_env
 from .engines.registry import knowledge_of, threads_env
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
@@ -127,6 +129,9 @@ class FuzzConfig:
     shard: tuple[int, int] = (1, 1)  # (I, N): this run is part I of N of one campaign (search.case_seed)
     # Every model also at the engine's "more threads" setting, judged against itself (an XTF).
     threads_oracle: bool = False
+    # Which of the engine's code the models ran (engines.coverage): needs an engine built with
+    # -fsanitize-coverage=trace-pc; written to engine-coverage.json and summary.json.
+    engine_coverage: bool = False
     # The opsets the ONNX front end writes (ops.recorded.OPSETS), the main one first: by default
     # the newest, as exporters write, and one model in four at 17 (search.opsets); (17,) for
     # campaigns made before opsets were chosen (their resume says so).
@@ -267,6 +272,7 @@ class Campaign:
         self.platforms = resolve_platforms(cfg.platforms or parse_platforms(""), cfg.arm_root, cfg.out / ".work")
         if cfg.base is not None and (len(self.platforms) > 1 or self.platforms[0].prefix):
             raise ValueError("a base build runs on this machine only: use it with one native platform")
+        self.shim = self._coverage_shim()
         self.sessions: list[Session] = []
         self.minimized: dict[str, Diagnosis] = {}
         self.confirmed: dict[str, tuple[Verdict, str]] = {}  # fingerprint -> (verdict, how)
@@ -278,6 +284,31 @@ class Campaign:
         self._interrupted = False  # a signal or request_stop, not the loop's own budget
         self.run_id = uuid.uuid4().hex[:16]  # one per session: a report of this output is idempotent
         self.stop_reason = ""
+
+    def _coverage_shim(self) -> Path | None:
+        """The engine-coverage runtime the engine workers preload (None: coverage is off)."""
+        if not self.cfg.engine_coverage:
+            return None
+        if len(self.platforms) > 1 or self.platforms[0].prefix:
+            raise ValueError("--engine-coverage: on this machine's platform only (an emulator has its own loader)")
+        return build_shim(self.cfg.out / ".work")
+
+    def _engine_coverage(self) -> dict[str, Any]:
+        """The engine's blocks the lanes' models ran, joined with a resumed output's, written to
+        engine-coverage.json; summary.json's ``coverage.engine`` ({}: coverage is off)."""
+        if self.shim is None:
+            return {}
+        blocks = Blocks()
+        before = EngineCoverage.read(self.cfg.out)
+        if before is not None:
+            blocks.add(before.blocks)
+        for lane in self._lanes:
+            blocks.add(lane.blocks.by_object)
+        know = knowledge_of(self.cfg.engine, str(self.engine_info.get("engine", "")))
+        ec = EngineCoverage({k: tuple(sorted(v)) for k, v in blocks.by_object.items()},
+                            attribute(blocks, know.module_of), len(self.records))
+        ec.write(self.cfg.out)
+        return {"engine": ec.summary()}
 
     def _load_corpora(self) -> dict[str, Corpus]:
         corpora, paths = {}, self.cfg.corpora()
@@ -489,9 +520,10 @@ class Campaign:
             self.source.feedback(i, g, rec)
 
     def _start_lanes(self, deadline: float) -> list[Lane]:
+        env = dict(self.cfg.engine_env)
         lcfg = LaneConfig(self.cfg.engine, self.cfg.out / ".work", self.cfg.timeouts, self.cfg.tolerance,
                           self.cfg.engine_mem_mb, engine_python=self.cfg.engine_python,
-                          engine_env=dict(self.cfg.engine_env),
+                          engine_env=preload_env(self.shim, env) if self.shim else env,
                           platforms=self.platforms, base=self.cfg.base, frontend=self.frontend,
                           threads_env=threads_env(self.cfg.engine) if self.cfg.threads_oracle else {})
         # A lane serves one front end (its reference worker judges that format): a mixed run
@@ -663,7 +695,9 @@ class Campaign:
         if self.mixed:
             cov = self.source.summary() if isinstance(self.source, MixedSource) else {}
             return {"frontends": frontend_counts(self.records, [fe.name for fe in self.frontends], cov)}
-        return {"coverage": self.source.summary()} if hasattr(self.source, "summary") else {}
+        cov = self.source.summary() if hasattr(self.source, "summary") else {}
+        engine = self._engine_coverage()
+        return {"coverage": {**cov, **engine}} if cov or engine else {}
 
     def _triage_inputs(self) -> TriageInputs | None:
         if self.cfg.base is None:

@@ -113,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--threads-oracle", action="store_true",
                    help="run every model also at more threads (MNN: threads=4) and report where the outputs change "
                         "with the thread count (XTF; no reference needed)")
+    f.add_argument("--engine-coverage", action="store_true",
+                   help="take which of the engine's code each model ran (an engine built with "
+                        "-fsanitize-coverage=trace-pc and line tables): engine-coverage.json, and per module in "
+                        "summary.json (coverage.engine); `gbft coverage OUT` prints it")
     f.add_argument("--list-only", type=_list_only, default=DEFAULT_LIST_ONLY, metavar="CLASS,...",
                    help="symptom classes whose new failures against the base build are listed, not failing the "
                         "check, e.g. precision,nan-inf ('none' for none; default: reference-disagreement)")
@@ -161,6 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where to write them (default: the package's file of that opset, ops/data/onnx_records*.json)")
     rec.add_argument("--opset", type=int, default=LEGACY_OPSET, metavar="N",
                      help=f"the opset to record, {OPSETS[0]} to {OPSETS[-1]} (default {LEGACY_OPSET})")
+
+    cv = sub.add_parser("coverage", help="the engine's code an output's models ran, per module (--engine-coverage); "
+                                         "several outputs side by side")
+    cv.add_argument("outs", type=Path, nargs="+", metavar="OUT", help="fuzz outputs")
 
     c = sub.add_parser("corpus", help="block corpus tools")
     csub = c.add_subparsers(dest="corpus_cmd", required=True)
@@ -226,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.cmd == "corpus":
         return cmd_corpus_check(args.file)
+    if args.cmd == "coverage":
+        return cmd_coverage(args.outs)
     if args.cmd == "fuzz":
         return cmd_fuzz(args)
     if args.cmd in ("replay", "minimize"):
@@ -243,6 +253,27 @@ def main(argv: list[str] | None = None) -> int:
 
         return action_main()
     return EXIT_USAGE
+
+
+def cmd_coverage(outs: list[Path]) -> int:
+    """Print the engine coverage of one or more outputs; one line naming any that has none."""
+    from .records import RecordError
+    from .records.engine_coverage import EngineCoverage
+    from .report.render import engine_coverage_text
+
+    read = []
+    for out in outs:
+        try:
+            ec = EngineCoverage.read(out)
+        except RecordError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        if ec is None:
+            print(f"error: {out}: no engine coverage (a campaign run with --engine-coverage writes it)", file=sys.stderr)
+            return EXIT_USAGE
+        read.append((str(out), ec))
+    print(engine_coverage_text(read))
+    return 0
 
 
 def cmd_onnx_records(out: Path | None, opset: int) -> int:
@@ -311,7 +342,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
                      symptom_policy=args.symptom_policy, list_only=args.list_only, shard=shard,
-                     threads_oracle=args.threads_oracle, opsets=args.opset)
+                     threads_oracle=args.threads_oracle, opsets=args.opset, engine_coverage=args.engine_coverage)
     try:
         cfg.validate()
     except ValueError as e:
@@ -534,6 +565,7 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     # a resumed campaign runs the engine as it ran, whatever this command line says.
     cfg.engine_env = {**{str(k): str(v) for k, v in dict(old.get("engine_env") or {}).items()}, **cfg.engine_env}
     cfg.threads_oracle = bool(old.get("threads_oracle", False))
+    cfg.engine_coverage = cfg.engine_coverage or bool(old.get("engine_coverage", False))
     # Made before opsets were mixed: its one opset; before opsets were chosen: 17.
     raw = old["opsets"] if "opsets" in old else [old.get("opset", LEGACY_OPSET)]
     cfg.opsets = check_opsets(raw if isinstance(raw, list) else [raw], f"--resume {args.resume}: campaign.json's opsets")

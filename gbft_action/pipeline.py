@@ -30,6 +30,7 @@ import numpy as np
 from .bugs.fingerprint import fingerprint, op_named_in
 from .bugs.rootcause import classify, wants_second_reference, with_second_reference
 from .bugs.triage import case_verdict
+from .engines.coverage import Blocks
 from .engines.registry import knowledge_of, resolve
 from .engines.builds import EngineBuild
 from .engines.knowledge import EngineKnowledge
@@ -184,6 +185,7 @@ class Lane:
         self.closed = False
         # The cases the current engine workers ran: heap damage one leaves can crash a later one.
         self.history: deque[int] = deque(maxlen=8)
+        self.blocks = Blocks()  # the engine's basic blocks its models ran (with engine coverage on)
 
     def _engine_worker(self, p: Platform, build: EngineBuild, log: Path) -> Worker:
         # Forked from a fork server (workers.zygote): a restart after a crash costs a fork, not
@@ -326,6 +328,8 @@ class Lane:
         timeout = min(limit, left)
         r = w.call(msg, timeout)
         res.timings[stage] = r.elapsed
+        if stage != "reference" and r.kind == "ok" and isinstance(r.reply.get("blocks"), dict):
+            self.blocks.add(r.reply["blocks"])  # the engine's code this model ran (engines.coverage)
         if stage != "reference" and r.log:
             res.log = (res.log + r.log)[-8000:]  # the engine's own words, kept for every outcome
         if r.kind == "timeout" and timeout < limit:

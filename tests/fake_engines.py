@@ -328,3 +328,23 @@ class RunawayResident(MNNEngine):
         hoard = []
         while True:
             hoard.append(b"\x01" * (64 << 20))
+
+
+class CoveredMNN(MNNEngine):
+    """MNN, plus a call into a small library built with coverage instrumentation
+    (tests/data/covered_engine, its path in GBFT_TEST_COVERED_LIB) on every convert and infer:
+    an instrumented "engine" the engine-coverage tests can build in seconds."""
+
+    def __init__(self) -> None:
+        import ctypes
+
+        self.lib = ctypes.CDLL(os.environ["GBFT_TEST_COVERED_LIB"])
+        super().__init__()
+
+    def convert(self, model, fmt, workdir):
+        self.lib.front_convert(len(model.read_bytes()))
+        return super().convert(model, fmt, workdir)
+
+    def infer(self, artifact, inputs, outputs):
+        self.lib.cpu_run(sum(x.size for x in inputs.values()))
+        return super().infer(artifact, inputs, outputs)

@@ -7,13 +7,14 @@ it.  The registry (engines/registry.py, re-exported here) maps a name to the eng
 ``--engine module:Class`` names any adapter directly (the tests use this for engines that
 crash on purpose).
 
-May import: engines.registry, workers.arrays, numpy (the handler runs in the worker).
+May import: engines.registry, engines.coverage, workers.arrays, numpy (the handler runs in the worker).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import time
 from pathlib import Path
 from typing import Any, Iterator, Protocol, runtime_checkable
@@ -21,6 +22,7 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 import numpy as np
 
 from ..workers.arrays import pack, unpack
+from .coverage import SHIM_ENV, BlockReader
 from .registry import ENGINES, knowledge_of, resolve  # noqa: F401 - the registry, as it was found here
 
 
@@ -49,6 +51,9 @@ class EngineHandler:
     def __init__(self, adapter: EngineAdapter) -> None:
         self.adapter = adapter
         self.artifact: Path | None = None
+        # Engine coverage (engines.coverage): the preloaded shim's blocks, taken after each call.
+        shim = os.environ.get(SHIM_ENV, "")
+        self.blocks = BlockReader(shim) if shim else None
 
     def hello(self) -> dict[str, Any]:
         # An adapter may say more of itself (the command engine: its commands, for bundles).
@@ -57,6 +62,12 @@ class EngineHandler:
                 "formats": list(self.adapter.formats)}
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+        reply = self._handle(msg)
+        if self.blocks is not None:  # what this call ran of the engine's code (its worker may die next)
+            reply["blocks"] = self.blocks.take()
+        return reply
+
+    def _handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg["op"]
         t0 = time.perf_counter()
         if op == "convert":

@@ -129,6 +129,14 @@ class EngineKnowledge:
     #: (bugs.rootcause.in_unit), as a maintainer would fix it once.
     converter_units: Mapping[str, tuple[tuple[str, ...], ...]] = {}
 
+    #: the engine's modules by source folder, first match wins (engine coverage is counted per
+    #: module: engines.coverage.attribute): (a part of a source file's path, the module's name)
+    source_modules: tuple[tuple[str, str], ...] = ()
+
+    def module_of(self, path: str) -> str:
+        """The engine module a source file belongs to ("" for none of them)."""
+        return next((name for part, name in self.source_modules if part in path), "")
+
     def unit_of(self, frontend: str, op: str) -> tuple[str, ...]:
         """The group ``op`` is converted in, for ``frontend``'s models (() when it has none)."""
         return next((u for u in self.converter_units.get(frontend, ()) if op in u), ())

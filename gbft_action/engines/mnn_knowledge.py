@@ -79,6 +79,18 @@ class MNNKnowledge(EngineKnowledge):
     converter_units = {"onnx": (("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"),
                                 ("ArgMax", "ArgMin"), ("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"))}
 
+    # MNN's source tree, as a maintainer names its parts (engine coverage, issue 38): the
+    # converter's front ends and optimiser passes, then the runtime from the most specific folder.
+    source_modules = (("tools/converter/source/onnx", "converter: onnx"),
+                      ("tools/converter/source/tflite", "converter: tflite"),
+                      ("tools/converter/source/tensorflow", "converter: tensorflow"),
+                      ("tools/converter/source/optimizer", "converter: optimiser"),
+                      ("tools/converter", "converter: other"),
+                      ("source/geometry", "geometry"), ("source/shape", "shape"),
+                      ("source/backend/cpu/x86_x64", "x86 kernels"), ("source/backend/cpu/arm", "ARM kernels"),
+                      ("source/backend/cpu", "CPU compute"), ("source/core", "core"),
+                      ("express", "express"), ("pymnn", "python binding"))
+
     def half_arithmetic(self, settings: Mapping[str, str]) -> bool:
         # Low precision runs float16 kernels where the CPU has them (ARMv8.2's FP16); on
         # others MNN keeps float32, and float16's bound only makes the check looser there.

@@ -22,6 +22,7 @@ from ..bugs.bundle import ALONE_FILE, TEMPLATES, mermaid
 from ..bugs.repro import STATUS_TEXT, engine_needs, render_repro
 from ..graph.ir import Graph
 from ..records.bundle import BundleMeta, EngineInfo
+from ..records.engine_coverage import EngineCoverage
 from ..records.report import ReportEntry
 from ..records.summary import RootCauseRow, ShardRun, Summary
 from .markers import IssueState, TrackedRow
@@ -237,7 +238,19 @@ class Renderer:
             shards=_shards(summary.shards), support=support_matrix(summary), **_coverage_words(summary.coverage))
 
 
-def _coverage_words(coverage: Mapping[str, Any] | None) -> dict[str, str]:
+def _engine_words(engine: Any) -> dict[str, Any]:
+    """summary.json's ``coverage.engine`` (engines.coverage) as the job summary's table: module
+    names of plain words and whole counts only (an artifact's data)."""
+    none: dict[str, Any] = {"engine_modules": [], "engine_blocks": 0, "engine_models": 0}
+    if not isinstance(engine, dict) or not isinstance(engine.get("modules"), dict):
+        return none
+    name = re.compile(r"[A-Za-z0-9 :_-]{1,40}")
+    rows = [(m, n) for m, n in engine["modules"].items() if name.fullmatch(str(m)) and type(n) is int]
+    count = [engine.get(k) if type(engine.get(k)) is int else 0 for k in ("blocks", "models")]
+    return {"engine_modules": rows, "engine_blocks": count[0], "engine_models": count[1]} if rows else none
+
+
+def _coverage_words(coverage: Mapping[str, Any] | None) -> dict[str, Any]:
     """The coverage line's exported forms and operator-set counts, as words ("" when absent or
     not of the written shape: summary.json is data from an artifact, and a TensorFlow campaign
     has neither)."""
@@ -251,7 +264,7 @@ def _coverage_words(coverage: Mapping[str, Any] | None) -> dict[str, str]:
             "by_opset": ", ".join(f"{k}: {v}" for k, v in sorted(by.items(), key=lambda kv: _number(kv[0]))
                                   if ok.fullmatch(str(k)) and isinstance(v, int))
             if isinstance(by, dict) else "",
-            "opsets": _opsets_words(cov.get("opsets"))}
+            "opsets": _opsets_words(cov.get("opsets")), **_engine_words(cov.get("engine"))}
 
 
 def _opsets_words(per: Any) -> str:
@@ -283,3 +296,20 @@ def _shards(shards: Mapping[str, ShardRun] | None) -> dict[str, Any] | None:
         return None
     unfinished = [k for k, v in shards.items() if re.fullmatch(r"\d{1,4}/\d{1,4}", k) and not v.complete]
     return {"total": len(shards), "unfinished": sorted(unfinished)}
+
+
+def engine_coverage_text(outs: Sequence[tuple[str, EngineCoverage]]) -> str:
+    """``gbft coverage``: the engine's blocks per module of one output, or of several side by
+    side (each column an output), with what the last one has beyond the first."""
+    modules = sorted({m for _, ec in outs for m in ec.modules},
+                     key=lambda m: (-max(ec.modules.get(m, 0) for _, ec in outs), m))
+    head = ["module", *(name for name, _ in outs)] + (["last - first"] if len(outs) > 1 else [])
+    rows = [[m, *(str(ec.modules.get(m, 0)) for _, ec in outs)] +
+            ([f"{outs[-1][1].modules.get(m, 0) - outs[0][1].modules.get(m, 0):+d}"] if len(outs) > 1 else [])
+            for m in modules]
+    rows.append(["all", *(str(ec.total) for _, ec in outs)] +
+                ([f"{outs[-1][1].total - outs[0][1].total:+d}"] if len(outs) > 1 else []))
+    rows.append(["models", *(str(ec.models) for _, ec in outs)] + ([""] if len(outs) > 1 else []))
+    width = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, width)))
+                     for r in [head, *rows])

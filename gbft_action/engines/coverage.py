@@ -1,0 +1,157 @@
+"""Engine coverage (issue 38): which of the engine's own code the models ran.
+
+An engine built with ``-fsanitize-coverage=trace-pc`` (gcc or clang; clang's trace-pc-guard
+too) calls ``__sanitizer_cov_trace_pc`` on every basic block.  The callback is the shim
+(``data/coverage_shim.c``), built here with the machine's C compiler and preloaded into the
+engine worker (``LD_PRELOAD``).  After each request the worker takes the blocks seen since
+the last one (``BlockReader.take``): each as its object file and the offset in it, which
+stay the same from worker to worker whatever the address layout.  The host keeps the union
+(``Blocks``) and attributes it to the engine's modules from its source folders (``attribute``,
+through ``addr2line`` on the object's line tables: build with ``-g1`` at least), by rules the
+engine's knowledge holds (``EngineKnowledge.source_modules``).
+
+A build without the instrumentation never calls the shim: the worker then reports no blocks,
+and the summary says so.
+
+May import: the standard library.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+SHIM_SOURCE = Path(__file__).parent / "data" / "coverage_shim.c"
+SHIM_ENV = "GBFT_COVERAGE_SHIM"  # the worker's preloaded shim, when coverage is taken
+UNATTRIBUTED = "other"  # a block no rule places (or an object without line tables)
+
+
+class CoverageError(ValueError):
+    """Engine coverage cannot be taken here (no C compiler, a shim that does not build)."""
+
+
+def build_shim(work: Path) -> Path:
+    """The shim as a shared object under ``work`` (built once per source text)."""
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        raise CoverageError("engine coverage needs a C compiler to build its runtime (cc or gcc on PATH)")
+    tag = hashlib.sha256(SHIM_SOURCE.read_bytes()).hexdigest()[:12]
+    out = work / f"gbft-coverage-{tag}.so"
+    if not out.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        r = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(SHIM_SOURCE)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise CoverageError(f"the coverage runtime did not build: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+        os.replace(tmp, out)
+    return out
+
+
+def preload_env(shim: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """A worker environment that preloads ``shim`` (kept ahead of any preload already there)."""
+    pre = " ".join(x for x in (str(shim), env.get("LD_PRELOAD", "")) if x)
+    return {**env, "LD_PRELOAD": pre, SHIM_ENV: str(shim)}
+
+
+@dataclass(frozen=True)
+class Region:
+    start: int
+    end: int
+    offset: int
+    path: str
+
+
+def _mappings() -> list[Region]:
+    """This process's executable mappings of files (from /proc/self/maps)."""
+    out = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split(maxsplit=5)
+            if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                out.append(Region(lo, hi, int(parts[2], 16), parts[5].strip()))
+    return out
+
+
+class BlockReader:
+    """Worker side: the blocks the engine ran since the last take, per object file."""
+
+    def __init__(self, shim: str) -> None:
+        self.lib = ctypes.CDLL(shim)  # preloaded already: the same handle, the same set
+        self.lib.gbft_cov_take.restype = ctypes.c_uint32
+        self.lib.gbft_cov_count.restype = ctypes.c_uint32
+        self.maps: list[Region] = []
+
+    def take(self) -> dict[str, list[int]]:
+        n = int(self.lib.gbft_cov_count())
+        buf = (ctypes.c_size_t * max(n, 1))()
+        got = int(self.lib.gbft_cov_take(buf, n))
+        out: dict[str, list[int]] = {}
+        for pc in buf[:got]:
+            m = self._where(pc)
+            if m is not None:
+                out.setdefault(m.path, []).append(pc - m.start + m.offset)
+        return out
+
+    def _where(self, pc: int) -> Region | None:
+        for attempt in (0, 1):  # a library loaded since the last read: read the maps again
+            hit = next((m for m in self.maps if m.start <= pc < m.end), None)
+            if hit is not None or attempt:
+                return hit
+            self.maps = _mappings()
+        return None
+
+
+@dataclass
+class Blocks:
+    """Host side: the union of the blocks the workers reported, per object file."""
+
+    by_object: dict[str, set[int]] = field(default_factory=dict)
+
+    def add(self, reported: Mapping[str, Iterable[int]]) -> int:
+        """Join a worker's report (untrusted shape: only str -> ints taken); the new blocks."""
+        new = 0
+        for obj, offsets in reported.items():
+            if not isinstance(obj, str):
+                continue
+            have = self.by_object.setdefault(obj, set())
+            before = len(have)
+            have.update(o for o in offsets if isinstance(o, int) and not isinstance(o, bool))
+            new += len(have) - before
+        return new
+
+    @property
+    def total(self) -> int:
+        return sum(len(v) for v in self.by_object.values())
+
+
+def attribute(blocks: Blocks, module_of: Callable[[str], str],
+              lines: Callable[[str, list[int]], list[str]] | None = None) -> dict[str, int]:
+    """Blocks per engine module: each block's source file (``lines``: addr2line by default)
+    placed by ``module_of`` (a path -> module name; "" for none of them: UNATTRIBUTED)."""
+    lines = lines or source_files
+    out: dict[str, int] = {}
+    for obj, offsets in sorted(blocks.by_object.items()):
+        for path in lines(obj, sorted(offsets)):
+            m = module_of(path) or UNATTRIBUTED
+            out[m] = out.get(m, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def source_files(obj: str, offsets: list[int]) -> list[str]:
+    """The source file of each offset in ``obj`` ("" where its line tables say nothing), by
+    binutils' addr2line: one process for all of them."""
+    tool = shutil.which("addr2line")
+    if tool is None or not offsets or not os.path.exists(obj):
+        return [""] * len(offsets)
+    r = subprocess.run([tool, "-e", obj], input="\n".join(hex(o) for o in offsets), capture_output=True,
+                       text=True, timeout=600)
+    files = [line.rsplit(":", 1)[0] for line in r.stdout.splitlines()]
+    return [f if f not in ("??", "") else "" for f in files] + [""] * (len(offsets) - len(files))
