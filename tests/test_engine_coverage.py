@@ -125,7 +125,7 @@ def test_the_job_summary_shows_engine_modules_of_plain_words_only():
     from gbft_action.records import Summary
     from gbft_action.report.render import Renderer
 
-    cov = {"OLC": 0.5, "OTC": 0.5, "IDC": 0.5, "ODC": 0.5, "SEC": 0.5, "SPC": 0.5,
+    cov = {"OLC": 0.5, "OTC": 0.5, "IDC": 0.5, "ODC": 0.5, "SEC": 0.5, "SPC": 0.5, "operators": [], "element_types": [],
            "engine": {"blocks": 7, "models": 2, "modules": {"core": 5, "<script>x": 1, "shape": "2"}}}
     md = Renderer().summary(Summary(2, coverage=cov), "", [], [], [])
     assert "Engine coverage: 7 basic blocks of the engine's code ran, over 2 models." in md
