@@ -77,7 +77,7 @@ def _mappings() -> list[Region]:
             if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
                 lo, hi = (int(x, 16) for x in parts[0].split("-"))
                 out.append(Region(lo, hi, int(parts[2], 16), parts[5].strip()))
-    return out
+    return sorted(out, key=lambda m: m.start)
 
 
 class BlockReader:
@@ -92,21 +92,25 @@ class BlockReader:
     def take(self) -> dict[str, list[int]]:
         n = int(self.lib.gbft_cov_count())
         buf = (ctypes.c_size_t * max(n, 1))()
-        got = int(self.lib.gbft_cov_take(buf, n))
-        out: dict[str, list[int]] = {}
-        for pc in buf[:got]:
-            m = self._where(pc)
-            if m is not None:
-                out.setdefault(m.path, []).append(pc - m.start + m.offset)
+        pcs = sorted(buf[:int(self.lib.gbft_cov_take(buf, n))])
+        out = self._place(pcs)
+        if sum(map(len, out.values())) < len(pcs):  # a library loaded since the maps were read
+            self.maps = _mappings()
+            out = self._place(pcs)
         return out
 
-    def _where(self, pc: int) -> Region | None:
-        for attempt in (0, 1):  # a library loaded since the last read: read the maps again
-            hit = next((m for m in self.maps if m.start <= pc < m.end), None)
-            if hit is not None or attempt:
-                return hit
-            self.maps = _mappings()
-        return None
+    def _place(self, pcs: list[int]) -> dict[str, list[int]]:
+        """Sorted PCs as object file -> offsets; a PC in no file mapping (a JIT's buffer) is
+        not the engine's code and is left out."""
+        out: dict[str, list[int]] = {}
+        i = 0
+        for m in self.maps:  # both sorted: one walk places every PC
+            while i < len(pcs) and pcs[i] < m.start:
+                i += 1
+            while i < len(pcs) and pcs[i] < m.end:
+                out.setdefault(m.path, []).append(pcs[i] - m.start + m.offset)
+                i += 1
+        return out
 
 
 @dataclass
