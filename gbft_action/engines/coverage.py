@@ -151,11 +151,19 @@ def attribute(blocks: Blocks, module_of: Callable[[str], str],
 
 def source_files(obj: str, offsets: list[int]) -> list[str]:
     """The source file of each offset in ``obj`` ("" where its line tables say nothing), by
-    binutils' addr2line: one process for all of them."""
+    binutils' addr2line, one process for all of them.  A block inlined from a header (the C++
+    library's templates, a flatbuffers accessor) counts for the function it was inlined into:
+    the last frame of ``-i``, not the header's line."""
     tool = shutil.which("addr2line")
     if tool is None or not offsets or not os.path.exists(obj):
         return [""] * len(offsets)
-    r = subprocess.run([tool, "-e", obj], input="\n".join(hex(o) for o in offsets), capture_output=True,
-                       text=True, timeout=600)
-    files = [line.rsplit(":", 1)[0] for line in r.stdout.splitlines()]
-    return [f if f not in ("??", "") else "" for f in files] + [""] * (len(offsets) - len(files))
+    r = subprocess.run([tool, "-a", "-i", "-e", obj], input="\n".join(hex(o) for o in offsets),
+                       capture_output=True, text=True, timeout=600)
+    files: list[str] = []
+    for line in r.stdout.splitlines():
+        if line.startswith("0x"):
+            files.append("")  # a new address: its frames follow, outermost last
+        elif files:
+            f = line.rsplit(":", 1)[0]
+            files[-1] = "" if f in ("??", "") else f
+    return files[:len(offsets)] + [""] * (len(offsets) - len(files))

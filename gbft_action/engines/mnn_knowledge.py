@@ -89,7 +89,11 @@ class MNNKnowledge(EngineKnowledge):
                       ("source/geometry", "geometry"), ("source/shape", "shape"),
                       ("source/backend/cpu/x86_x64", "x86 kernels"), ("source/backend/cpu/arm", "ARM kernels"),
                       ("source/backend/cpu", "CPU compute"), ("source/core", "core"),
-                      ("express", "express"), ("pymnn", "python binding"))
+                      ("express", "express"), ("pymnn", "python binding"),
+                      # code of its own in headers: flatbuffers' generated (un)packing, templates
+                      # the C++ library instantiated out of line, the bundled protobuf
+                      ("schema/current", "schema (flatbuffers)"), ("3rd_party", "third party"),
+                      ("include/c++", "C++ library"), ("source/utils", "core"))
 
     def half_arithmetic(self, settings: Mapping[str, str]) -> bool:
         # Low precision runs float16 kernels where the CPU has them (ARMv8.2's FP16); on
