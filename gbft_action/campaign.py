@@ -692,7 +692,8 @@ class Campaign:
 
     def _coverage(self) -> dict[str, Any]:
         """Coverage, per front end in a mixed campaign (an ONNX operator is not the TensorFlow one)."""
-        if self.mixed:
+        if self.mixed:  # engine coverage: engine-coverage.json only (the summary's is per front end)
+            self._engine_coverage()
             cov = self.source.summary() if isinstance(self.source, MixedSource) else {}
             return {"frontends": frontend_counts(self.records, [fe.name for fe in self.frontends], cov)}
         cov = self.source.summary() if hasattr(self.source, "summary") else {}
