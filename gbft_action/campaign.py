@@ -76,7 +76,7 @@ from .platforms import resolve as resolve_platforms
 from .statefile import corrupt, read_state
 from .store import ResultStore, disk_full, no_space
 from .workers.supervisor import WorkerClosed
-from .records import Fingerprint, Status, Tolerance
+from .records import Fingerprint, RecordError, Status, Tolerance
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
 DISK_FULL = "disk full"  # the stop reason's prefix when the output disk filled (the CLI exits EXIT_ERROR)
@@ -299,7 +299,10 @@ class Campaign:
         if self.shim is None:
             return {}
         blocks = Blocks()
-        before = EngineCoverage.read(self.cfg.out)
+        try:  # a resumed output's blocks; a corrupt file is replaced by what this run saw
+            before = EngineCoverage.read(self.cfg.out)
+        except RecordError:
+            before = None
         if before is not None:
             blocks.add(before.blocks)
         for lane in self._lanes:

@@ -397,7 +397,9 @@ def _builds(args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
         env = knowledge_of(args.engine).env_for(knowledge_of(args.engine).parse_settings(args.engine_settings))
     except ValueError as e:
         raise ValueError(f"--engine-settings: {e}") from None
-    pr, base = prepare_builds(args.engine, args.engine_build, args.base_build, out,
+    # Absolute: the engine workers run in folders of their own (a relative --out, such as the
+    # default, left them without their venv's python).
+    pr, base = prepare_builds(args.engine, args.engine_build, args.base_build, out.resolve(),
                               Commands(args.converter_command, args.runner_command))
     # Both builds at the same settings: the verdict compares builds, never settings.
     return (replace(pr, env={**pr.env, **env}),

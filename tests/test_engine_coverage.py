@@ -60,7 +60,7 @@ print(json.dumps([first, again, same, more]))
     blocks = Blocks()
     assert blocks.add(first) == len(first[obj]) and blocks.add(same) == 0  # the union keeps each once
     blocks.add(more)
-    blocks.add({obj: ["x", True], 3: [1]})  # a worker's reply is data: only offsets of named objects
+    blocks.add({obj: ["x", True, -4], 3: [1], "/y": 5})  # a worker's reply is data: only offsets of named objects
     assert blocks.total == len(set(first[obj]) | set(more[obj]))
     modules = attribute(blocks, MNNKnowledge().module_of)
     assert set(modules) == {"converter: onnx", "CPU compute"} and sum(modules.values()) == blocks.total
@@ -109,15 +109,28 @@ def test_engine_coverage_written_on_disk_is_read_back_strictly(tmp_path):
     assert EngineCoverage.read(tmp_path / "none") is None
 
 
-def test_an_uninstrumented_engine_reports_no_blocks(tmp_path):
-    reader_code = f"""
+def test_an_uninstrumented_engine_reports_no_blocks_and_the_runtime_path_is_absolute(tmp_path, monkeypatch):
+    # The shim preloaded, an engine library without the instrumentation loaded and run: no blocks.
+    plain = tmp_path / "libplain.so"
+    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", str(plain), str(COVERED / KERNEL)], check=True)
+    shim = build_shim(tmp_path)
+    code = f"""
+import ctypes
 from gbft_action.engines.coverage import BlockReader
-import math; math.sqrt(2)
-print(BlockReader({str(build_shim(tmp_path))!r}).take())
+reader = BlockReader({str(shim)!r})
+ctypes.CDLL({str(plain)!r}).cpu_run(50)
+print(reader.take())
 """
-    out = subprocess.run([sys.executable, "-c", reader_code], capture_output=True, text=True,
-                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[1])}, check=True)
-    assert out.stdout.strip() == "{}"  # the shim preloaded or not, nothing called it: nothing to take
+    env = preload_env(shim, {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[1])})
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "{}"
+    # The workers run in folders of their own: a relative output folder still preloads the shim.
+    monkeypatch.chdir(tmp_path)
+    assert build_shim(Path("rel")).is_absolute() and build_shim(Path("rel")).exists()
+    from gbft_action.engines.coverage import CoverageError
+
+    with pytest.raises(CoverageError, match="holds a space or a colon"):
+        build_shim(tmp_path / "a b")
 
 
 def test_the_job_summary_shows_engine_modules_of_plain_words_only():

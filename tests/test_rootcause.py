@@ -427,6 +427,9 @@ def test_a_normalised_constant_row_at_a_tiny_epsilon_is_excused_and_a_varied_row
     assert not judge_node("LayerNormPattern", {**p, "epsilon": 1e-5}, [x], e, a).ok  # eps 1e-5 damps it: a bug
     a[1, 2] += 0.06  # the varied row is well conditioned: a difference there is one
     assert not judge_node("LayerNormPattern", p, [x], e, a).ok
+    long = np.random.default_rng(0).uniform(-1, 1, (1, 16384)).astype(np.float32)  # a varied row, however long
+    le = ((long - long.mean()) / np.sqrt(long.var() + 1e-12)).astype(np.float32)
+    assert not judge_node("LayerNormPattern", p, [long], le, le + 0.01).ok
     g = x.reshape(1, 4, 2, 2)  # GroupNorm, two groups of two channels: the first group is constant
     assert judge_node("GroupNormPattern", {"groups": 2, "epsilon": 1e-12}, [g], e.reshape(g.shape),
                       (e + np.r_[[0.06] * 8, [0.0] * 8].reshape(2, 8)).reshape(g.shape)).ok
@@ -1197,6 +1200,14 @@ def test_a_key_with_no_condition_joins_the_one_conditioned_key_of_its_operator()
     assert merged(["", "mode=nearest", "mode=cubic"], "Resize") == {
         "": ["f0"], "mode=nearest": ["f1"], "mode=cubic": ["f2"]}
     assert merged(["", "wrong shape"]) == {"": ["f0"], "wrong shape": ["f1"]}  # a shape is no condition
+    # A chain that joined the plain key (its member shown wrong alone) goes along with it.
+    keys = {"f0": RootKey(wrong, ("Batchtospacend",), "", True),
+            "f1": RootKey(wrong, ("Batchtospacend",), "crops=1", True),
+            "f2": RootKey(wrong, ("Pad", "Batchtospacend", "Deconv2d"), "", True)}
+    rows = [{"key": f, "count": 1, "platforms": [], "symptom": wrong, "local": [wrong, "Batchtospacend", ""],
+             "fingerprint": {"op": "Batchtospacend"}, "verdict": ""} for f in keys]
+    causes = assemble(_sightings(rows), {f: Diagnosed(k, 2) for f, k in keys.items()}, policy_for)
+    assert [(rc.key.detail, sorted(rc.fingerprints)) for rc in causes] == [("crops=1", ["f0", "f1", "f2"])]
 
 
 def _keyed(keys: dict[str, RootKey]) -> dict[str, list[str]]:

@@ -455,7 +455,9 @@ def assemble(failures: list[Sighting], diagnosed: dict[str, Diagnosed], policy: 
             # and wrong-result; the title is the one the canonical bundle shows).
             rc.canonical, rc.minimized, rc.key = f.key, True, d.key
     merged = list(causes.values())
-    for merge in (_merge_covered, _merge_into_members, _merge_region_chains, _merge_chain_heads):
+    # A plain key joins its conditioned one after the chains joined it (_merge_into_members hosts
+    # them on plain keys only).
+    for merge in (_merge_covered, _merge_into_members, _merge_plain, _merge_region_chains, _merge_chain_heads):
         merged = merge(merged, diagnosed)
     for rc in merged:
         rc.settled = not rc.minimized or any(diagnosed[f].settled for f in rc.fingerprints if f in diagnosed)
@@ -474,7 +476,7 @@ def _merge_covered(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> 
             _absorb(hosts[0], rc, diagnosed)
         else:  # none; or two ("keepdims=0" and "select_last_index=1"): it may show either defect
             kept.append(rc)
-    return _merge_plain(kept, diagnosed)
+    return kept
 
 
 def _merge_plain(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> list[RootCause]:

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 SHIM_SOURCE = Path(__file__).parent / "data" / "coverage_shim.c"
 SHIM_ENV = "GBFT_COVERAGE_SHIM"  # the worker's preloaded shim, when coverage is taken
@@ -42,7 +42,9 @@ def build_shim(work: Path) -> Path:
     if cc is None:
         raise CoverageError("engine coverage needs a C compiler to build its runtime (cc or gcc on PATH)")
     tag = hashlib.sha256(SHIM_SOURCE.read_bytes()).hexdigest()[:12]
-    out = work / f"gbft-coverage-{tag}.so"
+    out = (work / f"gbft-coverage-{tag}.so").resolve()  # the workers run in folders of their own
+    if any(c in str(out) for c in " :"):  # LD_PRELOAD splits on both
+        raise CoverageError(f"engine coverage: the output folder's path {str(work)!r} holds a space or a colon")
     if not out.exists():
         work.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(f".{os.getpid()}.tmp")
@@ -64,20 +66,27 @@ def preload_env(shim: Path, env: Mapping[str, str]) -> dict[str, str]:
 class Region:
     start: int
     end: int
-    offset: int
+    base: int  # where the object's file offset 0 is mapped: pc - base is the address addr2line reads
     path: str
 
 
 def _mappings() -> list[Region]:
-    """This process's executable mappings of files (from /proc/self/maps)."""
-    out = []
+    """This process's executable mappings of files (from /proc/self/maps), sorted, each with its
+    object's load base.  Not pc - start + file offset: lld and mold place the code one page
+    away from its file offset, and addr2line reads addresses, not offsets."""
+    rows = []
     with open("/proc/self/maps") as f:
         for line in f:
             parts = line.split(maxsplit=5)
-            if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
+            if len(parts) == 6 and parts[5].startswith("/"):
                 lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                out.append(Region(lo, hi, int(parts[2], 16), parts[5].strip()))
-    return sorted(out, key=lambda m: m.start)
+                rows.append((lo, hi, int(parts[2], 16), "x" in parts[1], parts[5].strip()))
+    base: dict[str, int] = {}
+    for lo, _, off, _, path in rows:
+        if off == 0:
+            base[path] = min(base.get(path, lo), lo)
+    return sorted((Region(lo, hi, base.get(path, lo - off), path) for lo, hi, off, x, path in rows if x),
+                  key=lambda m: m.start)
 
 
 class BlockReader:
@@ -86,13 +95,12 @@ class BlockReader:
     def __init__(self, shim: str) -> None:
         self.lib = ctypes.CDLL(shim)  # preloaded already: the same handle, the same set
         self.lib.gbft_cov_take.restype = ctypes.c_uint32
-        self.lib.gbft_cov_count.restype = ctypes.c_uint32
+        self.lib.gbft_cov_capacity.restype = ctypes.c_uint32
+        self.buf = (ctypes.c_size_t * int(self.lib.gbft_cov_capacity()))()  # one take never overflows it
         self.maps: list[Region] = []
 
     def take(self) -> dict[str, list[int]]:
-        n = int(self.lib.gbft_cov_count())
-        buf = (ctypes.c_size_t * max(n, 1))()
-        pcs = sorted(buf[:int(self.lib.gbft_cov_take(buf, n))])
+        pcs = sorted(set(self.buf[:int(self.lib.gbft_cov_take(self.buf))]))
         out = self._place(pcs)
         if sum(map(len, out.values())) < len(pcs):  # a library loaded since the maps were read
             self.maps = _mappings()
@@ -100,15 +108,15 @@ class BlockReader:
         return out
 
     def _place(self, pcs: list[int]) -> dict[str, list[int]]:
-        """Sorted PCs as object file -> offsets; a PC in no file mapping (a JIT's buffer) is
-        not the engine's code and is left out."""
+        """Sorted PCs as object file -> addresses in it; a PC in no file mapping (a JIT's
+        buffer) is not the engine's code and is left out."""
         out: dict[str, list[int]] = {}
         i = 0
         for m in self.maps:  # both sorted: one walk places every PC
             while i < len(pcs) and pcs[i] < m.start:
                 i += 1
             while i < len(pcs) and pcs[i] < m.end:
-                out.setdefault(m.path, []).append(pcs[i] - m.start + m.offset)
+                out.setdefault(m.path, []).append(pcs[i] - m.base)
                 i += 1
         return out
 
@@ -119,15 +127,16 @@ class Blocks:
 
     by_object: dict[str, set[int]] = field(default_factory=dict)
 
-    def add(self, reported: Mapping[str, Iterable[int]]) -> int:
-        """Join a worker's report (untrusted shape: only str -> ints taken); the new blocks."""
+    def add(self, reported: object) -> int:
+        """Join a worker's report, or a file's (data: only object file -> lists of whole,
+        non-negative addresses are taken); returns how many blocks were new."""
         new = 0
-        for obj, offsets in reported.items():
-            if not isinstance(obj, str):
+        for obj, offsets in reported.items() if isinstance(reported, Mapping) else ():
+            if not isinstance(obj, str) or not isinstance(offsets, (list, tuple, set)):
                 continue
             have = self.by_object.setdefault(obj, set())
             before = len(have)
-            have.update(o for o in offsets if isinstance(o, int) and not isinstance(o, bool))
+            have.update(o for o in offsets if type(o) is int and o >= 0)
             new += len(have) - before
         return new
 
@@ -157,8 +166,11 @@ def source_files(obj: str, offsets: list[int]) -> list[str]:
     tool = shutil.which("addr2line")
     if tool is None or not offsets or not os.path.exists(obj):
         return [""] * len(offsets)
-    r = subprocess.run([tool, "-a", "-i", "-e", obj], input="\n".join(hex(o) for o in offsets),
-                       capture_output=True, text=True, timeout=600)
+    try:
+        r = subprocess.run([tool, "-a", "-i", "-e", obj], input="\n".join(hex(o) for o in offsets),
+                           capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired):  # the run's summary must not wait on it
+        return [""] * len(offsets)
     files: list[str] = []
     for line in r.stdout.splitlines():
         if line.startswith("0x"):

@@ -8,7 +8,6 @@
  * insert at once (compare-and-swap on the slot).  A full set drops new PCs and counts them:
  * coverage is then a lower bound, and gbft_cov_dropped says so. */
 #include <stdint.h>
-#include <string.h>
 
 #define CAP (1u << 19) /* 4 MiB; a model of MNN's runs some 10^4 blocks */
 static uintptr_t table[CAP];
@@ -38,17 +37,21 @@ void __sanitizer_cov_trace_pc(void) { insert((uintptr_t)__builtin_return_address
 void __sanitizer_cov_trace_pc_guard_init(uint32_t *start, uint32_t *stop) { (void)start; (void)stop; }
 void __sanitizer_cov_trace_pc_guard(uint32_t *guard) { (void)guard; insert((uintptr_t)__builtin_return_address(0)); }
 
-uint32_t gbft_cov_count(void) { return used; }
+uint32_t gbft_cov_capacity(void) { return CAP; }
 uint32_t gbft_cov_dropped(void) { return dropped; }
 
-/* Up to n PCs seen since the last take into out; the set is then emptied.  Returns how many. */
-uint32_t gbft_cov_take(uintptr_t *out, uint32_t n) {
+/* The PCs seen since the last take into out (room for gbft_cov_capacity() of them), each slot
+ * emptied as it is read: a PC another thread inserts meanwhile is in this take or the next,
+ * never lost.  Returns how many. */
+uint32_t gbft_cov_take(uintptr_t *out) {
     uint32_t k = 0;
     for (uint32_t i = 0; i < CAP; i++) {
-        uintptr_t pc = table[i];
-        if (pc && k < n) out[k++] = pc;
+        if (__atomic_load_n(&table[i], __ATOMIC_RELAXED) == 0) continue;
+        uintptr_t pc = __atomic_exchange_n(&table[i], 0, __ATOMIC_RELAXED);
+        if (pc) {
+            out[k++] = pc;
+            __atomic_fetch_sub(&used, 1, __ATOMIC_RELAXED);
+        }
     }
-    memset(table, 0, sizeof table);
-    used = 0;
     return k;
 }
