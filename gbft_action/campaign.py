@@ -69,7 +69,7 @@ from .bugs.policy import DEFAULT_LIST_ONLY, SYMPTOMS, fails_check, policy_for
 from .bugs.replay import confirm_bug
 from .bugs.rootcause import Diagnosed, RootCause, Sighting, assemble, local_key
 from .engines.builds import EngineBuild
-from .engines.coverage import Blocks, attribute, build_shim, preload_env
+from .engines.coverage import Blocks, build_shim, place, preload_env
 from .engines.registry import knowledge_of, threads_env
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
@@ -299,17 +299,16 @@ class Campaign:
         if self.shim is None:
             return {}
         blocks = Blocks()
+        for lane in self._lanes:
+            blocks.add(lane.blocks.by_object)
+        know = knowledge_of(self.cfg.engine, str(self.engine_info.get("engine", "")))
+        placed = place(blocks, know.module_of)
+        this = EngineCoverage({m: {o: tuple(sorted(v)) for o, v in objs.items()} for m, objs in placed.items()})
         try:  # a resumed output's blocks; a corrupt file is replaced by what this run saw
             before = EngineCoverage.read(self.cfg.out)
         except RecordError:
             before = None
-        if before is not None:
-            blocks.add(before.blocks)
-        for lane in self._lanes:
-            blocks.add(lane.blocks.by_object)
-        know = knowledge_of(self.cfg.engine, str(self.engine_info.get("engine", "")))
-        ec = EngineCoverage({k: tuple(sorted(v)) for k, v in blocks.by_object.items()},
-                            attribute(blocks, know.module_of), len(self.records))
+        ec = EngineCoverage.union([this, *([before] if before else [])], len(self.records))
         ec.write(self.cfg.out)
         return {"engine": ec.summary()}
 

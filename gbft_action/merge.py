@@ -47,6 +47,7 @@ from .records import BundleMeta, RecordError, Summary, Verdict
 from .records.summary import Diagnosis, ShardRun
 from .records.known import KnownBug
 from .records.campaign import CampaignIdentity, CampaignRecord, ShardPart
+from .records.engine_coverage import EngineCoverage
 from .records.case import CASES_FILE, CaseRecord, read_cases
 from .records.state import ShardSearch
 from .campaign import STATE_FILE, FuzzConfig, SummaryInputs, TriageInputs, first_records, summarize
@@ -198,7 +199,7 @@ def _write(parts: list[Part], stage: Path, out: Path) -> Summary:
     book.save()
     state = _state(parts, shards)
     ResultStore(stage).write_json(STATE_FILE, state)
-    summary = _summary(parts, records, shards, book, state, stage, out)
+    summary = _summary(parts, records, shards, book, state, stage, out, _engine_coverage(parts, stage))
     _campaign_record(parts, shards, stage)
     return summary
 
@@ -352,8 +353,26 @@ def _own_search(p: Part) -> dict[str, ShardSearch]:
     return {next(iter(p.shards)): replace(own, graph=graph, models=len(p.cases))}
 
 
+def _engine_coverage(parts: list[Part], stage: Path) -> dict[str, Any]:
+    """The shards' engine coverage joined (a block counts once) into engine-coverage.json; the
+    summary's ``coverage.engine`` ({}: no shard took it)."""
+    read = []
+    for p in parts:
+        try:
+            ec = EngineCoverage.read(p.out)
+        except RecordError as e:
+            raise MergeError(str(e)) from None
+        if ec is not None:
+            read.append(ec)
+    if not read:
+        return {}
+    ec = EngineCoverage.union(read, sum(e.models for e in read))
+    ec.write(stage)
+    return {"engine": ec.summary()}
+
+
 def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, ShardPart],
-             book: BugBook, state: dict[str, Any], stage: Path, out: Path) -> Summary:
+             book: BugBook, state: dict[str, Any], stage: Path, out: Path, engine_cov: dict[str, Any]) -> Summary:
     """summary.json of the campaign, written as the campaign writes its own."""
     head = _head(parts)
     rec = head.record
@@ -375,7 +394,7 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
                                          sort_keys=True).encode()).hexdigest()[:16],
         minimized=_minimized(summaries), bugs_dir=str(out / "bugs"),
         triage=TriageInputs(stage, _confirmed(parts), base) if head.record.identity.base else None,
-        coverage=_coverage_summary(state, rec.identity.opset or LEGACY_OPSET) if state else None,
+        coverage={**_coverage_summary(state, rec.identity.opset or LEGACY_OPSET), **engine_cov} if state else None,
         # Per runner, over every shard's sessions (a campaign's own rate is its last session's).
         models_per_s=round(len(records) / elapsed, 3) if elapsed else 0.0,
         shards={k: ShardRun(v.models, v.complete) for k, v in shards.items()}))

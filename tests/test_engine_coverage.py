@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gbft_action.cli import main
-from gbft_action.engines.coverage import Blocks, attribute, build_shim, preload_env
+from gbft_action.engines.coverage import Blocks, build_shim, place, preload_env
 from gbft_action.engines.mnn_knowledge import MNNKnowledge
 from gbft_action.records.engine_coverage import EngineCoverage
 
@@ -62,8 +62,9 @@ print(json.dumps([first, again, same, more]))
     blocks.add(more)
     blocks.add({obj: ["x", True, -4], 3: [1], "/y": 5})  # a worker's reply is data: only offsets of named objects
     assert blocks.total == len(set(first[obj]) | set(more[obj]))
-    modules = attribute(blocks, MNNKnowledge().module_of)
-    assert set(modules) == {"converter: onnx", "CPU compute"} and sum(modules.values()) == blocks.total
+    placed = place(blocks, MNNKnowledge().module_of)
+    assert set(placed) == {"converter: onnx", "CPU compute"} and all(set(objs) == {lib.name} for objs in placed.values())
+    assert sum(len(v) for objs in placed.values() for v in objs.values()) == blocks.total
 
 
 def test_a_campaign_with_engine_coverage_writes_it_and_gbft_coverage_compares_two(tmp_path, monkeypatch,
@@ -96,15 +97,18 @@ def test_a_campaign_with_engine_coverage_writes_it_and_gbft_coverage_compares_tw
     assert "no engine coverage" in capsys.readouterr().err
 
 
-def test_engine_coverage_written_on_disk_is_read_back_strictly(tmp_path):
-    ec = EngineCoverage({"/lib/a.so": (3, 1)}, {"core": 2}, 4)
+def test_engine_coverage_written_on_disk_is_read_back_strictly_and_joins(tmp_path):
+    ec = EngineCoverage({"core": {"a.so": (3, 1)}, "shape": {"a.so": (9,)}}, 4)
     ec.write(tmp_path)
     back = EngineCoverage.read(tmp_path)
-    assert back == EngineCoverage({"/lib/a.so": (1, 3)}, {"core": 2}, 4) and back.total == 2
-    (tmp_path / "engine-coverage.json").write_text(json.dumps({"blocks": {"/lib/a.so": ["1"]}}))
+    assert back == EngineCoverage({"core": {"a.so": (1, 3)}, "shape": {"a.so": (9,)}}, 4)
+    assert back.total == 3 and back.modules == {"core": 2, "shape": 1}
+    other = EngineCoverage({"core": {"a.so": (3, 5)}, "geometry": {"b.so": (2,)}}, 6)
+    assert EngineCoverage.union([back, other], 10).modules == {"core": 3, "geometry": 1, "shape": 1}  # 3 once
+    (tmp_path / "engine-coverage.json").write_text(json.dumps({"blocks": {"core": {"a.so": ["1"]}}}))
     from gbft_action.records import RecordError
 
-    with pytest.raises(RecordError, match="blocks: expected object file -> list of offsets"):
+    with pytest.raises(RecordError, match="blocks: expected module -> object file -> list of addresses"):
         EngineCoverage.read(tmp_path)
     assert EngineCoverage.read(tmp_path / "none") is None
 
@@ -144,3 +148,24 @@ def test_the_job_summary_shows_engine_modules_of_plain_words_only():
     assert "Engine coverage: 7 basic blocks of the engine's code ran, over 2 models." in md
     assert "| core | 5 |" in md and "script" not in md and "| shape |" not in md
     assert "Engine coverage" not in Renderer().summary(Summary(2, coverage={**cov, "engine": "x"}), "", [], [], [])
+
+
+def test_shards_engine_coverage_joins_in_merge(tmp_path, monkeypatch, fake_engines_path):
+    from gbft_action.campaign import Campaign, FuzzConfig
+    from gbft_action.merge import merge
+    from gbft_action.records import Summary
+
+    monkeypatch.setenv("GBFT_TEST_COVERED_LIB", str(_covered_lib(tmp_path)))
+    parts = []
+    for i in (1, 2):
+        out = tmp_path / f"shard{i}"
+        Campaign(FuzzConfig(out=out, engine="fake_engines:CoveredMNN", budget=120, max_models=4, seed=5,
+                            blocks=(2, 4), jobs=1, minimize_share=0.0, frontend="onnx", engine_coverage=True,
+                            shard=(i, 2))).run()
+        ec = EngineCoverage.read(out)
+        assert ec is not None
+        parts.append(ec)
+    merge([tmp_path / "shard1", tmp_path / "shard2"], tmp_path / "merged")
+    joined = EngineCoverage.read(tmp_path / "merged")
+    assert joined == EngineCoverage.union(parts, 8) and joined.total < parts[0].total + parts[1].total  # shared once
+    assert (Summary.read(tmp_path / "merged").coverage or {})["engine"] == joined.summary()

@@ -4,9 +4,9 @@ An engine built with ``-fsanitize-coverage=trace-pc`` (gcc or clang; clang's tra
 too) calls ``__sanitizer_cov_trace_pc`` on every basic block.  The callback is the shim
 (``data/coverage_shim.c``), built here with the machine's C compiler and preloaded into the
 engine worker (``LD_PRELOAD``).  After each request the worker takes the blocks seen since
-the last one (``BlockReader.take``): each as its object file and the offset in it, which
+the last one (``BlockReader.take``): each as its object file and the address in it, which
 stay the same from worker to worker whatever the address layout.  The host keeps the union
-(``Blocks``) and attributes it to the engine's modules from its source folders (``attribute``,
+(``Blocks``) and places it in the engine's modules from its source folders (``place``,
 through ``addr2line`` on the object's line tables: build with ``-g1`` at least), by rules the
 engine's knowledge holds (``EngineKnowledge.source_modules``).
 
@@ -145,17 +145,18 @@ class Blocks:
         return sum(len(v) for v in self.by_object.values())
 
 
-def attribute(blocks: Blocks, module_of: Callable[[str], str],
-              lines: Callable[[str, list[int]], list[str]] | None = None) -> dict[str, int]:
-    """Blocks per engine module: each block's source file (``lines``: addr2line by default)
-    placed by ``module_of`` (a path -> module name; "" for none of them: UNATTRIBUTED)."""
+def place(blocks: Blocks, module_of: Callable[[str], str],
+          lines: Callable[[str, list[int]], list[str]] | None = None) -> dict[str, dict[str, set[int]]]:
+    """The blocks by engine module, then by object file's name (its folder is where this run
+    unpacked the build: shards of one build name it alike): each block's source file (``lines``,
+    addr2line by default) placed by ``module_of`` (a path -> module; "" for none: UNATTRIBUTED)."""
     lines = lines or source_files
-    out: dict[str, int] = {}
+    out: dict[str, dict[str, set[int]]] = {}
     for obj, offsets in sorted(blocks.by_object.items()):
-        for path in lines(obj, sorted(offsets)):
-            m = module_of(path) or UNATTRIBUTED
-            out[m] = out.get(m, 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+        ordered = sorted(offsets)
+        for off, path in zip(ordered, lines(obj, ordered)):
+            out.setdefault(module_of(path) or UNATTRIBUTED, {}).setdefault(os.path.basename(obj), set()).add(off)
+    return out
 
 
 def source_files(obj: str, offsets: list[int]) -> list[str]:

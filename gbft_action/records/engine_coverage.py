@@ -1,49 +1,68 @@
 """The engine-coverage file (``engine-coverage.json``, issue 38): the engine's basic blocks the
-campaign's models ran (engines.coverage), per object file as offsets, and their count per
-engine module.  The campaign writes it (and reads it back on --resume); ``gbft coverage``
-reads it."""
+campaign's models ran (engines.coverage), by engine module, then by object file's name, as
+addresses in it.  Kept placed in modules so that shards' files join without the build at hand
+(``union``).  The campaign writes it (and reads it back on --resume), ``gbft merge`` joins the
+shards', ``gbft coverage`` reads it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from .io import Fields, RecordError, read_record, write_record
 
 ENGINE_COVERAGE_FILE = "engine-coverage.json"
 ENGINE_COVERAGE_VERSION = 1
+Placed = dict[str, dict[str, tuple[int, ...]]]  # module -> object file's name -> sorted addresses
 
 
 @dataclass(frozen=True)
 class EngineCoverage:
-    blocks: dict[str, tuple[int, ...]] = field(default_factory=dict)  # object file -> sorted offsets
-    modules: dict[str, int] = field(default_factory=dict)  # engine module -> blocks
+    blocks: Placed = field(default_factory=dict)
     models: int = 0  # models whose blocks were taken
     version: int = ENGINE_COVERAGE_VERSION
 
     @property
+    def modules(self) -> dict[str, int]:
+        """Blocks per module, most first."""
+        counts = {m: sum(len(v) for v in objs.values()) for m, objs in self.blocks.items()}
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    @property
     def total(self) -> int:
-        return sum(len(v) for v in self.blocks.values())
+        return sum(self.modules.values())
 
     def summary(self) -> dict[str, Any]:
         """What summary.json's ``coverage.engine`` shows: the counts, not the blocks."""
-        return {"blocks": self.total, "modules": dict(self.modules), "models": self.models}
+        return {"blocks": self.total, "modules": self.modules, "models": self.models}
+
+    @staticmethod
+    def union(parts: Iterable[EngineCoverage], models: int) -> EngineCoverage:
+        """The blocks any of ``parts`` ran (a block counts once), over ``models`` models."""
+        joined: dict[str, dict[str, set[int]]] = {}
+        for p in parts:
+            for m, objs in p.blocks.items():
+                for obj, offs in objs.items():
+                    joined.setdefault(m, {}).setdefault(obj, set()).update(offs)
+        return EngineCoverage({m: {o: tuple(sorted(v)) for o, v in objs.items()} for m, objs in joined.items()}, models)
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "models": self.models, "modules": dict(self.modules),
-                "blocks": {k: list(v) for k, v in sorted(self.blocks.items())}}
+        return {"version": self.version, "models": self.models,
+                "blocks": {m: {o: list(v) for o, v in sorted(objs.items())} for m, objs in sorted(self.blocks.items())}}
 
     @staticmethod
     def from_json(d: Any, where: str) -> EngineCoverage:
         f = Fields(d, where)
-        blocks, modules = f.d.get("blocks", {}), f.d.get("modules", {})
-        if not isinstance(blocks, dict) or not all(isinstance(k, str) and isinstance(v, list) and
-                                                   all(type(o) is int for o in v) for k, v in blocks.items()):
-            raise RecordError(f"{where}: blocks: expected object file -> list of offsets")
-        if not isinstance(modules, dict) or not all(isinstance(k, str) and type(v) is int for k, v in modules.items()):
-            raise RecordError(f"{where}: modules: expected module -> count")
-        return EngineCoverage({k: tuple(sorted(v)) for k, v in blocks.items()}, dict(modules),
+        blocks = f.d.get("blocks", {})
+        ok = isinstance(blocks, dict) and all(
+            isinstance(m, str) and isinstance(objs, dict) and all(
+                isinstance(o, str) and isinstance(v, list) and all(type(x) is int and x >= 0 for x in v)
+                for o, v in objs.items())
+            for m, objs in blocks.items())
+        if not ok:
+            raise RecordError(f"{where}: blocks: expected module -> object file -> list of addresses")
+        return EngineCoverage({m: {o: tuple(sorted(v)) for o, v in objs.items()} for m, objs in blocks.items()},
                               f.int("models", 0, 0), f.int("version", ENGINE_COVERAGE_VERSION, 1))
 
     # -- the one reader and the one writer -------------------------------------------
