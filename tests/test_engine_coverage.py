@@ -148,6 +148,9 @@ def test_the_job_summary_shows_engine_modules_of_plain_words_only():
     assert "Engine coverage: 7 basic blocks of the engine's code ran, over 2 models." in md
     assert "| core | 5 |" in md and "script" not in md and "| shape |" not in md
     assert "Engine coverage" not in Renderer().summary(Summary(2, coverage={**cov, "engine": "x"}), "", [], [], [])
+    none = {**cov, "engine": {"blocks": 0, "models": 2, "modules": {}}}  # asked for, and nothing seen
+    assert "none of the engine's code was seen running over 2 models" in \
+        Renderer().summary(Summary(2, coverage=none), "", [], [], [])
 
 
 def test_shards_engine_coverage_joins_in_merge(tmp_path, monkeypatch, fake_engines_path):

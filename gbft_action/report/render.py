@@ -241,13 +241,15 @@ class Renderer:
 def _engine_words(engine: Any) -> dict[str, Any]:
     """summary.json's ``coverage.engine`` (engines.coverage) as the job summary's table: module
     names of plain words and whole counts only (an artifact's data)."""
-    none: dict[str, Any] = {"engine_modules": [], "engine_blocks": 0, "engine_models": 0}
+    none: dict[str, Any] = {"engine_modules": [], "engine_blocks": 0, "engine_models": 0, "engine_uncovered": False}
     if not isinstance(engine, dict) or not isinstance(engine.get("modules"), dict):
         return none
     name = re.compile(r"[A-Za-z0-9 :_-]{1,40}")
     rows = [(m, n) for m, n in engine["modules"].items() if name.fullmatch(str(m)) and type(n) is int]
     count = [engine.get(k) if type(engine.get(k)) is int else 0 for k in ("blocks", "models")]
-    return {"engine_modules": rows, "engine_blocks": count[0], "engine_models": count[1]} if rows else none
+    if not rows:  # coverage was asked for and the models ran none of the engine's code: say why
+        return {**none, "engine_models": count[1], "engine_uncovered": count[1] > 0}
+    return {"engine_modules": rows, "engine_blocks": count[0], "engine_models": count[1], "engine_uncovered": False}
 
 
 def _coverage_words(coverage: Mapping[str, Any] | None) -> dict[str, Any]:
