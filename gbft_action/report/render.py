@@ -246,7 +246,7 @@ def _engine_words(engine: Any) -> dict[str, Any]:
         return none
     name = re.compile(r"[A-Za-z0-9 :_-]{1,40}")
     rows = [(m, n) for m, n in engine["modules"].items() if name.fullmatch(str(m)) and type(n) is int]
-    count = [engine.get(k) if type(engine.get(k)) is int else 0 for k in ("blocks", "models")]
+    count = [v if type(v := engine.get(k)) is int else 0 for k in ("blocks", "models")]
     if not rows:  # coverage was asked for and the models ran none of the engine's code: say why
         return {**none, "engine_models": count[1], "engine_uncovered": count[1] > 0}
     return {"engine_modules": rows, "engine_blocks": count[0], "engine_models": count[1], "engine_uncovered": False}
