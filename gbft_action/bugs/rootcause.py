@@ -487,8 +487,8 @@ def _merge_plain(causes: list[RootCause], diagnosed: dict[str, Diagnosed]) -> li
     defect and stays apart; the conditioned key names the defect."""
     kept: list[RootCause] = []
     for rc in causes:
-        hosts = [h for h in causes if not rc.key.detail and _param_values(h.key.detail) is not None
-                 and _same_place(h.key, rc.key)]
+        hosts = [] if rc.key.detail else [h for h in causes if _param_values(h.key.detail) is not None
+                                          and _same_place(h.key, rc.key)]
         if len(hosts) == 1:
             _absorb(hosts[0], rc, diagnosed)
         else:

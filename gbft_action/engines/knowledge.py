@@ -130,7 +130,7 @@ class EngineKnowledge:
     converter_units: Mapping[str, tuple[tuple[str, ...], ...]] = {}
 
     #: the engine's modules by source folder, first match wins (engine coverage is counted per
-    #: module: engines.coverage.attribute): (a part of a source file's path, the module's name)
+    #: module: engines.coverage.place): (a part of a source file's path, the module's name)
     source_modules: tuple[tuple[str, str], ...] = ()
 
     def module_of(self, path: str) -> str:

@@ -290,7 +290,6 @@ _OPERATORS = {
     "LSTMPattern": lambda p: ("LSTM", *(("Transpose", "Reshape") if p["output"] == "y" else ())),
     "GRUPattern": lambda p: ("GRU", *(("Transpose", "Reshape") if p["output"] == "y" else ())),
     **{name: (lambda op: lambda p: ("QuantizeLinear", "DequantizeLinear", op))(op) for name, op in QDQ_OPS.items()},
-
 }
 EXPORTED_FORMS = frozenset(s.name for s in exported_specs())
 

@@ -229,7 +229,7 @@ class Coverage:
         and the exported forms (ops.onnx_exported) among the blocks they reached."""
         forms = sorted(op for op in self.op_types if op in EXPORTED_FORMS and self._seen["OTC"][op])
         # a form another writer wrote too (ONNX Runtime's quantiser: QDQPattern) is a form of its own
-        forms += [f"{op} ({w})" for op in forms for w in WRITERS if f'quantiser="{w}"' in self._seen["ATC"][op]]
+        forms += [f"{op} ({w})" for op in forms for w in WRITERS if attr_item("quantiser", w) in self._seen["ATC"][op]]
         return {**self.metrics(), "operators": sorted(self.operators), "element_types": sorted(self.element_types),
                 **({"forms": forms} if forms else {})}
 
