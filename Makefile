@@ -14,7 +14,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[all,test]"
+	$(PY) -m pip install --quiet -e ".[all,test,learn]"
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -16,7 +16,7 @@ cycle.  A module is in the layer of the longest prefix that names it.
    the search (coverage, MCTS, steering);
 3. running engines: adapters, worker processes, the pipeline's lanes;
 4. work over a lane: diagnosis, replay, the case store;
-5. the campaign, and the reporter beside it;
+5. the campaign, and the reporter and the learned guidance's training beside it;
 6. merge (shards into one campaign's outputs);
 7. entry points: the CLI and the action.
 """
@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bugs.fingerprint", "bugs.rootcause", "bugs.triage", "bugs.bundle", "bugs.repro", "bugs.minimize", "search"),
     ("engines", "workers", "pipeline"),
     ("bugs.diagnose", "bugs.replay", "store"),
-    ("campaign", "report"),
+    ("campaign", "report", "learn"),
     ("merge",),
     ("cli", "action"),
 )

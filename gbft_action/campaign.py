@@ -59,7 +59,8 @@ from .records.summary import (Diagnosis, EngineSummary, FailureRow, HarnessError
                               TriageSummary)
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource, shard_text
-from .search.guided import GuidedSource
+from .search.guided import CHOOSERS, GuidedSource
+from .search.learned import Guide, Learned
 from .search.mixed import MixedSource, state_for
 from .search.opsets import OpsetSource
 from .bugs import triage
@@ -108,6 +109,7 @@ class FuzzConfig:
     tolerance: Tolerance = field(default_factory=Tolerance)
     engine_mem_mb: int = 4096
     chooser: str = "mcts"
+    guide: str = ""  # the learned chooser's guide folder (search.learned); "": the one gbft ships
     mutations: bool = True
     state: str = ""  # a directory holding a previous run's state.json (coverage, MCTS)
     minimize_share: float = 0.35  # share of the budget kept for minimising new bugs
@@ -152,7 +154,7 @@ class FuzzConfig:
             (1 <= lo <= hi, "blocks", "LO-HI with 1 <= LO <= HI", f"{lo}-{hi}"),
             (self.jobs >= 1, "jobs", "1 or more", self.jobs),
             (self.graph in ("ws", "rn", "both"), "graph", "ws, rn or both", self.graph),
-            (self.chooser in ("mcts", "random"), "chooser", "mcts or random", self.chooser),
+            (self.chooser in CHOOSERS, "chooser", " or ".join(CHOOSERS), self.chooser),
             (0.0 <= self.minimize_share < 1.0, "minimize-share", "in [0, 1)", self.minimize_share),
             (0.0 <= self.special_share <= 1.0, "special-share", "in [0, 1]", self.special_share),
             (self.engine_mem_mb > 0, "engine-mem-mb", "above 0", self.engine_mem_mb),
@@ -257,6 +259,8 @@ class Campaign:
         self.corpus = self.corpora[self.frontend.name]
         opts = GenOptions(blocks=cfg.blocks, graph=cfg.graph, special_share=cfg.special_share)
         opts.validate()
+        # The learned chooser's predictor and policies (ONNX Runtime sessions), loaded once.
+        self.guide = Guide.load(cfg.guide) if cfg.chooser == "learned" and source is None else None
         self.source = source or self._make_source(opts)
         self.store = ResultStore(cfg.out)
         self.bugs = BugBook(cfg.out, cfg.state)
@@ -339,8 +343,9 @@ class Campaign:
         opsets one per opset (search.opsets), each older one probing only the operators its
         main one does not place."""
         def guided(corpus: Corpus, probe_only: frozenset[str] | None = None) -> GuidedSource:
+            learned = Learned.of(self.guide, fe.name, corpus) if self.guide is not None else None
             return GuidedSource(corpus, opts, self.cfg.seed, self.cfg.chooser, self.cfg.mutations,
-                                shard=self.cfg.shard, probe_only=probe_only)
+                                shard=self.cfg.shard, probe_only=probe_only, learned=learned)
         main = self.corpora[fe.name]
         if fe.reference != "onnx" or len(self.cfg.opsets) == 1:
             return guided(main)

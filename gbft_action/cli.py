@@ -92,7 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--timeout-convert", type=positive(float), default=30.0)
     f.add_argument("--timeout-infer", type=positive(float), default=30.0)
     f.add_argument("--engine-mem-mb", type=int, default=4096, help="address-space limit of the engine worker")
-    f.add_argument("--chooser", choices=["mcts", "random"], default="mcts", help="block chooser")
+    f.add_argument("--chooser", choices=["mcts", "random", "learned"], default="mcts",
+                   help="block chooser (learned: a policy and a coverage predictor trained on the engine's "
+                        "own code, gbft learn; models of negative test value are not run)")
+    f.add_argument("--guide", default="", metavar="DIR",
+                   help="the learned chooser's guide folder (gbft learn train); default: the one gbft ships")
     f.add_argument("--mutations", choices=["on", "off"], default="on", help="the six mutations of the paper")
     f.add_argument("--state", default="", metavar="DIR",
                    help="start from the coverage and MCTS state of a previous run's output directory")
@@ -170,6 +174,28 @@ def build_parser() -> argparse.ArgumentParser:
                                          "several outputs side by side")
     cv.add_argument("outs", type=Path, nargs="+", metavar="OUT", help="fuzz outputs")
 
+    ln = sub.add_parser("learn", help="learned guidance (--chooser learned): collect coverage data, train")
+    lsub = ln.add_subparsers(dest="learn_cmd", required=True)
+    lc = lsub.add_parser("collect", help="run models on an engine built with coverage; write (features, blocks "
+                                         "per module) rows; resumable")
+    lc.add_argument("--out", type=Path, required=True, metavar="DIR", help="the data set's folder")
+    lc.add_argument("--engine", default="mnn")
+    lc.add_argument("--engine-build", type=Path, metavar="PATH", help="the engine built with coverage (a wheel)")
+    lc.add_argument("--frontend", default="onnx,tf,tflite", help="front ends of the generated models")
+    lc.add_argument("--models", type=int, default=500, help="generated models per front end")
+    lc.add_argument("--seed", type=int, default=0)
+    lc.add_argument("--node-tests", type=int, default=-1, metavar="N",
+                    help="ONNX's node test models too: at most N (-1: all, 0: none)")
+
+    lt = lsub.add_parser("train", help="train the coverage predictor and each front end's block policy; "
+                                       "write a guide folder (--chooser learned --guide DIR)")
+    lt.add_argument("--data", type=Path, required=True, metavar="DIR", help="a data set (gbft learn collect)")
+    lt.add_argument("--out", type=Path, required=True, metavar="DIR", help="the guide's folder")
+    lt.add_argument("--frontend", default="onnx,tf,tflite", help="front ends to train a policy for")
+    lt.add_argument("--steps", type=int, default=20000, help="policy training steps per front end")
+    lt.add_argument("--epochs", type=int, default=60, help="predictor training epochs")
+    lt.add_argument("--seed", type=int, default=0)
+
     c = sub.add_parser("corpus", help="block corpus tools")
     csub = c.add_subparsers(dest="corpus_cmd", required=True)
     ck = csub.add_parser("check", help="validate a corpus file")
@@ -246,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_merge(args)
     if args.cmd == "arm-root":
         return cmd_arm_root(args)
+    if args.cmd == "learn":
+        return cmd_learn(args)
     if args.cmd == "onnx-records":
         return cmd_onnx_records(args.out, args.opset)
     if args.cmd == "action":
@@ -253,6 +281,44 @@ def main(argv: list[str] | None = None) -> int:
 
         return action_main()
     return EXIT_USAGE
+
+
+def cmd_learn(args: argparse.Namespace) -> int:
+    from .engines.builds import BuildError, prepare_build
+    from .learn.collect import CollectConfig, collect
+    from .records import RecordError
+
+    if args.learn_cmd == "train":
+        return cmd_learn_train(args)
+    try:
+        if args.engine_build is not None and not args.engine_build.exists():
+            raise ValueError(f"--engine-build {args.engine_build}: no such file or folder")
+        build = prepare_build(args.engine, args.engine_build, args.out.resolve() / ".engine-this") \
+            if args.engine_build is not None else None
+        cfg = CollectConfig(args.out, args.engine, build, tuple(f for f in args.frontend.split(",") if f),
+                            args.models, args.seed, args.node_tests != 0, max(args.node_tests, 0)).validate()
+        collect(cfg)
+    except (ValueError, RecordError, BuildError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def cmd_learn_train(args: argparse.Namespace) -> int:
+    from .records import RecordError
+
+    try:
+        from .learn.train import train_guide
+    except ImportError as e:  # the learn extra: PyTorch, PyG, sb3-contrib
+        print(f"error: training needs the learn extra (pip install 'gbft-action[learn]'): {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        train_guide(args.data, args.out, tuple(f for f in args.frontend.split(",") if f), args.steps,
+                    args.epochs, args.seed)
+    except (ValueError, RecordError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def cmd_coverage(outs: list[Path]) -> int:
@@ -337,7 +403,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                      frontend=",".join(fe.name for fe in args.frontend),
                      timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
                      tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
-                     chooser=args.chooser, mutations=args.mutations == "on", state=args.state,
+                     chooser=args.chooser, guide=args.guide, mutations=args.mutations == "on", state=args.state,
                      minimize_share=args.minimize_share, special_share=args.special_share,
                      platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,

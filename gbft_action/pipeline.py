@@ -105,6 +105,9 @@ class CaseResult:
     # The harness failed itself on this case (a reference that cannot give intermediates): the
     # judgement stands, but its localisation is missing; the summary counts and shows these.
     harness: str = ""
+    # The engine's blocks this model ran (with engine coverage on): the training targets of the
+    # coverage predictor (learn.collect).  Not kept on disk.
+    engine_blocks: Blocks = field(default_factory=Blocks)
 
     def per_platform(self) -> list[CaseResult]:
         """The build under test's results, one per platform."""
@@ -320,6 +323,24 @@ class Lane:
             raise WorkerClosed("lane closed")
         return res
 
+    def run_file(self, index: int, model: Path, inputs: dict[str, np.ndarray], outputs: list[str],
+                 budget_left: float) -> CaseResult:
+        """Convert and run a model that exists already (a package's test model) on the first
+        platform, with its own inputs; no reference judges it: its status says only whether
+        the engine gave outputs (DCP), failed (MCF, IF) or ran out of time."""
+        d = self.cfg.workdir / "tmp" / f"{index:06d}"
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+        shutil.copyfile(model, d / self.cfg.frontend.model)
+        g = Graph(inputs={}, nodes=[], outputs=list(outputs))
+        res = CaseResult(index, g, Status.DCP, workdir=d, platform=self.primary, arrays={"inputs": inputs})
+        t0 = time.monotonic()
+        try:
+            self._engine_outputs(res, lambda: budget_left - (time.monotonic() - t0))
+        except _Aborted:
+            res.aborted = True
+        return res
+
     def _stage(self, res: CaseResult, stage: str, w: Worker, msg: dict[str, Any], limit: float,
                left: float) -> CallResult | None:
         """Run one stage with min(stage limit, budget left); None when it failed (res is judged)."""
@@ -328,8 +349,10 @@ class Lane:
         timeout = min(limit, left)
         r = w.call(msg, timeout)
         res.timings[stage] = r.elapsed
-        if stage != "reference" and r.kind == "ok":  # the engine's code this model ran (engines.coverage)
+        if stage != "reference" and isinstance(r.reply, dict):  # the engine's code this model ran
+            # (engines.coverage), an error reply's too: a converter that refused ran code to refuse.
             self.blocks.add(r.reply.get("blocks"))  # untrusted shape: Blocks.add takes what fits
+            res.engine_blocks.add(r.reply.get("blocks"))
         if stage != "reference" and r.log:
             res.log = (res.log + r.log)[-8000:]  # the engine's own words, kept for every outcome
         if r.kind == "timeout" and timeout < limit:

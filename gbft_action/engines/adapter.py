@@ -56,13 +56,20 @@ class EngineHandler:
         self.blocks = BlockReader(shim) if shim else None
 
     def hello(self) -> dict[str, Any]:
+        if self.blocks is not None:  # what importing and starting the engine ran is no model's
+            self.blocks.take()
         # An adapter may say more of itself (the command engine: its commands, for bundles).
         extra = self.adapter.describe() if hasattr(self.adapter, "describe") else {}
         return {**extra, "engine": self.adapter.name, "version": self.adapter.version(),
                 "formats": list(self.adapter.formats)}
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
-        reply = self._handle(msg)
+        try:
+            reply = self._handle(msg)
+        except Exception as e:
+            if self.blocks is not None:  # what it ran before it raised: the blocks ride on the error
+                e.blocks = self.blocks.take()  # type: ignore[attr-defined]
+            raise
         if self.blocks is not None:  # what this call ran of the engine's code (its worker may die next)
             reply["blocks"] = self.blocks.take()
         return reply

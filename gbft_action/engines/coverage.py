@@ -180,3 +180,26 @@ def source_files(obj: str, offsets: list[int]) -> list[str]:
             f = line.rsplit(":", 1)[0]
             files[-1] = "" if f in ("??", "") else f
     return files[:len(offsets)] + [""] * (len(offsets) - len(files))
+
+
+class ModulePlacer:
+    """Blocks counted per engine module, one model at a time (the coverage predictor's
+    training targets): each address is placed once (``place``'s rules, addr2line run only on
+    the addresses not yet placed), then looked up."""
+
+    def __init__(self, module_of: Callable[[str], str],
+                 lines: Callable[[str, list[int]], list[str]] | None = None) -> None:
+        self.module_of, self.lines = module_of, lines or source_files
+        self._known: dict[str, dict[int, str]] = {}
+
+    def counts(self, blocks: Blocks) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for obj, offsets in blocks.by_object.items():
+            known = self._known.setdefault(obj, {})
+            fresh = sorted(o for o in offsets if o not in known)
+            for off, path in zip(fresh, self.lines(obj, fresh) if fresh else []):
+                known[off] = self.module_of(path) or UNATTRIBUTED
+            for off in offsets:
+                m = known.get(off, UNATTRIBUTED)
+                out[m] = out.get(m, 0) + 1
+        return dict(sorted(out.items()))

@@ -36,6 +36,9 @@ from ..ops.recorded import RecordedSpec, by_opset
 from ..records.case import CaseRecord
 from .probe import SupportMatrix, probe_graph, probes
 from .known import PROBE
+from .learned import Learned, draw
+
+CHOOSERS = ("mcts", "random", "learned")
 
 # A block's score (new structural coverage items, 0 to about 6, plus up to 1 for open shape
 # vectors and the MCTS path) loses its settled risk (search.known) times one of these: a
@@ -52,9 +55,14 @@ STRUCTURE = ("OTC", "IDC", "ODC")
 class GuidedSource:
     def __init__(self, corpus: Corpus, opts: GenOptions, seed: int, chooser: str = "mcts",
                  mutations: bool = True, max_attempts: int = 8, n_maxspc: int | None = None,
-                 shard: tuple[int, int] = (1, 1), probe_only: frozenset[str] | None = None) -> None:
-        if chooser not in ("mcts", "random"):
-            raise ValueError(f"chooser must be mcts or random, got {chooser!r}")
+                 shard: tuple[int, int] = (1, 1), probe_only: frozenset[str] | None = None,
+                 learned: Learned | None = None) -> None:
+        if chooser not in CHOOSERS:
+            raise ValueError(f"chooser must be one of {', '.join(CHOOSERS)}, got {chooser!r}")
+        if (chooser == "learned") != (learned is not None):
+            raise ValueError("the learned chooser needs a guide (search.learned.Learned), and only it takes one")
+        # search.learned: the policy picks the blocks; models of negative test value are not run.
+        self.learned = learned
         self.corpus, self.opts, self.seed = corpus, opts, seed
         self.shard = shard  # search.case_seed: every seed of this shard is in its residue class
         self.chooser_name = chooser
@@ -91,6 +99,7 @@ class GuidedSource:
         if self._served <= len(self.probes):
             return self._probe(index, *self.probes[self._served - 1])
         kept: tuple[Graph, list[TreeNode], int] | None = None  # the latest attempt that may run
+        predicted = None  # the learned guide's prediction for the kept attempt
         last = self.max_attempts - 1
         for attempt in range(self.max_attempts):
             key = f"{stream_key(self.seed, index, self.shard)}:{attempt}"
@@ -109,6 +118,11 @@ class GuidedSource:
                     continue
                 raise
             self.generated += 1
+            if self.learned is not None:
+                value, guess = self.learned.worth(g)
+                if value < 0 and (attempt < last or kept is not None):
+                    self.learned.skipped += 1  # the patent's step 7: not worth running
+                    continue
             items = self.coverage.new_items(g)  # once: the arms' gain and the update read the same
             if self._steered_away(g, items, rng) and (attempt < last or kept is not None):
                 continue  # not run, so not covered; the latest attempt that may run stands in
@@ -120,11 +134,15 @@ class GuidedSource:
             if new:
                 self._rewarded.add(index)
             kept = (g, path, attempt)
+            if self.learned is not None:
+                predicted = guess
             if new or attempt == last:
                 break  # the last attempt is kept even without new coverage: every index has a test
             self.discarded += 1
         assert kept is not None
         g, path, attempt = kept
+        if self.learned is not None and predicted is not None:
+            self.learned.value.ran(predicted)
         g.meta.update(index=index, attempt=attempt)
         self._paths[index] = path
         self._accumulate_graph_level(g)
@@ -203,7 +221,8 @@ class GuidedSource:
                 "discarded": self.discarded, "steered": self.known.steered, "solver_errors": self.solver_errors,
                 "settled_triggers": dict(list(self.known.settled().items())[:20]), "mcts_nodes": self.mcts.size() if self.mcts else 0,
                 **({"support": self.support.to_json()} if self.support.rows else {}),
-                "graph_arms": self.arms.to_json() if self.arms else None}
+                "graph_arms": self.arms.to_json() if self.arms else None,
+                **({"learned": self.learned.summary()} if self.learned else {})}
 
     # -- one attempt ------------------------------------------------------------------
     def _attempt(self, rng: random.Random, index: int, steer: bool = False) -> tuple[Graph, list[TreeNode]]:
@@ -252,10 +271,16 @@ class GuidedSource:
                 or self.corpus.candidates(d_in, d_out)
             if not cands:
                 raise GenError(f"no block takes in-degree {d_in} and out-degree {d_out}")
+            tails = [self.corpus.block(sk.blocks[p]).tail for p in sk.preds(j)]
+            if self.learned is not None:
+                placed = [self.corpus.block(b) for b in sk.blocks]
+                scores = self.learned.scores(placed, tails, d_in, d_out, cands)
+                scores -= [_penalty(young, b, avoid.get(b.name, 0.0)) for b in cands]
+                sk.blocks.append(cands[draw(scores, rng.random())].name)
+                continue
             if self.mcts is None:
                 sk.blocks.append(rng.choice(cands).name)
                 continue
-            tails = [self.corpus.block(sk.blocks[p]).tail for p in sk.preds(j)]
             fresh = new_type - set(sk.blocks)
             # The MCTS path breaks ties: coverage first, then the tree's choice; a block whose
             # operator fails on a settled known defect loses by KNOWN_PENALTY (search.known).

@@ -89,7 +89,7 @@ def serve(role: str, target: str, rfd: int, wfd: int, handler: Any = None) -> No
             reply = {"ok": False, "error": "MemoryError", "kind": "memory", "trace": traceback.format_exc()}
         except Exception as e:  # noqa: BLE001 - reported to the supervisor, never lost
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "kind": type(e).__name__,
-                     "trace": traceback.format_exc()}
+                     "trace": traceback.format_exc(), **({"blocks": e.blocks} if hasattr(e, "blocks") else {})}
         _flush()
         reply["cpu"] = time.process_time() - c0  # this process's CPU (all threads) for the call
         wconn.send(reply)
