@@ -98,14 +98,18 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 def defect_modules(rows: Sequence[DatasetRow], modules: Sequence[str]) -> dict[str, int]:
     """How many known defects each module holds: a defect's repro is in the modules where it ran
-    at least half again the data set's mean blocks (its own code there, not what every model
-    runs); a repro that ran nowhere above the mean counts for the module it ran most of."""
-    plain = [r for r in rows if not r.key.startswith(DEFECT)]
-    mean = {m: np.mean([r.modules.get(m, 0) for r in plain]) if plain else 0.0 for m in modules}
+    at least half again the mean blocks of the data set's models of its front end (its own code
+    there, not what every model of that format runs); a repro that ran nowhere above the mean
+    counts for the module it ran most of."""
+    mean: dict[tuple[str, str], float] = {}
+    for fe in {r.frontend for r in rows}:
+        plain = [r for r in rows if r.frontend == fe and not r.key.startswith(DEFECT)]
+        for m in modules:
+            mean[fe, m] = float(np.mean([r.modules.get(m, 0) for r in plain])) if plain else 0.0
     counts: dict[str, int] = {}
     for r in rows:
         if r.key.startswith(DEFECT) and r.modules:
-            above = [m for m in modules if r.modules.get(m, 0) >= 1.5 * mean[m] + 1]
+            above = [m for m in modules if r.modules.get(m, 0) >= 1.5 * mean[r.frontend, m] + 1]
             for m in above or [max(r.modules, key=lambda k: r.modules[k])]:
                 counts[m] = counts.get(m, 0) + 1
     return counts

@@ -80,11 +80,22 @@ def _dtype(name: str) -> str:
 def attr_buckets(op: str, params: dict[str, Any]) -> tuple[int, ...]:
     """Each attribute as a bucket of a stable hash of (operator, name, value): the same
     attribute value of the same operator always lands in the same bucket."""
-    out = []
-    for name in sorted(params):
-        text = f"{op}|{name}|{json.dumps(params[name], sort_keys=True, default=str)}"
-        out.append(int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") % ATTR_BUCKETS)
-    return tuple(out)
+    return tuple(_bucket(op, name, repr(params[name]), params[name]) for name in sorted(params))
+
+
+_BUCKETS: dict[tuple[str, str, str], int] = {}
+
+
+def _bucket(op: str, name: str, key: str, value: Any) -> int:
+    """One attribute's bucket, kept by its repr (the fuzz loop asks the same ones over and over;
+    equal reprs are equal JSON for the values models hold)."""
+    b = _BUCKETS.get((op, name, key))
+    if b is None:
+        text = f"{op}|{name}|{json.dumps(value, sort_keys=True, default=str)}"
+        b = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") % ATTR_BUCKETS
+        if len(_BUCKETS) < 200_000:
+            _BUCKETS[op, name, key] = b
+    return b
 
 
 def of_graph(g: Graph, frontend: str) -> FeatureGraph:
