@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "engines.onnxruntime_knowledge", "engines.registry", "engines.builds", "engines.source", "bugs.policy",
      "workers.arrays", "workers.zygote", "platforms"),
     ("graph", "ops", "corpus", "oracle", "reference"),
-    ("bugs.fingerprint", "bugs.rootcause", "bugs.triage", "bugs.bundle", "bugs.repro", "bugs.minimize", "search"),
+    ("bugs", "bugs.fingerprint", "bugs.rootcause", "bugs.triage", "bugs.bundle", "bugs.repro", "bugs.minimize", "search"),
     ("engines", "workers", "pipeline"),
     ("bugs.diagnose", "bugs.replay", "store"),
     ("campaign", "report", "learn"),

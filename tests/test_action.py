@@ -21,7 +21,7 @@ from gbft_action.records import Summary
 from .conftest import ROOT, gbft_cmd
 
 OUTPUTS = {"models", "failures", "fingerprints", "new-failures", "new-fingerprints", "changed", "fixed", "pre-existing",
-           "issues-filed", "coverage-olc", "report-dir", "build-seconds", "base-build-seconds", "base-build-cached"}
+           "issues-filed", "coverage-olc", "frontends", "report-dir", "build-seconds", "base-build-seconds", "base-build-cached"}
 
 
 def action_env(ws: Path, **inputs: str) -> dict[str, str]:
@@ -125,6 +125,26 @@ def test_action_run_writes_outputs_summary_and_guards_the_log(tmp_path):
     token = lines[start].split("::")[2]
     assert f"::{token}::" in lines[start + 1:]
     assert sum(x.startswith("::error") for x in lines) <= 10
+
+
+@pytest.mark.slow
+def test_the_action_on_two_front_ends_exits_as_fail_on_says_with_figures_per_front_end(tmp_path):
+    # A real mixed campaign's summary.json, read by the action's own outputs (a summary built from
+    # dicts once hid an AttributeError here that a user met).
+    r = subprocess.run([*gbft_cmd(), "action"], env=action_env(tmp_path, **{
+        "budget-seconds": "30", "seed": "4", "report": "summary", "fail-on": "any", "frontend": "tf,onnx"}),
+        capture_output=True, text=True, cwd=ROOT, timeout=150)
+    assert "Traceback" not in r.stderr and r.returncode == 1, r.stderr[-2000:]  # MNN 3.6.1 fails on both
+    out = outputs(tmp_path)
+    per = json.loads(out["frontends"])
+    assert set(per) == {"tf", "onnx"} and all(v["models"] > 0 for v in per.values())
+    assert sum(v["models"] for v in per.values()) == int(out["models"])
+    assert {x.split("=")[0] for x in out["coverage-olc"].split()} == {"tf", "onnx"}
+    (tmp_path / "n").mkdir()
+    never = subprocess.run([*gbft_cmd(), "action"], env=action_env(tmp_path / "n", **{
+        "budget-seconds": "20", "seed": "4", "report": "none", "fail-on": "never", "frontend": "tf,onnx"}),
+        capture_output=True, text=True, cwd=ROOT, timeout=150)
+    assert never.returncode == 0 and "Traceback" not in never.stderr
 
 
 @pytest.mark.slow

@@ -229,7 +229,8 @@ def _write_outputs(cfg: ActionConfig, out: Path, summary: Summary, filed: int,
                "new-failures": t.new, "new-fingerprints": t.new_fingerprints,
                "changed": t.by_verdict.get("changed", 0), "fixed": t.by_verdict.get("fixed", 0),
                "pre-existing": t.by_verdict.get("pre-existing", 0), "issues-filed": filed,
-               "coverage-olc": _olc(summary), "report-dir": str(out), **_build_outputs(builds)}
+               "coverage-olc": _olc(summary), "frontends": _per_frontend(summary), "report-dir": str(out),
+               **_build_outputs(builds)}
     path = os.environ.get("GITHUB_OUTPUT")
     if path:
         with open(path, "a", encoding="utf-8") as f:
@@ -262,6 +263,15 @@ def _olc(summary: Summary) -> str:
     if summary.frontends:
         return " ".join(f"{n}={_olc_of(fe.coverage)}" for n, fe in summary.frontends.items())
     return _olc_of(summary.coverage)
+
+
+def _per_frontend(summary: Summary) -> str:
+    """A mixed campaign's figures per front end, as one line of JSON (models, distinct failures,
+    OLC); "" for one front end (the other outputs are its figures)."""
+    if not summary.frontends:
+        return ""
+    return json.dumps({n: {"models": fe.models, "failures": fe.unique_failures, "coverage-olc": float(_olc_of(fe.coverage))}
+                       for n, fe in summary.frontends.items()}, sort_keys=True, separators=(",", ":"))
 
 
 def _olc_of(coverage: Any) -> str:
