@@ -172,7 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cv = sub.add_parser("coverage", help="the engine's code an output's models ran, per module (--engine-coverage); "
                                          "several outputs side by side")
-    cv.add_argument("outs", type=Path, nargs="+", metavar="OUT", help="fuzz outputs")
+    cv.add_argument("outs", type=Path, nargs="*", metavar="OUT", help="fuzz outputs")
+    cv.add_argument("--runtime", type=Path, metavar="DIR",
+                    help="build the coverage runtime in DIR and print its path (link an engine built with "
+                         "-fsanitize-coverage=trace-pc against it: its build tools run with it)")
 
     ln = sub.add_parser("learn", help="learned guidance (--chooser learned): collect coverage data, train")
     lsub = ln.add_subparsers(dest="learn_cmd", required=True)
@@ -261,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "corpus":
         return cmd_corpus_check(args.file)
     if args.cmd == "coverage":
-        return cmd_coverage(args.outs)
+        return cmd_coverage_runtime(args.runtime) if args.runtime else cmd_coverage(args.outs)
     if args.cmd == "fuzz":
         return cmd_fuzz(args)
     if args.cmd in ("replay", "minimize"):
@@ -321,12 +324,26 @@ def cmd_learn_train(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_coverage_runtime(folder: Path) -> int:
+    from .engines.coverage import CoverageError, build_shim
+
+    try:
+        print(build_shim(folder))
+    except CoverageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
 def cmd_coverage(outs: list[Path]) -> int:
     """Print the engine coverage of one or more outputs; one line naming any that has none."""
     from .records import RecordError
     from .records.engine_coverage import EngineCoverage
     from .report.render import engine_coverage_text
 
+    if not outs:
+        print("error: gbft coverage: give one or more fuzz outputs (or --runtime DIR)", file=sys.stderr)
+        return EXIT_USAGE
     read = []
     for out in outs:
         try:

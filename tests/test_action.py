@@ -54,6 +54,8 @@ def test_action_yml_inputs_are_exactly_what_the_entrypoint_reads():
     ("report", "email", ["report", "issues, summary, none"]),
     ("blocks", "5-2", ["blocks", "MIN-MAX"]),
     ("engine", "tvm", ["engine", "mnn, command"]),
+    ("chooser", "smart", ["chooser", "mcts, random, learned"]),
+    ("guide", "g", ["guide", "chooser to learned"]),
     ("symptom-policy", "precision=loud", ["symptom-policy", "'loud'", "report, summary, ignore"]),
     ("symptom-policy", "rounding=report", ["symptom-policy", "'rounding'", "wrong-result, nan-inf"]),
     ("symptom-policy", "precision", ["symptom-policy", "CLASS=POLICY"]),
@@ -313,14 +315,22 @@ def test_the_example_workflows_build_mnn_inside_the_image_as_mnn_builds_it():
         for step in _action_steps(wf):
             assert set(step["with"]) <= set(INPUTS), (name, set(step["with"]) - set(INPUTS))
             if "build-command" in step["with"]:
-                build = wf["env"]["MNN_BUILD"]
-                assert step["with"]["build-command"] == "${{ env.MNN_BUILD }}"
+                var = step["with"]["build-command"].removeprefix("${{ env.").removesuffix(" }}")
+                assert var in ("MNN_BUILD", "MNN_COVERAGE_BUILD"), name
+                build = {**wf.get("env", {}), **next(j for j in wf["jobs"].values() if step in j["steps"]).get("env", {})}[var]
                 # build_deps.py makes pymnn_build/CMakeCache.txt, which setup.py opens; a stale build/
                 # would put the previous build's extensions into the wheel (setuptools skips them).
                 assert (build.index("build_deps.py") < build.index("rm -rf build dist") < build.index("setup.py bdist_wheel")
                         < build.index("$GBFT_BUILD_OUT"))
         # A group keeps one pending run and cancels the rest: a report dropped (reporters may race).
         assert "concurrency" not in wf and not any("concurrency" in j for j in wf["jobs"].values()), name
+    # The nightly's coverage build: every object instrumented, linked against gbft's runtime, and
+    # the guide trained from what it ran.
+    learn = examples["gbft-nightly.yml"]["jobs"]["learn"]
+    cov = learn["env"]["MNN_COVERAGE_BUILD"]
+    assert "gbft coverage --runtime" in cov and cov.count("-fsanitize-coverage=trace-pc -g1") == 2 and "$RT" in cov
+    runs = " ".join(s.get("run", "") for s in learn["steps"])
+    assert "learn collect" in runs and "gbft learn train" in runs and "download.pytorch.org/whl/cpu" in runs
     pr = examples["gbft-pr.yml"]["jobs"]["fuzz"]
     steps = pr["steps"]
     assert steps[0]["with"]["fetch-depth"] == 0  # the merge base must be in the history

@@ -154,3 +154,14 @@ def test_collect_train_and_a_learned_campaign_on_a_tiny_instrumented_engine(tmp_
     assert main(["fuzz", "--engine", engine, "--frontend", "tf", "--chooser", "learned", "--guide", str(guide),
                  "--budget", "5", "--out", str(tmp_path / "tf")]) == 2
     assert "no policy for the tf front end (it has: onnx)" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="needs a C compiler")
+def test_the_coverage_runtime_an_instrumented_build_links_against_is_built_on_request(tmp_path, capsys):
+    from gbft_action.cli import main
+
+    assert main(["coverage", "--runtime", str(tmp_path / "rt")]) == 0
+    path = Path(capsys.readouterr().out.strip())
+    assert path.is_absolute() and path.exists() and path.parent == (tmp_path / "rt").resolve()
+    assert main(["coverage"]) == 2 and "give one or more fuzz outputs" in capsys.readouterr().err
+

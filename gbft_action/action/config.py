@@ -18,6 +18,7 @@ from ..engines.registry import ENGINES as _REGISTRY
 from ..frontends import corpus_file, parse_frontends
 from ..ops.recorded import DEFAULT_OPSETS, parse_opsets
 from ..search import ShardError, parse_shard
+from ..search.guided import CHOOSERS
 
 ENGINES = tuple(_REGISTRY)  # every registered engine (module:Class adapters are for tests)
 REPORTS = ("issues", "summary", "none")
@@ -41,6 +42,8 @@ INPUTS: dict[str, tuple[str, str]] = {
     "blocks": ("blocks", "1-30"),
     "special-share": ("special_share", "0.1"),
     "corpus": ("corpus", ""),
+    "chooser": ("chooser", "mcts"),
+    "guide": ("guide", ""),
     "state-dir": ("state_dir", ""),
     "report": ("report", "summary"),
     "github-token": ("github_token", ""),
@@ -76,6 +79,8 @@ class ActionConfig:
     blocks: str = "1-30"
     special_share: str = "0.1"
     corpus: str = ""
+    chooser: str = "mcts"  # search.guided.CHOOSERS
+    guide: str = ""  # the learned chooser's guide folder in the workspace ("": the one gbft ships)
     state_dir: str = ""
     report: str = "summary"
     github_token: str = ""
@@ -151,6 +156,9 @@ class ActionConfig:
             raise ConfigError(f"input 'corpus' is one front end's blocks: leave it empty with frontend "
                               f"{self.frontend!r} (each front end uses its default corpus)")
         _choice("report", self.report, REPORTS)
+        _choice("chooser", self.chooser, CHOOSERS)
+        if self.guide and self.chooser != "learned":
+            raise ConfigError("input 'guide' is the learned chooser's: set chooser to learned, or leave guide empty")
         _choice("fail-on", self.fail_on, FAIL_ON)
         _number("budget-seconds", self.budget_seconds, float, 10, 6 * 3600, "a number of seconds from 10 to 21600")
         _number("seed", self.seed, int, 0, 2**31 - 1, "an integer from 0 to 2147483647")
@@ -200,7 +208,7 @@ class ActionConfig:
                                   f"PR's build; it must not exist yet or be an empty folder")
         # With build-command, engine-build is where the PR's build goes, and with base-ref so is
         # base-build: only a folder given to be used as it is must exist.
-        given = ["corpus"]
+        given = ["corpus", "guide"]
         if not self.build_command:
             given.append("engine-build")
         if not self.base_ref:

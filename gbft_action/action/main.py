@@ -149,7 +149,8 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
         reserve += min(REPORT_RESERVE_S, 0.15 * cfg.budget)
     fuzz = FuzzConfig(out=out, engine=pr.engine, budget=max(5.0, deadline - time.monotonic() - reserve),
                       seed=int(cfg.seed), blocks=cfg.block_range, special_share=float(cfg.special_share),
-                      corpus=cfg.corpus_file, frontend=cfg.frontends,
+                      corpus=cfg.corpus_file, frontend=cfg.frontends, chooser=cfg.chooser,
+                      guide=str(cfg.path(cfg.guide)) if cfg.guide else "",
                       state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
                       engine_python=pr.python, engine_env=dict(pr.env), base=base,
                       symptom_policy=cfg.policy_overrides, list_only=cfg.listed_classes,
