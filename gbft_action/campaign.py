@@ -169,6 +169,8 @@ class FuzzConfig:
             if not ok:
                 raise ValueError(f"--{name} must be {want}, got {got}")
         check_opsets(self.opsets)
+        if self.guide and self.chooser != "learned":
+            raise ValueError("--guide is the learned chooser's: add --chooser learned, or leave --guide out")
         self.corpora()  # one corpus for several front ends is an error too
         if self.threads_oracle:
             known = knowledge_of(self.engine)
@@ -207,7 +209,8 @@ class FuzzConfig:
             # The ONNX opset only when not 17, the others only when there are others: outputs
             # written before opsets were chosen, or mixed, keep theirs.
             opset=self.opset if self.writes_onnx and self.opset != LEGACY_OPSET else None,
-            older_opsets=self.opsets[1:] if self.writes_onnx and len(self.opsets) > 1 else None)
+            older_opsets=self.opsets[1:] if self.writes_onnx and len(self.opsets) > 1 else None,
+            guide_sha256=Guide.digest(self.guide) if self.chooser == "learned" else None)
 
     @property
     def writes_onnx(self) -> bool:

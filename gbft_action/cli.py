@@ -288,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_learn(args: argparse.Namespace) -> int:
     from .engines.builds import BuildError, prepare_build
+    from .graph.solver import GenError
     from .learn.collect import CollectConfig, collect
     from .records import RecordError
 
@@ -301,7 +302,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
         cfg = CollectConfig(args.out, args.engine, build, tuple(f for f in args.frontend.split(",") if f),
                             args.models, args.seed, args.node_tests != 0, max(args.node_tests, 0)).validate()
         collect(cfg)
-    except (ValueError, RecordError, BuildError) as e:
+    except (ValueError, RecordError, BuildError, GenError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
@@ -311,8 +312,10 @@ def cmd_learn_train(args: argparse.Namespace) -> int:
     from .records import RecordError
 
     try:
+        import onnxruntime  # noqa: F401 - the policies train against the exported predictor
+
         from .learn.train import train_guide
-    except ImportError as e:  # the learn extra: PyTorch, PyG, sb3-contrib
+    except ImportError as e:  # the learn extra: PyTorch, PyG, sb3-contrib, ONNX Runtime
         print(f"error: training needs the learn extra (pip install 'gbft-action[learn]'): {e}", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -643,6 +646,7 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     cfg.seed, cfg.blocks, cfg.graph = old["seed"], tuple(old["blocks"]), old["graph"]
     cfg.engine, cfg.corpus = old["engine"], old["corpus"]
     cfg.chooser, cfg.mutations, cfg.state = old["chooser"], old["mutations"], old["state"]
+    cfg.guide = old.get("guide", "")  # the learned chooser's models depend on its guide (the identity says which)
     cfg.special_share = old.get("special_share", cfg.special_share)
     cfg.frontend = old.get("frontend", "tf")
     cfg.shard = parse_shard(old.get("shard", "1/1"))

@@ -102,6 +102,10 @@ def test_data_set_rows_and_the_guides_record_are_read_strictly(tmp_path):
     with (tmp_path / "rows.jsonl").open("a") as f:
         f.write('{"key": "cut short')  # a crash mid-line: the row is collected again, never misread
     assert list(DatasetRow.read_all(tmp_path)) == [row]
+    DatasetRow.mend(tmp_path)  # before the next append: glued to the half line, it would be lost
+    crashed = DatasetRow("generated:onnx:1:1", "onnx", "MCF", row.features, {"core": 2}, complete=False)
+    crashed.append(tmp_path)
+    assert list(DatasetRow.read_all(tmp_path)) == [row, crashed]
     (tmp_path / "rows.jsonl").write_text(json.dumps({**json.loads(row.line()), "modules": {"core": "5"}}) + "\n")
     with pytest.raises(RecordError, match="modules: expected module -> blocks"):
         list(DatasetRow.read_all(tmp_path))
@@ -164,4 +168,29 @@ def test_the_coverage_runtime_an_instrumented_build_links_against_is_built_on_re
     path = Path(capsys.readouterr().out.strip())
     assert path.is_absolute() and path.exists() and path.parent == (tmp_path / "rt").resolve()
     assert main(["coverage"]) == 2 and "give one or more fuzz outputs" in capsys.readouterr().err
+
+
+def test_a_guide_that_cannot_serve_is_one_line_before_any_model(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    from gbft_action.cli import main
+    from gbft_action.corpus import load_corpus
+    from gbft_action.search.learned import SHIPPED, Guide, GuideError
+
+    guide = tmp_path / "guide"
+    shutil.copytree(SHIPPED, guide)
+    assert Guide.digest(guide) == Guide.digest(SHIPPED) != Guide.digest(tmp_path / "none") == ""
+    shutil.copy(guide / "policy-tf.onnx", guide / "policy-onnx.onnx")  # another front end's file
+    corpus = load_corpus(Path(__file__).parents[1] / "gbft_action" / "corpora" / "onnx-mnn.yaml", 17)
+    with pytest.raises(GuideError, match="a file of another guide"):
+        Guide.load(guide).policy("onnx", corpus)
+    assert Guide.digest(guide) != Guide.digest(SHIPPED)  # a resumed campaign would see the change
+    (guide / "predictor.onnx").write_text("version https://git-lfs.github.com/spec/v1\n")  # an LFS pointer
+    with pytest.raises(GuideError, match="ONNX Runtime cannot load it"):
+        Guide.load(guide)
+    assert main(["fuzz", "--chooser", "learned", "--guide", str(guide), "--budget", "5",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "predictor.onnx: ONNX Runtime cannot load it" in err[0]
+    assert main(["fuzz", "--guide", str(guide), "--budget", "5", "--out", str(tmp_path / "p")]) == 2
+    assert "--guide is the learned chooser's" in capsys.readouterr().err
 

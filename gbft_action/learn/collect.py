@@ -13,6 +13,7 @@ its worker: its row holds what the calls before returned).
 
 from __future__ import annotations
 
+import shutil
 import sys
 from functools import partial
 import time
@@ -36,6 +37,7 @@ from ..search.features import FEATURES_VERSION, of_graph, of_onnx
 from ..search.guided import GuidedSource
 
 CASE_BUDGET = 60.0  # seconds at most for one model (the stages' own limits cut first)
+NO_BLOCKS = 20  # models in a row without a block: the engine is not instrumented
 
 
 @dataclass(frozen=True)
@@ -82,10 +84,11 @@ def collect_graphs(cfg: CollectConfig, frontend: str, graphs: Sequence[tuple[str
 
 def run_jobs(cfg: CollectConfig, jobs: Sequence[tuple[str, Job]], say: Callable[[str], None]) -> int:
     cfg.out.mkdir(parents=True, exist_ok=True)
+    DatasetRow.mend(cfg.out)
     done = {r.key for r in DatasetRow.read_all(cfg.out)}
     env = preload_env(build_shim(cfg.out / ".work"), dict(cfg.build.env) if cfg.build else {})
     placer: ModulePlacer | None = None
-    written = 0
+    written = blind = 0
     for fe, job in jobs:
         lane = Lane(LaneConfig(cfg.engine, cfg.out / ".work", engine_python=cfg.build.python if cfg.build else "",
                                engine_env=env, frontend=FRONTENDS[fe], cross_reference=False), 0)
@@ -106,11 +109,19 @@ def run_jobs(cfg: CollectConfig, jobs: Sequence[tuple[str, Job]], say: Callable[
                     # one left empty): not the engine's doing, and not a row.
                     say(f"collect: {key}: skipped ({type(e).__name__}: {e})")
                     continue
+                if res.workdir is not None:  # the case's files are no row's: thousands of folders
+                    shutil.rmtree(res.workdir, ignore_errors=True)
                 if res.aborted:
                     continue
-                DatasetRow(key, fe, res.status.value, feats, placer.counts(res.engine_blocks)).append(cfg.out)
+                complete = res.failed_call not in ("crash", "timeout", "memory")
+                row = DatasetRow(key, fe, res.status.value, feats, placer.counts(res.engine_blocks), complete)
+                row.append(cfg.out)
                 done.add(key)
                 written, n = written + 1, n + 1
+                blind = blind + 1 if not row.modules else 0
+                if blind >= NO_BLOCKS:
+                    raise ValueError(f"the engine reported no blocks for {NO_BLOCKS} models in a row: not a build with "
+                                     f"-fsanitize-coverage=trace-pc (see gbft coverage --runtime)")
                 if n % 50 == 0:
                     say(f"collect: {key}: {n} rows this pass, {n / (time.monotonic() - t0):.1f} a second")
         finally:

@@ -40,7 +40,8 @@ class BlockEnv(gym.Env[np.ndarray, int]):
         self.value: TestValue = guide.test_value()
         self.action_space: gym.spaces.Space[int] = gym.spaces.Discrete(len(self.blocks))  # type: ignore[assignment]
         self.width = width = observation_width(self.ops, guide.modules)
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (width,), np.float32)
+        # Shares and one-hots are in [0, 1]; a block of repeated operators counts each (up to its length).
+        self.observation_space = gym.spaces.Box(0.0, 8.0, (width,), np.float32)
         self.rng = random.Random(seed)
         self.sk: Skeleton | None = None
         self.placed: list[Block] = []

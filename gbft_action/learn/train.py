@@ -37,14 +37,15 @@ def train_guide(data: Path, out: Path, frontends: Sequence[str], steps: int, epo
         raise ValueError(f"{data}: not a data set (no dataset.json; see gbft learn collect)")
     if meta.features_version != FEATURES_VERSION:
         raise ValueError(f"{data}: features v{meta.features_version}; this gbft makes v{FEATURES_VERSION}: collect again")
-    rows = list(DatasetRow.read_all(data))
+    every = list(DatasetRow.read_all(data))
+    rows = [r for r in every if r.complete]  # a crash's count is partial: not a target
     fit = [r for r in rows if not P.held_out(r.key)]
     test = [r for r in rows if P.held_out(r.key)]
     if len(fit) < 8 or not test:
         raise ValueError(f"{data}: {len(rows)} rows: too few to train and judge a predictor")
     enc = Encoder.of(FeatureGraph.from_json(r.features) for r in fit)
     modules, scale = P.targets(fit)
-    say(f"train: {len(fit)} rows to fit, {len(test)} held out; {len(enc.vocab)} operator tokens, {len(modules)} modules")
+    say(f"train: {len(fit)} rows to fit, {len(test)} held out ({len(every) - len(rows)} cut short by a crash left out); {len(enc.vocab)} operator tokens, {len(modules)} modules")
     net = P.train(P.encode(fit, enc, modules, scale), enc.width, len(modules), epochs, seed, log=say)
     quality = judge(net, P.encode(test, enc, modules, scale), modules, scale, [r.key for r in test])
     say(f"train: held out: total blocks Spearman {quality['total_spearman']:.3f}, "

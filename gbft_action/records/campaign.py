@@ -74,6 +74,7 @@ class CampaignIdentity:
     shards: int | None = None  # a merged output: how many shards it joined
     opset: int | None = None  # the ONNX opset, when an ONNX front end writes another than 17
     older_opsets: tuple[int, ...] | None = None  # ... and the others some models are at (search.opsets)
+    guide_sha256: str | None = None  # the learned chooser's guide (its files' digest): its models depend on it
     # Keys this gbft does not know (a newer writer's), kept so that they still count.
     extra: tuple[tuple[str, str], ...] = ()
 
@@ -101,7 +102,7 @@ class CampaignIdentity:
             opt("corpus_sha256", f.str), opt("chooser", f.str), opt("mutations", f.bool),
             opt("special_share", f.float), opt("state_sha256", f.str), opt("platforms", f.strs),
             opt("base", f.str), opt("frontend", f.str), opt("shard", f.str), opt("shards", f.int), opt("opset", f.int),
-            opt("older_opsets", f.ints),
+            opt("older_opsets", f.ints), opt("guide_sha256", f.str),
             tuple(sorted((str(k), json.dumps(v, sort_keys=True)) for k, v in f.d.items() if k not in known)))
 
 

@@ -55,6 +55,9 @@ class DatasetRow:
     status: str  # the engine's outcome (records.Status's value; DCP for a package model that ran)
     features: dict[str, Any]  # search.features.FeatureGraph.to_json()
     modules: dict[str, int] = field(default_factory=dict)  # the engine's blocks it ran, per module
+    # Every engine call returned: a crash or a timeout loses the blocks of the call it ended (a
+    # partial count: the predictor does not train on it).
+    complete: bool = True
 
     @property
     def blocks(self) -> int:
@@ -62,7 +65,8 @@ class DatasetRow:
 
     def line(self) -> str:
         return json.dumps({"key": self.key, "frontend": self.frontend, "status": self.status,
-                           "features": self.features, "modules": self.modules}, sort_keys=True) + "\n"
+                           "features": self.features, "modules": self.modules,
+                           **({} if self.complete else {"complete": False})}, sort_keys=True) + "\n"
 
     @staticmethod
     def from_json(d: Any, where: str) -> DatasetRow:
@@ -72,7 +76,8 @@ class DatasetRow:
             raise RecordError(f"{where}: features: expected {{nodes, edges}}")
         if not isinstance(mods, dict) or not all(isinstance(k, str) and type(v) is int for k, v in mods.items()):
             raise RecordError(f"{where}: modules: expected module -> blocks")
-        return DatasetRow(f.str("key"), f.str("frontend"), f.str("status"), feats, dict(mods))
+        return DatasetRow(f.str("key"), f.str("frontend"), f.str("status"), feats, dict(mods),
+                          f.d.get("complete", True) is not False)
 
     # -- the one reader and the one writer -------------------------------------------
     @staticmethod
@@ -89,6 +94,17 @@ class DatasetRow:
                     yield DatasetRow.from_json(json.loads(text), f"{path}: line {n}")
                 except json.JSONDecodeError:
                     continue
+
+    @staticmethod
+    def mend(folder: Path) -> None:
+        """Cut a line a crash left half-written (before appending: glued to it, the next row
+        would be lost too)."""
+        path = folder / ROWS_FILE
+        if path.exists():
+            data = path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                with path.open("r+b") as fh:
+                    fh.truncate(data.rfind(b"\n") + 1)
 
     def append(self, folder: Path) -> None:
         with (folder / ROWS_FILE).open("a") as fh:
@@ -142,10 +158,16 @@ class LearnedMeta:
                                            tuple(str(o) for o in pf.list("ops")), pf.int("steps", 0, 0))
         def strs(k: str) -> tuple[str, ...]:
             return tuple(str(x) for x in f.list(k))
-        scale = tuple(float(x) for x in f.list("scale"))
-        meta = LearnedMeta(f.str("engine"), f.int("features_version", 0, 0), strs("vocab"), strs("modules"), scale,
-                           {str(k): float(v) for k, v in dict(f.d.get("bug_share", {})).items()},
-                           f.str("predictor"), policies, dict(f.d.get("quality", {})), version)
+        scale, share, quality = f.list("scale"), f.d.get("bug_share", {}), f.d.get("quality", {})
+        if not all(isinstance(x, (int, float)) for x in scale):
+            raise RecordError(f"{where}: scale: expected numbers")
+        if not isinstance(share, dict) or not all(isinstance(v, (int, float)) for v in share.values()):
+            raise RecordError(f"{where}: bug_share: expected module -> share")
+        if not isinstance(quality, dict):
+            raise RecordError(f"{where}: quality: expected an object")
+        meta = LearnedMeta(f.str("engine"), f.int("features_version", 0, 0), strs("vocab"), strs("modules"),
+                           tuple(float(x) for x in scale), {str(k): float(v) for k, v in share.items()},
+                           f.str("predictor", "predictor.onnx"), policies, dict(quality), version)
         if len(meta.scale) != len(meta.modules):
             raise RecordError(f"{where}: scale: one per module expected")
         return meta

@@ -18,6 +18,7 @@ when a guide is loaded.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -53,6 +54,18 @@ class Guide:
         self.encoder = Encoder(self.meta.vocab)
         self.scale = np.array(self.meta.scale, np.float32)
         self._predictor = _session(folder / self.meta.predictor)
+        _check_width(self._predictor, folder / self.meta.predictor, self.encoder.width, len(self.modules))
+
+    @staticmethod
+    def digest(folder: str | Path | None) -> str:
+        """The guide's files' digest (learned.json and every ONNX file in the folder): what a
+        resumed campaign must find again; "" when there is no guide there."""
+        path = Path(folder) if folder else SHIPPED
+        h = hashlib.sha256()
+        files = sorted(p for p in path.glob("*") if p.name == "learned.json" or p.suffix == ".onnx") if path.is_dir() else []
+        for p in files:
+            h.update(p.name.encode() + b"\0" + p.read_bytes())
+        return h.hexdigest() if files else ""
 
     @staticmethod
     def load(folder: str | Path | None) -> Guide:
@@ -77,27 +90,45 @@ class Guide:
         if pf is None:
             have = ", ".join(sorted(self.meta.policies)) or "none"
             raise GuideError(f"the guide in {self.folder} has no policy for the {frontend} front end (it has: {have})")
-        return Policy(_session(self.folder / pf.file), pf, corpus)
+        session = _session(self.folder / pf.file)
+        _check_width(session, self.folder / pf.file, observation_width(pf.ops, self.modules), len(pf.blocks))
+        return Policy(session, pf, corpus)
 
     def test_value(self) -> TestValue:
         return TestValue(self.modules, self.meta.bug_share)
 
 
 def _session(path: Path) -> Any:
-    import onnxruntime as ort
-
-    if not path.exists():
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise GuideError("the learned chooser runs its guide with ONNX Runtime: pip install onnxruntime "
+                         "(gbft-action[onnx])") from None
+    if not path.is_file():
         raise GuideError(f"{path}: missing (a guide folder holds learned.json and the ONNX files it names)")
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1  # the fuzz loop's lanes take the other cores
     opts.inter_op_num_threads = 1
-    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    try:
+        return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001 - ONNX Runtime's own errors (a corrupt file, an LFS pointer)
+        raise GuideError(f"{path}: ONNX Runtime cannot load it ({type(e).__name__}: {str(e)[:200]})") from None
+
+
+def _check_width(session: Any, path: Path, width: int, outputs: int) -> None:
+    """The file's first input's last dimension and its output's, against what learned.json says
+    (a file of another guide fails here, not in the middle of a campaign)."""
+    got_in, got_out = session.get_inputs()[0].shape[-1], session.get_outputs()[0].shape[-1]
+    if got_in != width or got_out != outputs:
+        raise GuideError(f"{path}: takes {got_in} features and gives {got_out} values; learned.json says "
+                         f"{width} and {outputs} (a file of another guide?)")
 
 
 @dataclass
 class TestValue:
-    __test__ = False  # not a pytest class, whatever its name
     """The patent's test value of a model against the models run so far in this campaign."""
+
+    __test__ = False  # not a pytest class, whatever its name
 
     modules: Sequence[str]
     bug_share: dict[str, float]

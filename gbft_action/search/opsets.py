@@ -79,6 +79,10 @@ class OpsetSource:
         out = union_of_opsets(parts, self.main)
         for key in ("generated", "discarded", "steered", "solver_errors"):
             out[key] = sum(int(p.get(key, 0)) for p in parts.values())
+        learned = [p["learned"] for p in parts.values() if p.get("learned")]
+        if learned:  # the learned chooser's counts over every opset's models (its mean: the main one's)
+            out["learned"] = {**out.get("learned", learned[0]),
+                              **{k: sum(int(x[k]) for x in learned) for k in ("skipped_negative", "ran")}}
         support = SupportMatrix()
         for s in self.sources.values():
             support.absorb(s.support)
