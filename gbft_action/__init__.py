@@ -24,7 +24,7 @@ cycle.  A module is in the layer of the longest prefix that names it.
 __version__ = "0.1.0"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("gbft_action", "records", "statefile", "frontends", "exitcodes", "engines.knowledge", "engines.mnn_knowledge",
+    ("gbft_action", "records", "statefile", "frontends", "exitcodes", "knobs", "engines.knowledge", "engines.mnn_knowledge",
      "engines.onnxruntime_knowledge", "engines.registry", "engines.builds", "engines.source", "bugs.policy",
      "workers.arrays", "workers.zygote", "platforms"),
     ("graph", "ops", "corpus", "oracle", "reference"),

@@ -59,7 +59,8 @@ from .records.summary import (Diagnosis, EngineSummary, FailureRow, HarnessError
                               TriageSummary)
 from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
 from .search import CaseSource, shard_text
-from .search.guided import CHOOSERS, GuidedSource
+from .search.guided import GuidedSource
+from .knobs import check_all
 from .search.learned import Guide, Learned
 from .search.mixed import MixedSource, state_for
 from .search.opsets import OpsetSource
@@ -147,16 +148,12 @@ class FuzzConfig:
     def validate(self) -> FuzzConfig:
         """The configuration, checked once whoever built it (the CLI's options, the action's
         inputs): a ValueError naming the first bad setting and what it may be."""
-        lo, hi = self.blocks
         checks = (
             (self.budget > 0, "budget", "a number of seconds above 0", self.budget),
             (self.max_models >= 0, "max-models", "0 (no limit) or more", self.max_models),
-            (1 <= lo <= hi, "blocks", "LO-HI with 1 <= LO <= HI", f"{lo}-{hi}"),
             (self.jobs >= 1, "jobs", "1 or more", self.jobs),
             (self.graph in ("ws", "rn", "both"), "graph", "ws, rn or both", self.graph),
-            (self.chooser in CHOOSERS, "chooser", " or ".join(CHOOSERS), self.chooser),
             (0.0 <= self.minimize_share < 1.0, "minimize-share", "in [0, 1)", self.minimize_share),
-            (0.0 <= self.special_share <= 1.0, "special-share", "in [0, 1]", self.special_share),
             (self.engine_mem_mb > 0, "engine-mem-mb", "above 0", self.engine_mem_mb),
             (min(self.tolerance.rtol, self.tolerance.atol) >= 0, "rtol/atol", "0 or more",
              f"{self.tolerance.rtol}/{self.tolerance.atol}"),
@@ -168,6 +165,7 @@ class FuzzConfig:
         for ok, name, want, got in checks:
             if not ok:
                 raise ValueError(f"--{name} must be {want}, got {got}")
+        check_all(self)  # the knobs the action shares, by their own ranges (gbft_action.knobs)
         check_opsets(self.opsets)
         if self.guide and self.chooser != "learned":
             raise ValueError("--guide is the learned chooser's: add --chooser learned, or leave --guide out")

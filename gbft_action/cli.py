@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .bugs.policy import DEFAULT_LIST_ONLY, parse_list_only
+from .knobs import add_flags, from_args
+from .knobs import resume as resume_knobs
 from .corpus import CorpusError, load_corpus
 from .frontends import FRONTENDS, Frontend, corpus_file, frontend_of, parse_frontends
 from .statefile import corrupt
@@ -26,17 +27,6 @@ from .records import Tolerance
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_ERROR, EXIT_DIFFERENT, EXIT_PARTIAL = (
     CliExit.OK, CliExit.FAILURES, CliExit.USAGE, CliExit.ERROR, CliExit.DIFFERENT, CliExit.PARTIAL)
 REPLAY_EXIT = {"same": EXIT_FAILURES, "different": EXIT_DIFFERENT, "passes": EXIT_OK}
-
-
-def parse_range(text: str) -> tuple[int, int]:
-    try:
-        lo, _, hi = text.partition("-")
-        a, b = int(lo), int(hi or lo)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected MIN-MAX (e.g. 1-30), got {text!r}") from None
-    if not 1 <= a <= b:
-        raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX, got {text!r}")
-    return a, b
 
 
 def positive(kind: type) -> Any:
@@ -71,10 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--runner-command", default="", help="command engine: runner command template")
     f.add_argument("--budget", type=positive(float), default=60.0, help="seconds for the whole run")
     f.add_argument("--max-models", type=int, default=0, help="stop after N models (0: no limit)")
-    f.add_argument("--seed", type=int, default=0)
     f.add_argument("--shard", default="1/1", metavar="I/N",
                    help="run part I of N of the campaign: shards of one seed never generate the same model")
-    f.add_argument("--blocks", type=parse_range, default=(1, 30), help="blocks per model, MIN-MAX")
     f.add_argument("--graph", choices=["ws", "rn", "both"], default="both")
     f.add_argument("--out", type=Path, default=Path("gbft-out"))
     f.add_argument("--jobs", type=positive(int), default=2,
@@ -92,21 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--timeout-convert", type=positive(float), default=30.0)
     f.add_argument("--timeout-infer", type=positive(float), default=30.0)
     f.add_argument("--engine-mem-mb", type=int, default=4096, help="address-space limit of the engine worker")
-    f.add_argument("--chooser", choices=["mcts", "random", "learned"], default="mcts",
-                   help="block chooser (learned: a policy and a coverage predictor trained on the engine's "
-                        "own code, gbft learn; models of negative test value are not run)")
-    f.add_argument("--guide", default="", metavar="DIR",
-                   help="the learned chooser's guide folder (gbft learn train); default: the one gbft ships")
     f.add_argument("--mutations", choices=["on", "off"], default="on", help="the six mutations of the paper")
     f.add_argument("--state", default="", metavar="DIR",
                    help="start from the coverage and MCTS state of a previous run's output directory")
     f.add_argument("--minimize-share", type=float, default=0.35,
                    help="share of the budget for minimising new bugs (0 turns minimisation off)")
-    f.add_argument("--special-share", type=float, default=0.1,
-                   help="share of models that feed special values (NaN, Inf, -0, zero divisors) on purpose")
-    f.add_argument("--symptom-policy", type=_symptom_policy, default={}, metavar="CLASS=POLICY,...",
-                   help="report, summary or ignore per symptom class, e.g. precision=report,nan-inf=summary "
-                        "(default: gbft_action.bugs.policy.DEFAULT_POLICY)")
     f.add_argument("--engine-settings", default="", metavar="NAME=VALUE,...",
                    help="the engine's settings, for both builds, e.g. precision=low,threads=4,transformer_fuse=on "
                         "for MNN (each bundle and repro keeps them; low precision is judged at float16's bound)")
@@ -121,9 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="take which of the engine's code each model ran (an engine built with "
                         "-fsanitize-coverage=trace-pc and line tables): engine-coverage.json, and per module in "
                         "summary.json (coverage.engine); `gbft coverage OUT` prints it")
-    f.add_argument("--list-only", type=_list_only, default=DEFAULT_LIST_ONLY, metavar="CLASS,...",
-                   help="symptom classes whose new failures against the base build are listed, not failing the "
-                        "check, e.g. precision,nan-inf ('none' for none; default: reference-disagreement)")
+    add_flags(f)  # the knobs the action shares (gbft_action.knobs): seed, blocks, chooser, ...
     _platform_args(f)
     f.add_argument("--platform", dest="platforms", type=_platform_list, help="one engine platform (see --platforms)")
     f.add_argument("--quiet", action="store_true")
@@ -206,27 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _list_only(text: str) -> tuple[str, ...]:
-    try:
-        return parse_list_only(text)
-    except ValueError as e:  # argparse shows an ArgumentTypeError's own words
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
 def _opsets(text: str) -> tuple[int, ...]:
     try:
         return parse_opsets(text, "")
     except ValueError as e:  # argparse names the option
         raise argparse.ArgumentTypeError(str(e).strip()) from None
-
-
-def _symptom_policy(text: str) -> dict[str, str]:
-    from .bugs.policy import parse_policy
-
-    try:
-        return parse_policy(text)
-    except ValueError as e:  # argparse shows an ArgumentTypeError's own words
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _platform_list(text: str) -> tuple[str, ...]:
@@ -417,17 +377,16 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    cfg = FuzzConfig(out=out, engine=args.engine, budget=args.budget, max_models=args.max_models, seed=args.seed,
-                     blocks=args.blocks, graph=args.graph, jobs=args.jobs,
+    cfg = FuzzConfig(out=out, engine=args.engine, budget=args.budget, max_models=args.max_models,
+                     graph=args.graph, jobs=args.jobs, **from_args(args),
                      corpus=corpus_file(args.frontend, args.corpus),
                      frontend=",".join(fe.name for fe in args.frontend),
                      timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
                      tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
-                     chooser=args.chooser, guide=args.guide, mutations=args.mutations == "on", state=args.state,
-                     minimize_share=args.minimize_share, special_share=args.special_share,
+                     mutations=args.mutations == "on", state=args.state, minimize_share=args.minimize_share,
                      platforms=args.platforms, arm_root=args.arm_root,
                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
-                     symptom_policy=args.symptom_policy, list_only=args.list_only, shard=shard,
+                     shard=shard,
                      threads_oracle=args.threads_oracle, opsets=args.opset, engine_coverage=args.engine_coverage)
     try:
         cfg.validate()
@@ -643,11 +602,9 @@ def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
     if not record.config:
         raise corrupt(path, "campaign record", "no config in it")
     old = record.config
-    cfg.seed, cfg.blocks, cfg.graph = old["seed"], tuple(old["blocks"]), old["graph"]
-    cfg.engine, cfg.corpus = old["engine"], old["corpus"]
-    cfg.chooser, cfg.mutations, cfg.state = old["chooser"], old["mutations"], old["state"]
-    cfg.guide = old.get("guide", "")  # the learned chooser's models depend on its guide (the identity says which)
-    cfg.special_share = old.get("special_share", cfg.special_share)
+    resume_knobs(cfg, old)  # seed, blocks, chooser, guide, ... (gbft_action.knobs: resumed)
+    cfg.graph, cfg.engine, cfg.corpus = old["graph"], old["engine"], old["corpus"]
+    cfg.mutations, cfg.state = old["mutations"], old["state"]
     cfg.frontend = old.get("frontend", "tf")
     cfg.shard = parse_shard(old.get("shard", "1/1"))
     # The engine's settings (--engine-settings lives in its environment) and the thread oracle:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gbft_action.action.config import INPUTS, ActionConfig, ConfigError
+from gbft_action.action.config import INPUTS, KNOB_INPUTS, ActionConfig, ConfigError
 from gbft_action.action.main import exit_code
 from gbft_action.bugs.triage import tally
 from gbft_action.records import Summary
@@ -38,10 +38,10 @@ def outputs(ws: Path) -> dict[str, str]:
 
 def test_action_yml_inputs_are_exactly_what_the_entrypoint_reads():
     spec = yaml.safe_load((ROOT / "action.yml").read_text())
-    assert set(spec["inputs"]) == set(INPUTS)
+    assert set(spec["inputs"]) == set(INPUTS) | set(KNOB_INPUTS) and not set(INPUTS) & set(KNOB_INPUTS)
     assert set(spec["outputs"]) == OUTPUTS
     assert spec["runs"] == {"using": "docker", "image": "Dockerfile"}
-    for name, (_, default) in INPUTS.items():
+    for name, default in [*((n, d) for n, (_, d) in INPUTS.items()), *KNOB_INPUTS.items()]:
         assert str(spec["inputs"][name].get("default", "")) == default, name
     lines = (ROOT / "Dockerfile").read_text().splitlines()
     # GitHub builds it with no build argument: the base is Debian bookworm's (Python 3.11).
@@ -74,9 +74,9 @@ def test_symptom_policy_is_parsed_once_for_the_action_and_the_cli():
     assert parse_policy("") == {} and parse_policy(" precision=report, nan-inf=summary,") == {
         "precision": "report", "nan-inf": "summary"}
     cfg = ActionConfig.from_env({"INPUT_SYMPTOM-POLICY": "precision=report"}).validate()
-    assert cfg.policy_overrides == {"precision": "report"}
-    assert ActionConfig.from_env({}).validate().policy_overrides == {}
-    assert policy_for("precision", cfg.policy_overrides) == "report" and policy_for("precision", {}) == "summary"
+    assert cfg.knob_values()["symptom_policy"] == {"precision": "report"}
+    assert ActionConfig.from_env({}).validate().knob_values()["symptom_policy"] == {}
+    assert policy_for("precision", cfg.knob_values()["symptom_policy"]) == "report" and policy_for("precision", {}) == "summary"
     assert policy_for("tie") == "ignore" and policy_for("a-class-from-a-newer-campaign") == "report"
     args = build_parser().parse_args(["fuzz", "--symptom-policy", "tie=report"])
     assert args.symptom_policy == {"tie": "report"}
@@ -313,7 +313,7 @@ def test_the_example_workflows_build_mnn_inside_the_image_as_mnn_builds_it():
         text = (ROOT / ".github" / "examples" / name).read_text()
         assert "pip wheel" not in text, name  # a wheel built on the runner does not install in the image
         for step in _action_steps(wf):
-            assert set(step["with"]) <= set(INPUTS), (name, set(step["with"]) - set(INPUTS))
+            assert set(step["with"]) <= set(INPUTS) | set(KNOB_INPUTS), (name, set(step["with"]) - set(INPUTS))
             if "build-command" in step["with"]:
                 var = step["with"]["build-command"].removeprefix("${{ env.").removesuffix(" }}")
                 assert var in ("MNN_BUILD", "MNN_COVERAGE_BUILD"), name

@@ -107,9 +107,9 @@ def test_the_cli_and_the_action_take_the_listed_classes_and_name_a_bad_one(capsy
     with pytest.raises(SystemExit):
         ap.parse_args(["fuzz", "--list-only", "precison"])
     assert "unknown symptom class 'precison'" in capsys.readouterr().err
-    assert ActionConfig().validate().listed_classes == ("reference-disagreement",)
+    assert ActionConfig().validate().knob_values()["list_only"] == ("reference-disagreement",)
     with pytest.raises(ConfigError, match="input 'list-only': unknown symptom class 'nan'"):
-        ActionConfig(list_only="nan").validate()
+        ActionConfig(knobs={"list-only": "nan"}).validate()
 
 
 def test_an_infinity_turned_into_nan_only_by_the_pr_build_is_red_and_named(tmp_path):

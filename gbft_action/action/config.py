@@ -9,16 +9,15 @@ step's error.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..bugs.policy import DEFAULT_LIST_ONLY, parse_list_only, parse_policy
 from ..engines.registry import ENGINES as _REGISTRY
 from ..frontends import corpus_file, parse_frontends
 from ..ops.recorded import DEFAULT_OPSETS, parse_opsets
 from ..search import ShardError, parse_shard
-from ..search.guided import CHOOSERS
+from ..knobs import KNOBS, from_texts
 
 ENGINES = tuple(_REGISTRY)  # every registered engine (module:Class adapters are for tests)
 REPORTS = ("issues", "summary", "none")
@@ -37,24 +36,19 @@ INPUTS: dict[str, tuple[str, str]] = {
     "converter-command": ("converter_command", ""),
     "runner-command": ("runner_command", ""),
     "budget-seconds": ("budget_seconds", "300"),
-    "seed": ("seed", "0"),
     "shard": ("shard", "1/1"),
-    "blocks": ("blocks", "1-30"),
-    "special-share": ("special_share", "0.1"),
     "corpus": ("corpus", ""),
-    "chooser": ("chooser", "mcts"),
-    "guide": ("guide", ""),
     "state-dir": ("state_dir", ""),
     "report": ("report", "summary"),
     "github-token": ("github_token", ""),
     "repository": ("repository", ""),
     "max-new-issues": ("max_new_issues", "5"),
-    "symptom-policy": ("symptom_policy", ""),
-    "list-only": ("list_only", ",".join(DEFAULT_LIST_ONLY)),
     "fail-on": ("fail_on", "new"),
     "platform-label": ("platform_label", ""),
     "output-dir": ("output_dir", "gbft-out"),
 }
+# ... and the knobs the CLI shares (gbft_action.knobs), each an input of its own name.
+KNOB_INPUTS: dict[str, str] = {k.name: k.default for k in KNOBS}
 
 
 class ConfigError(ValueError):
@@ -74,24 +68,18 @@ class ActionConfig:
     converter_command: str = ""
     runner_command: str = ""
     budget_seconds: str = "300"
-    seed: str = "0"
     shard: str = "1/1"  # I/N (search.parse_shard)
-    blocks: str = "1-30"
-    special_share: str = "0.1"
     corpus: str = ""
-    chooser: str = "mcts"  # search.guided.CHOOSERS
-    guide: str = ""  # the learned chooser's guide folder in the workspace ("": the one gbft ships)
     state_dir: str = ""
     report: str = "summary"
     github_token: str = ""
     repository: str = ""
     max_new_issues: str = "5"
-    symptom_policy: str = ""  # CLASS=POLICY,... on top of bugs.policy.DEFAULT_POLICY
-    list_only: str = ",".join(DEFAULT_LIST_ONLY)  # classes listed, not failing (bugs.policy.fails_check); none: no class
     fail_on: str = "new"
     platform_label: str = ""
     output_dir: str = "gbft-out"
     workspace: str = "."
+    knobs: dict[str, str] = field(default_factory=dict)  # the shared knobs' inputs, by name, as given
 
     def __repr__(self) -> str:  # the token must never reach a log
         return f"ActionConfig({repr_safe(self)})"
@@ -101,7 +89,8 @@ class ActionConfig:
         e = dict(os.environ if env is None else env)
         # An input left empty in the workflow arrives as "": it means the default.
         kw = {fld: e.get(f"INPUT_{name.upper()}", "").strip() or default for name, (fld, default) in INPUTS.items()}
-        cfg = ActionConfig(**kw, workspace=e.get("GITHUB_WORKSPACE", "."))
+        knobs = {name: e.get(f"INPUT_{name.upper()}", "").strip() or default for name, default in KNOB_INPUTS.items()}
+        cfg = ActionConfig(**kw, workspace=e.get("GITHUB_WORKSPACE", "."), knobs=knobs)
         if not cfg.repository:
             cfg.repository = e.get("GITHUB_REPOSITORY", "")
         return cfg
@@ -122,11 +111,6 @@ class ActionConfig:
         return float(self.budget_seconds)
 
     @property
-    def block_range(self) -> tuple[int, int]:
-        lo, _, hi = self.blocks.partition("-")
-        return int(lo), int(hi or lo)
-
-    @property
     def opsets(self) -> tuple[int, ...]:
         return parse_opsets(self.onnx_opset) if self.onnx_opset else DEFAULT_OPSETS
 
@@ -134,13 +118,16 @@ class ActionConfig:
     def shard_pair(self) -> tuple[int, int]:
         return parse_shard(self.shard)
 
-    @property
-    def policy_overrides(self) -> dict[str, str]:
-        return parse_policy(self.symptom_policy)
-
-    @property
-    def listed_classes(self) -> tuple[str, ...]:
-        return parse_list_only(self.list_only)
+    def knob_values(self) -> dict[str, Any]:
+        """The shared knobs' values by FuzzConfig field (gbft_action.knobs), the guide's folder
+        taken in the workspace; a ConfigError names the bad input."""
+        try:
+            values = from_texts(self.knobs)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        if values["guide"]:
+            values["guide"] = str(self.path(values["guide"]))
+        return values
 
     def path(self, p: str) -> Path:
         q = Path(p)
@@ -156,39 +143,21 @@ class ActionConfig:
             raise ConfigError(f"input 'corpus' is one front end's blocks: leave it empty with frontend "
                               f"{self.frontend!r} (each front end uses its default corpus)")
         _choice("report", self.report, REPORTS)
-        _choice("chooser", self.chooser, CHOOSERS)
-        if self.guide and self.chooser != "learned":
-            raise ConfigError("input 'guide' is the learned chooser's: set chooser to learned, or leave guide empty")
         _choice("fail-on", self.fail_on, FAIL_ON)
         _number("budget-seconds", self.budget_seconds, float, 10, 6 * 3600, "a number of seconds from 10 to 21600")
-        _number("seed", self.seed, int, 0, 2**31 - 1, "an integer from 0 to 2147483647")
         if self.onnx_opset:
             try:
                 parse_opsets(self.onnx_opset, "input 'onnx-opset'")
             except ValueError as e:
                 raise ConfigError(str(e)) from None
         _number("max-new-issues", self.max_new_issues, int, 0, 100, "an integer from 0 to 100")
-        _number("special-share", self.special_share, float, 0, 1, "a number from 0 to 1")
         try:
             parse_shard(self.shard)
         except ShardError as e:
             raise ConfigError(f"input 'shard': {e}") from None
-        try:
-            parse_policy(self.symptom_policy)
-        except ValueError as e:
-            raise ConfigError(f"input 'symptom-policy': {e}") from None
-        try:
-            parse_list_only(self.list_only)
-        except ValueError as e:
-            raise ConfigError(f"input 'list-only': {e}") from None
-        try:
-            lo, hi = self.block_range
-            ok = 1 <= lo <= hi <= 100
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ConfigError(f"input 'blocks' must be MIN-MAX with 1 <= MIN <= MAX <= 100 (e.g. 1-30), "
-                              f"got {self.blocks!r}")
+        values = self.knob_values()  # each shared knob by its own range (gbft_action.knobs)
+        if self.knobs.get("guide") and values["chooser"] != "learned":
+            raise ConfigError("input 'guide' is the learned chooser's: set chooser to learned, or leave guide empty")
         if self.report == "issues" and not self.github_token:
             raise ConfigError("input 'github-token' is required when report is 'issues'")
         if self.report == "issues" and "/" not in self.repository:
@@ -208,13 +177,12 @@ class ActionConfig:
                                   f"PR's build; it must not exist yet or be an empty folder")
         # With build-command, engine-build is where the PR's build goes, and with base-ref so is
         # base-build: only a folder given to be used as it is must exist.
-        given = ["corpus", "guide"]
+        given = ["corpus"]
         if not self.build_command:
             given.append("engine-build")
         if not self.base_ref:
             given.append("base-build")
-        for name in given:
-            value = getattr(self, INPUTS[name][0])
+        for name, value in [*((n, getattr(self, INPUTS[n][0])) for n in given), ("guide", self.knobs.get("guide", ""))]:
             if value and not self.path(value).exists():
                 raise ConfigError(f"input '{name}': {value} does not exist in the workspace")
 

@@ -148,12 +148,9 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
     if cfg.report == "issues":
         reserve += min(REPORT_RESERVE_S, 0.15 * cfg.budget)
     fuzz = FuzzConfig(out=out, engine=pr.engine, budget=max(5.0, deadline - time.monotonic() - reserve),
-                      seed=int(cfg.seed), blocks=cfg.block_range, special_share=float(cfg.special_share),
-                      corpus=cfg.corpus_file, frontend=cfg.frontends, chooser=cfg.chooser,
-                      guide=str(cfg.path(cfg.guide)) if cfg.guide else "",
+                      **cfg.knob_values(), corpus=cfg.corpus_file, frontend=cfg.frontends,
                       state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
                       engine_python=pr.python, engine_env=dict(pr.env), base=base,
-                      symptom_policy=cfg.policy_overrides, list_only=cfg.listed_classes,
                       platform_label=cfg.platform_label, shard=cfg.shard_pair, opsets=cfg.opsets)
     return Campaign(fuzz.validate())
 

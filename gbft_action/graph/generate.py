@@ -38,6 +38,10 @@ class GenOptions:
         if not 0.0 <= self.special_share <= 1.0:
             raise ValueError(f"special share must be within 0..1, got {self.special_share!r}")
 
+    def values_of(self, seed: int) -> str:
+        """What the inputs of the case of this seed hold (draw_values at this share)."""
+        return draw_values(seed, self.special_share)
+
 
 @dataclass
 class Skeleton:

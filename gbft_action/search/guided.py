@@ -21,7 +21,7 @@ import random
 from typing import Any
 
 from ..corpus import Block, Corpus
-from ..graph.generate import GRAPH_MODELS, GenOptions, Skeleton, draw_edges, draw_values, realise
+from ..graph.generate import GRAPH_MODELS, GenOptions, Skeleton, draw_edges, realise
 from ..graph.models import NEIGHBOURS
 from ..graph.ir import Graph
 from ..graph.mutations import ALL, RATES, TSM, Mutation
@@ -37,8 +37,8 @@ from ..records.case import CaseRecord
 from .probe import SupportMatrix, probe_graph, probes
 from .known import PROBE
 from .learned import Learned, draw
+from ..knobs import CHOOSERS
 
-CHOOSERS = ("mcts", "random", "learned")
 # Attempts of one model the learned chooser may drop for a negative test value: two doubled its
 # generation time; with no cap, a 60-second campaign ran a fifth of the models MCTS did.
 MAX_SKIPS = 2
@@ -236,7 +236,7 @@ class GuidedSource:
         chosen, path = self.mcts.choose(rng, self.coverage) if self.mcts else ([], [])
         muts = self._select_mutations(rng)
         sk = draw_edges(rng, self.corpus, self.opts, self.arms.pick(rng) if self.arms else None)
-        sk.values = draw_values(case_seed(self.seed, index, self.shard), self.opts.special_share)
+        sk.values = self.opts.values_of(case_seed(self.seed, index, self.shard))
         for m, r in muts:
             if m.level == "edges":
                 m.apply(rng, sk, self.corpus, r)
