@@ -60,7 +60,8 @@ def _number(kind: type, lo: float, hi: float, want: str) -> tuple[Callable[[str]
 def _blocks_check(v: Any) -> None:
     ok = isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, int) for x in v)
     if not ok or not 1 <= v[0] <= v[1] <= MAX_BLOCKS:
-        raise ValueError(f"must be MIN-MAX with 1 <= MIN <= MAX <= {MAX_BLOCKS} (e.g. 1-30), got {v!r}")
+        got = f"{v[0]}-{v[1]}" if ok else repr(v)
+        raise ValueError(f"must be MIN-MAX with 1 <= MIN <= MAX <= {MAX_BLOCKS} (e.g. 1-30), got {got}")
 
 
 def _blocks(text: str) -> tuple[int, int]:

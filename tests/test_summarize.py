@@ -124,7 +124,7 @@ def test_one_fuzz_configuration_checked_once_names_the_bad_setting(tmp_path, cap
 
     ok = FuzzConfig(out=tmp_path).validate()
     for change, words in ((dict(budget=0), "--budget must be a number of seconds above 0, got 0"),
-                          (dict(blocks=(5, 2)), "--blocks must be LO-HI with 1 <= LO <= HI, got 5-2"),
+                          (dict(blocks=(5, 2)), "--blocks: must be MIN-MAX with 1 <= MIN <= MAX <= 100 (e.g. 1-30), got 5-2"),
                           (dict(minimize_share=1.0), "--minimize-share must be in [0, 1), got 1.0"),
                           (dict(jobs=0), "--jobs must be 1 or more"), (dict(shard=(3, 2)), "--shard must be I/N"),
                           (dict(frontend="tf,onnx", corpus="x.yaml"), "a corpus is one front end's blocks")):
