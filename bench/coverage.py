@@ -4,6 +4,9 @@
                                        [--frontend onnx] [--out DIR]
     .venv/bin/python bench/coverage.py --out DIR --report      # the figures of runs already made
 
+``--corpus`` takes another block corpus: the ONNX front end's default (onnx-all.yaml) starts
+with about 800 probes (each recorded operator alone), the same for every chooser.
+
 Each (seed, chooser) is one ``gbft fuzz --engine mnn --engine-build WHEEL --engine-coverage
 --minimize-share 0`` of ``--budget`` seconds, run one after another on an idle machine (the
 cost of taking coverage is inside every run alike).  Printed per run and as the mean over seeds:
@@ -39,13 +42,14 @@ CHOOSERS = ("random", "mcts", "learned")
 CONVERTER, CPU = "converter: ", ("CPU compute", "x86 kernels", "ARM kernels")
 
 
-def run(out: Path, build: Path, chooser: str, seed: int, budget: float, frontend: str, guide: str) -> None:
+def run(out: Path, build: Path, chooser: str, seed: int, budget: float, frontend: str, guide: str,
+        corpus: str = "") -> None:
     if (out / "summary.json").exists():
         return  # made already (a run interrupted later resumes the table, not the runs)
     cmd = [sys.executable, "-m", "gbft_action.cli", "fuzz", "--engine", "mnn", "--engine-build", str(build),
            "--engine-coverage", "--frontend", frontend, "--chooser", chooser, "--budget", str(budget),
            "--seed", str(seed), "--minimize-share", "0", "--out", str(out), "--quiet",
-           *(["--guide", guide] if chooser == "learned" and guide else [])]
+           *(["--guide", guide] if chooser == "learned" and guide else []), *(["--corpus", corpus] if corpus else [])]
     t0 = time.monotonic()
     subprocess.run(cmd, cwd=ROOT, check=False, stdout=subprocess.DEVNULL)
     (out / "bench-wall.txt").write_text(f"{time.monotonic() - t0:.1f}\n")
@@ -119,6 +123,8 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=600.0)
     ap.add_argument("--seeds", default="211,223,227")
     ap.add_argument("--frontend", default="onnx")
+    ap.add_argument("--corpus", default="", help="a block corpus (default: the front end's; onnx-mnn.yaml has no "
+                                                 "probes, so the chooser decides from the first model)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/gbft-bench-coverage"))
     ap.add_argument("--report", action="store_true", help="only print the figures of the runs in --out")
     a = ap.parse_args()
@@ -129,7 +135,7 @@ def main() -> int:
             ap.error("--build is needed to run (or --report to read runs made)")
         for (s, ch), p in outs.items():
             print(f"run: seed {s}, {ch} ...", flush=True)
-            run(p, a.build, ch, s, a.budget, a.frontend, a.guide)
+            run(p, a.build, ch, s, a.budget, a.frontend, a.guide, a.corpus)
     report(outs)
     return 0
 
