@@ -78,7 +78,7 @@ from .platforms import resolve as resolve_platforms
 from .statefile import corrupt, read_state
 from .store import ResultStore, disk_full, no_space
 from .workers.supervisor import WorkerClosed
-from .records import Fingerprint, RecordError, Status, Tolerance
+from .records import Fingerprint, RecordError, RootKey, Status, Tolerance
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
 DISK_FULL = "disk full"  # the stop reason's prefix when the output disk filled (the CLI exits EXIT_ERROR)
@@ -687,13 +687,14 @@ class Campaign:
         self.sessions.append(Session(round(elapsed, 3), session_models, str(self.stop_reason)))
         self._feed_until(len(self.records))  # the state saved below has seen every result
         self.bugs.save()
-        summary = summarize(SummaryInputs(
+        done = summarize_all(SummaryInputs(
             records=self.records, sessions=self.sessions, cfg=self.cfg, engine=self.engine_info,
             platform_info=self.platform_info, book=self.bugs,
             new_ids=[f for f in self.bugs.new_ids() if not self.bugs.flaky(f)],
             run_id=self.run_id, minimized=self.minimized, bugs_dir=str(self.cfg.out / "bugs"),
             triage=self._triage_inputs(), **self._coverage()))
-        summary.write(self.cfg.out)
+        done.write(self.cfg.out, self.bugs)
+        summary = done.summary
         self.store.write_json(STATE_FILE, self.source.state())
         self._write_campaign()
         return summary
@@ -863,11 +864,35 @@ class SummaryInputs:
     shards: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class Summarized:
+    """What summarising a campaign makes: summary.json, verdicts.json (with a base build), and
+    each minimised root cause's key for its canonical bundle.  Built without writing anything
+    (``summarize_all``); ``write`` puts it on disk."""
+
+    summary: Summary
+    verdicts: dict[str, triage.BugVerdict] | None = None
+    canonical: tuple[tuple[str, RootKey], ...] = ()  # (bundle, the root cause it shows)
+
+    def write(self, out: Path, book: BugBook) -> None:
+        if self.verdicts is not None:
+            triage.write_verdicts(out, self.verdicts)
+        for bundle, key in self.canonical:  # the reporter shows the bundle under its root cause's title
+            book.set_root_cause(bundle, key)
+        self.summary.write(out)
+
+
 def summarize(inp: SummaryInputs) -> Summary:
+    """summary.json's record (``summarize_all``'s, without the rest)."""
+    return summarize_all(inp).summary
+
+
+def summarize_all(inp: SummaryInputs) -> Summarized:
     """summary.json, built once: the counts, each failure with its verdict, symptom and root
     cause, the root causes, and what fails the step (new_failures, triage.blamed: only root
-    causes the policy reports, and none holding a variant seen before or on the base build).
-    Writes verdicts.json (with a base build) and each canonical bundle's root cause."""
+    causes the policy reports, and none holding a variant seen before or on the base build);
+    with the verdicts and the canonical bundles' root causes to write beside it.  Pure: the
+    same inputs give the same result, and nothing is written."""
     new, tri, verdicts = list(inp.new_ids), None, None
     if inp.triage is not None:
         verdicts = _verdicts(inp.records, inp.triage)
@@ -892,7 +917,7 @@ def summarize(inp: SummaryInputs) -> Summary:
     failed = [m.error for m in inp.minimized.values() if m.error]
     counts = _counts(inp.records, inp.sessions, {"engine": inp.cfg.engine, **inp.engine}, inp.platform_info)
     harness = counts.harness_errors
-    return replace(
+    summary = replace(
         counts, seed=inp.cfg.seed, blocks=tuple(inp.cfg.blocks),
         harness_errors=HarnessErrors(harness.count + len(failed), harness.first or (failed[:1] or [""])[0]),
         models_per_s=counts.models_per_s if inp.models_per_s is None else inp.models_per_s,
@@ -902,6 +927,8 @@ def summarize(inp: SummaryInputs) -> Summary:
         list_only=tuple(inp.cfg.list_only),
         run_id=inp.run_id, minimized=dict(inp.minimized), bugs_dir=inp.bugs_dir, triage=tri,
         coverage=inp.coverage, frontends=inp.frontends, shards=inp.shards)
+    canonical = tuple((rc.canonical, rc.key) for rc in causes if rc.minimized)  # undiagnosed: no guessed key
+    return Summarized(summary, verdicts, canonical)
 
 
 def _is_new(rc: RootCause, verdicts: dict[str, triage.BugVerdict] | None, before: set[str]) -> bool:
@@ -940,20 +967,19 @@ def _verdict_of(verdicts: dict[str, triage.BugVerdict], key: str) -> Verdict:
 
 def _verdicts(records: list[CaseRecord], inp: TriageInputs) -> dict[str, triage.BugVerdict]:
     """Each fingerprint's verdict against the base build, the confirmed ones as their replays
-    said (the rest unchecked); written to verdicts.json."""
+    said (the rest unchecked): verdicts.json's."""
     verdicts = triage.aggregate(records)
     for fid, bv in verdicts.items():
         if bv.verdict in triage.CONFIRMED:
             bv.verdict, bv.confirmation = inp.confirmed.get(fid, (Verdict.UNCHECKED,
                                                                   "no time was left to confirm it"))
-    triage.write_verdicts(inp.out, verdicts)
     return verdicts
 
 
 def root_causes(failures: list[FailureRow], firsts: dict[str, PlatformRecord], book: BugBook,
                 overrides: dict[str, str]) -> list[RootCause]:
-    """The failures merged into root causes (bugs.rootcause.assemble), each canonical bundle
-    told its root cause.  ``firsts``: each fingerprint's first record."""
+    """The failures merged into root causes (bugs.rootcause.assemble).  ``firsts``: each
+    fingerprint's first record; ``book``: the bundles' diagnoses (read only)."""
     rows, diagnosed = [], {}
     for f in failures:
         fp = _fp(firsts[f.key])
@@ -961,11 +987,7 @@ def root_causes(failures: list[FailureRow], firsts: dict[str, PlatformRecord], b
         meta = book.meta(f.key)
         if meta is not None and meta.root_cause is not None:
             diagnosed[f.key] = Diagnosed(meta.root_cause, meta.minimized_size, meta.settled)
-    causes = assemble(rows, diagnosed, lambda s: policy_for(s, overrides))
-    for rc in causes:  # the reporter shows the canonical bundle under its root cause's title
-        if rc.minimized:  # an undiagnosed bundle keeps no guessed key (a resumed run rereads it)
-            book.set_root_cause(rc.canonical, rc.key)
-    return causes
+    return assemble(rows, diagnosed, lambda s: policy_for(s, overrides))
 
 
 def first_records(records: list[CaseRecord]) -> dict[str, PlatformRecord]:

@@ -50,7 +50,7 @@ from .records.campaign import CampaignIdentity, CampaignRecord, ShardPart
 from .records.engine_coverage import EngineCoverage
 from .records.case import CASES_FILE, CaseRecord, read_cases
 from .records.state import ShardSearch
-from .campaign import STATE_FILE, FuzzConfig, SummaryInputs, TriageInputs, first_records, summarize
+from .campaign import STATE_FILE, FuzzConfig, SummaryInputs, TriageInputs, first_records, summarize_all
 from .ops.recorded import LEGACY_OPSET
 from .search import parse_shard, shard_text
 from .search.coverage import Coverage
@@ -387,7 +387,7 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
               "machine": eng.machine if eng else "", "settings": dict(eng.settings) if eng else {}}
     elapsed = sum(s.elapsed_s for s in sessions)
     base = _pick([s.triage.base for s in summaries if s.triage is not None] or [{}])
-    summary = summarize(SummaryInputs(
+    done = summarize_all(SummaryInputs(
         records=records, sessions=sessions, cfg=cfg, engine=engine, platform_info=dict(sorted(platform_info.items())),
         book=book, new_ids=[f for f in sorted(book.seen_this_run) if f not in book.before and not book.flaky(f)],
         run_id=hashlib.sha256(json.dumps({k: v.to_json() for k, v in shards.items()},
@@ -398,8 +398,8 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
         # Per runner, over every shard's sessions (a campaign's own rate is its last session's).
         models_per_s=round(len(records) / elapsed, 3) if elapsed else 0.0,
         shards={k: ShardRun(v.models, v.complete) for k, v in shards.items()}))
-    summary.write(stage)
-    return summary
+    done.write(stage, book)
+    return done.summary
 
 
 def _head(parts: list[Part]) -> Part:

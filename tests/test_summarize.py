@@ -12,7 +12,7 @@ from gbft_action.records.campaign import Session
 from gbft_action.bugs.bundle import BugBook, Found
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.bugs.triage import tally
-from gbft_action.campaign import FuzzConfig, SummaryInputs, StopReason, summarize
+from gbft_action.campaign import FuzzConfig, SummaryInputs, StopReason, summarize, summarize_all
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.records import HarnessErrors, Summary
 from gbft_action.records.case import CaseRecord, PlatformRecord
@@ -49,8 +49,12 @@ def test_summarize_is_one_build_over_records(tmp_path: Path):
                         cfg=FuzzConfig(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}}, book=book,
                         new_ids=sorted(book.seen_this_run), run_id="r", minimized={}, bugs_dir=str(tmp_path / "bugs"))
     before = copy.deepcopy(records)
+    files = sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
     s = summarize(inp)
     assert summarize(inp) == s and records == before  # the same inputs, the same summary; records untouched
+    assert sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == files  # pure: nothing written
+    summarize_all(inp).write(tmp_path, book)  # the caller writes
+    assert (tmp_path / "summary.json").exists()
     assert s.models == 4 and s.unique_failures == 2 and s.stop_reason == "budget reached"
     by_op = {f.op: f for f in s.failures}
     assert by_op["Tanh"].count == 2 and by_op["Tanh"].symptom == "wrong-result"
