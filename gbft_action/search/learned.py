@@ -18,6 +18,7 @@ when a guide is loaded.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +168,7 @@ def observation(ops: Sequence[str], placed: Sequence[Block], tails: Sequence[str
                 deficit: np.ndarray) -> np.ndarray:
     """What the policy sees at one graph node: the share of each operator among the blocks
     placed so far, the operators feeding this node, its degrees, the campaign's coverage."""
-    at = {op: i for i, op in enumerate(ops)}
+    at = _index(tuple(ops))
     n = len(ops)
     v = np.zeros(2 * n + 2 * MAX_DEGREE + len(deficit), np.float32)
     for b in placed:
@@ -183,6 +184,12 @@ def observation(ops: Sequence[str], placed: Sequence[Block], tails: Sequence[str
     return v
 
 
+@functools.lru_cache(maxsize=16)
+def _index(names: tuple[str, ...]) -> dict[str, int]:
+    """Each name's position (asked once per node: built once per list)."""
+    return {x: i for i, x in enumerate(names)}
+
+
 def observation_width(ops: Sequence[str], modules: Sequence[str]) -> int:
     return 2 * len(ops) + 2 * MAX_DEGREE + len(modules)
 
@@ -195,12 +202,22 @@ class Policy:
         self.session, self.file = session, pf
         self.ops = pf.ops
         self._at = {b: i for i, b in enumerate(pf.blocks)}
+        self._rows: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
         self.name = session.get_inputs()[0].name
 
     def scores(self, obs: np.ndarray, cands: Sequence[Block]) -> np.ndarray:
-        logits = self.session.run(None, {self.name: obs[None, :]})[0][0]
-        fill = float(np.mean(logits))
-        return np.array([logits[self._at[b.name]] if b.name in self._at else fill for b in cands], np.float64)
+        raw = self.session.run(None, {self.name: obs[None, :]})[0][0]
+        where, known = self._where(tuple(b.name for b in cands))
+        return np.where(known, raw[where].astype(np.float64), float(np.mean(raw)))
+
+    def _where(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The candidates' rows of the scores, and which the policy knows (cached: the same
+        candidate lists come back at every node of every model)."""
+        hit = self._rows.get(names)
+        if hit is None:
+            rows = np.array([self._at.get(n, 0) for n in names], np.int64)
+            hit = self._rows[names] = (rows, np.array([n in self._at for n in names]))
+        return hit
 
 
 def draw(scores: np.ndarray, u: float) -> int:
