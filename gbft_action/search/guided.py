@@ -39,9 +39,11 @@ from .known import PROBE
 from .learned import Learned, draw
 from ..knobs import CHOOSERS
 
-# Attempts of one model the learned chooser may drop for a negative test value: two doubled its
-# generation time; with no cap, a 60-second campaign ran a fifth of the models MCTS did.
-MAX_SKIPS = 2
+# Attempts of one model the learned chooser may drop for a negative test value.  Each costs a
+# whole attempt (the model is realised before it is valued): with no cap a 60-second campaign ran
+# a fifth of the models MCTS did; with two, a 10-minute one on MNN's coverage build half
+# (BENCHMARKS.md, session 25), the generator being the bottleneck.
+MAX_SKIPS = 1
 
 # A block's score (new structural coverage items, 0 to about 6, plus up to 1 for open shape
 # vectors and the MCTS path) loses its settled risk (search.known) times one of these: a
