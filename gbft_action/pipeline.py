@@ -42,7 +42,7 @@ from .workers.arrays import digest, pack, unpack
 from .platforms import Platform, host_machine
 from .records.bundle import MORE_THREADS, EngineInfo
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
-from .records import Fingerprint, Status, Tolerance
+from .records import Fingerprint, Status, Symptom, Tolerance
 
 
 # GBFT_FORK_SERVER=off starts every engine worker whole (A/B benchmarks; an engine that
@@ -88,7 +88,7 @@ class CaseResult:
     threads: CaseResult | None = None  # the same model at more threads (the thread-count oracle)
     verdict: str = ""  # against the base build (bugs.triage.Verdict), "" when there is none
     error: float | None = None  # the worst relative error against the reference (oracle.relative_error)
-    symptom: str = ""  # bugs.rootcause.Symptom of a failure
+    symptom: Symptom | None = None  # a failure's class (bugs.rootcause.classify); None for a pass
     direction: str = ""  # nan-inf: which special value went where, e.g. "NaN->finite"
     nondeterministic: bool = False  # a second run (heap perturbed) gave other outputs
     # The second reference (ONNX Runtime on the TF graph) on a wrong result: "" not asked,

@@ -233,8 +233,8 @@ def test_single_node_keeps_id_params_and_seed():
     (("IF", "infer"), {"message": "RuntimeError: MNN returned 0 of 1 outputs"}, "conversion-error"),
     (("IF", "infer"), {"message": "SystemError: error return without exception set"}, "api-error"),
     (("TIMEOUT", "infer"), {}, "timeout"),
-    (("DCP", "compare"), {}, ""),
-    (("REF", "reference"), {}, ""),
+    (("DCP", "compare"), {}, None),
+    (("REF", "reference"), {}, None),
 ])
 def test_symptom_classes(args, kw, want):
     assert classify(*args, **kw) == want

@@ -196,7 +196,7 @@ def blame(lane: Lane, res: CaseResult, node: str, where: list[str] | None, until
         b.tried.append(c)
         hit = next((r for r in iso.per_platform() if r.status in DCF_LIKE), None)
         if hit is not None:
-            b.node, b.symptom, b.direction, b.mismatch = c, hit.symptom, hit.direction, hit.mismatch
+            b.node, b.symptom, b.direction, b.mismatch = c, hit.symptom or "", hit.direction, hit.mismatch
             b.special_inputs = any(_special(values[src]) for src in res.graph.node(c).inputs if src in values)
             return b
         if iso.aborted or any(r.status != Status.DCP for r in iso.per_platform()):
@@ -298,7 +298,7 @@ def _still_wrong(iso: CaseResult | None, symptom: str) -> bool | None:
     if iso is None or iso.aborted:
         return None
     runs = iso.per_platform()
-    if any(r.status in DCF_LIKE and same_class(r.symptom) == same_class(symptom) for r in runs):
+    if any(r.status in DCF_LIKE and same_class(r.symptom or "") == same_class(symptom) for r in runs):
         return True
     return False if runs and all(r.status == Status.DCP for r in runs) else None
 

@@ -38,46 +38,46 @@ _MISSING_OUTPUT = re.compile(r"Can't find output|returned (?:\d+|N) of (?:\d+|N)
 
 
 def classify(status: str, stage: str, *, signal: int | None = None, message: str = "", log: str = "",
-             kind: str = "", mismatch: str = "", loose_ok: bool = False, nondeterministic: bool = False) -> str:
-    """The symptom class of one judged result ("" for a pass or a reference problem).
+             kind: str = "", mismatch: str = "", loose_ok: bool = False, nondeterministic: bool = False) -> Symptom | None:
+    """The symptom class of one judged result (None for a pass or a reference problem).
 
     ``kind`` is the fingerprint's kind (unsupported, check, signal, missing-output, ...);
     ``loose_ok``: every differing output is within the loose bound (oracle.precision_only)."""
     if status in ("DCF", "XPF", "XBF", "XTF"):
         if nondeterministic:
-            return Symptom.NONDETERMINISTIC.value
+            return Symptom.NONDETERMINISTIC
         if mismatch in ("nan", "inf"):
-            return Symptom.NAN_INF.value
-        return (Symptom.PRECISION if loose_ok and mismatch == "values" else Symptom.WRONG).value
+            return Symptom.NAN_INF
+        return Symptom.PRECISION if loose_ok and mismatch == "values" else Symptom.WRONG
     if status == "TIMEOUT" and stage in ("convert", "infer"):
-        return Symptom.TIMEOUT.value
+        return Symptom.TIMEOUT
     if status not in ("MCF", "IF"):
-        return ""
+        return None
     if signal:
-        return Symptom.CRASH.value
+        return Symptom.CRASH
     if kind == "unsupported":
-        return Symptom.UNSUPPORTED.value
+        return Symptom.UNSUPPORTED
     if kind == "missing-output" or _MISSING_OUTPUT.search(message) or status == "MCF":
         # "0 of 1 outputs": the converter dropped or folded an output: a conversion defect.
-        return Symptom.CONVERSION.value
-    return Symptom.API.value
+        return Symptom.CONVERSION
+    return Symptom.API
 
 
 # The symptoms of a comparison with the reference: a second reference can overturn them.
-REFERENCE_JUDGED = (Symptom.WRONG.value, Symptom.NAN_INF.value, Symptom.PRECISION.value)
+REFERENCE_JUDGED = (Symptom.WRONG, Symptom.NAN_INF, Symptom.PRECISION)
 
 
-def wants_second_reference(status: str, symptom: str) -> bool:
+def wants_second_reference(status: str, symptom: Symptom | None) -> bool:
     """Whether a result is worth a second reference: a wrong result against the reference
     (DCF).  Crashes and conversion errors need none; an XPF or XBF compares the engine with
     itself, and a nondeterministic output is the engine's whatever the reference says."""
     return status == "DCF" and symptom in REFERENCE_JUDGED
 
 
-def with_second_reference(symptom: str, disagree: bool) -> str:
+def with_second_reference(symptom: Symptom | None, disagree: bool) -> Symptom | None:
     """The symptom once a second reference has run on the failing outputs: where it disagrees
     with the first, the references are in question and the engine is not blamed."""
-    return Symptom.REFERENCE.value if disagree else symptom
+    return Symptom.REFERENCE if disagree else symptom
 
 
 MAX_PATTERN = 4  # a minimised model with more operators than this names no pattern
