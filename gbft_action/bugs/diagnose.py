@@ -127,7 +127,7 @@ def failing_window(lane: Lane, res: CaseResult, where: list[str] | None, until: 
             if time.monotonic() > until:
                 return []
             iso = run_alone(lane, res.graph, chain, values, where, until)
-            if iso is not None and any(r.status in DCF_LIKE and r.symptom == Symptom.WRONG.value
+            if iso is not None and any(r.status in DCF_LIKE and r.symptom == Symptom.WRONG
                                        for r in iso.per_platform()):
                 return chain
     return []
@@ -368,8 +368,8 @@ def _key(lane: Lane, meta: BundleMeta, small: Graph, until: float) -> tuple[Root
     where = bug_platforms(lane, meta, cheapest=True)
     if symptom in ALONE:
         key, node = _key_alone(lane, symptom, fp, small, where, until)
-    elif symptom in (Symptom.WRONG.value, Symptom.NAN_INF.value, Symptom.PRECISION.value,
-                     Symptom.NONDETERMINISTIC.value):
+    elif symptom in (Symptom.WRONG, Symptom.NAN_INF, Symptom.PRECISION,
+                     Symptom.NONDETERMINISTIC):
         key, small, node = _key_wrong(lane, meta, small, where, until)
     else:
         return root_key(symptom, fp, small), None
@@ -394,7 +394,7 @@ def _key_wrong(lane: Lane, meta: BundleMeta, small: Graph, where: list[str] | No
             # The minimised model showed it on the used workers, not on fresh ones: it depends on
             # the heap state earlier models left (garbage read, damage done), like a crash that
             # does not come back; the operator where it showed is not the culprit.
-            return RootKey(Symptom.HEAP_DAMAGE.value, (), "wrong results", False,
+            return RootKey(Symptom.HEAP_DAMAGE, (), "wrong results", False,
                            tuple(n.op for n in small.nodes)[:8]), small, ""
         if hit.node not in {n.id for n in small.nodes}:
             return root_key(symptom, fp, small, direction=direction, minimized=False), small, ""
@@ -416,7 +416,7 @@ def _key_wrong(lane: Lane, meta: BundleMeta, small: Graph, where: list[str] | No
 
 
 # Failures that are not wrong values: blamed on the first operator that fails alone the same way.
-ALONE = (Symptom.CRASH.value, Symptom.CONVERSION.value, Symptom.API.value, Symptom.TIMEOUT.value)
+ALONE = (Symptom.CRASH, Symptom.CONVERSION, Symptom.API, Symptom.TIMEOUT)
 
 
 def _key_alone(lane: Lane, symptom: str, fp: Fingerprint, small: Graph, where: list[str] | None,
@@ -431,14 +431,14 @@ def _key_alone(lane: Lane, symptom: str, fp: Fingerprint, small: Graph, where: l
         if res.aborted:  # cut short: it says nothing about heap damage
             return root_key(symptom, fp, small), ""
         back = any(r.symptom == symptom for r in res.per_platform())
-        if symptom == Symptom.CRASH.value and not back:
-            return root_key(Symptom.HEAP_DAMAGE.value, fp, small), ""
+        if symptom == Symptom.CRASH and not back:
+            return root_key(Symptom.HEAP_DAMAGE, fp, small), ""
         node = _first_failing_alone(lane, res, symptom, where, until, fp) if back else ""
     finally:
         if res.workdir is not None:
             shutil.rmtree(res.workdir, ignore_errors=True)
     pattern = tuple(n.op for n in small.nodes)[:8]
-    if symptom == Symptom.CRASH.value and not node:
+    if symptom == Symptom.CRASH and not node:
         # No operator crashes alone: the one running when it crashed only tripped over damage
         # (an out-of-bounds write earlier), keyed by the one operator that computes addresses,
         # if the model has one; else one root cause for these, the models listed in it.
@@ -474,7 +474,7 @@ def _first_failing_alone(lane: Lane, res: CaseResult, symptom: str, where: list[
         tried.add(same)
         if time.monotonic() > until:
             break
-        iso = run_alone(lane, g, n.id, values, where, until, fresh=symptom == Symptom.CRASH.value)
+        iso = run_alone(lane, g, n.id, values, where, until, fresh=symptom == Symptom.CRASH)
         if iso is not None and any(_fails_so(r, symptom, fp) for r in iso.per_platform()):
             return n.id
     return ""
@@ -483,7 +483,7 @@ def _first_failing_alone(lane: Lane, res: CaseResult, symptom: str, where: list[
 def _fails_so(r: CaseResult, symptom: str, fp: Fingerprint | None) -> bool:
     if r.symptom != symptom:
         return False
-    if fp is None or r.fingerprint is None or symptom == Symptom.TIMEOUT.value:
+    if fp is None or r.fingerprint is None or symptom == Symptom.TIMEOUT:
         return True  # nothing more to compare (a timeout has no words)
     return error_detail(r.fingerprint) == error_detail(fp)
 
@@ -535,7 +535,7 @@ def _a_pattern(symptom: str, small: Graph, node: str, b: Blame) -> bool:
     operator, no approximation to amplify): a wrong result of how the engine joins them."""
     # Not on special values (NaN semantics, not a join) nor through a step function (a tie:
     # the engine's in-tolerance input crossed a boundary inside the chain).
-    return (symptom == Symptom.WRONG.value and bool(b.tried) and not b.inconclusive and b.max_error <= ROUNDING
+    return (symptom == Symptom.WRONG and bool(b.tried) and not b.inconclusive and b.max_error <= ROUNDING
             and small.values != "special" and not any(n.op in DISCONTINUOUS for n in small.nodes))
 
 
@@ -549,9 +549,9 @@ def _from_blame(symptom: str, fp: Fingerprint, small: Graph, node: str, b: Blame
         # The operator alone tells the class: a NaN made upstream and dropped here is nan-inf,
         # and so is a different answer for NaN/Inf inputs (a comparison's bool output).
         s, d = b.symptom or symptom, b.direction or direction
-        if s in (Symptom.WRONG.value, Symptom.PRECISION.value) and b.special_inputs \
+        if s in (Symptom.WRONG, Symptom.PRECISION) and b.special_inputs \
                 and small.node(b.node).op not in NAN_SEMANTICS:
-            s, d = Symptom.NAN_INF.value, SPECIAL_INPUT
+            s, d = Symptom.NAN_INF, SPECIAL_INPUT
         alone = replace(fp, code=b.mismatch) if b.mismatch and fp.kind == "mismatch" else fp
         return root_key(s, alone, small, blamed=b.node, isolated=True, direction=d)
     if b.window:  # the smallest chain wrong on its own is the defect, wherever it then showed
@@ -575,12 +575,12 @@ def _from_blame(symptom: str, fp: Fingerprint, small: Graph, node: str, b: Blame
         # above the failing node: the engine's slightly different (in-tolerance) input crossed
         # its boundary (a comparison, a ceiling, an argmax), and what follows carried the jump
         # down: a tie, not a bug of the operator where it showed.
-        return RootKey(Symptom.TIE.value, (small.node(step).op,), "", True)
-    if symptom == Symptom.WRONG.value and b.max_error > ROUNDING:
+        return RootKey(Symptom.TIE, (small.node(step).op,), "", True)
+    if symptom == Symptom.WRONG and b.max_error > ROUNDING:
         # Every operator is right alone but some approximate beyond float32 rounding: the model
         # amplified an approximation (cancellation after a fast exp): precision, not a defect of
         # the operator where it showed.
-        return in_pattern(Symptom.PRECISION.value, fp, small, node)
+        return in_pattern(Symptom.PRECISION, fp, small, node)
     return in_pattern(symptom, fp, small, node, direction)
 
 

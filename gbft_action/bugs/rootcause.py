@@ -87,11 +87,11 @@ def local_key(symptom: str, fp: Fingerprint, direction: str = "") -> tuple[str, 
     """What a single case says of its root cause before minimisation: the symptom, the operator
     it names, and the NaN/Inf direction or error code.  The minimiser keeps it fixed (no
     slippage to another defect) and the campaign groups fingerprints by it."""
-    if symptom == Symptom.NAN_INF.value:
+    if symptom == Symptom.NAN_INF:
         return symptom, fp.op, direction
-    if symptom in (Symptom.CRASH.value, Symptom.HEAP_DAMAGE.value):
-        return symptom, "" if symptom == Symptom.HEAP_DAMAGE.value else fp.op, crash_class(fp.code)
-    if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
+    if symptom in (Symptom.CRASH, Symptom.HEAP_DAMAGE):
+        return symptom, "" if symptom == Symptom.HEAP_DAMAGE else fp.op, crash_class(fp.code)
+    if symptom in (Symptom.WRONG, Symptom.PRECISION, Symptom.NONDETERMINISTIC):
         return symptom, fp.op, _shape(fp)
     return symptom, fp.op, fp.kind + ":" + fp.code
 
@@ -106,14 +106,14 @@ def in_pattern(symptom: str, fp: Fingerprint, small: Graph, node: str, direction
     # blame, so a Pad after a FusedBatchNorm is the FusedBatchNorm's.
     producer = block_producer(small, node)
     sink = small.node(producer).op
-    if symptom == Symptom.NAN_INF.value and moves_data((sink,), small, producer):
+    if symptom == Symptom.NAN_INF and moves_data((sink,), small, producer):
         # As in root_key: a NaN that vanishes where data only moves was read from the wrong place
         # (a Slice of Reshape(Concat) reading zeros): the pattern's wrong result, one defect.
-        symptom = Symptom.WRONG.value
+        symptom = Symptom.WRONG
     # Not isolated: no operator and no chain of two or three was shown wrong alone, so the
     # operator named is where the difference surfaced, a guess a maintainer cannot act on (on
     # ONNX most such keys named a control operator): listed in a tracking issue, not filed.
-    return RootKey(symptom, (sink,), direction if symptom == Symptom.NAN_INF.value else _shape(fp), False,
+    return RootKey(symptom, (sink,), direction if symptom == Symptom.NAN_INF else _shape(fp), False,
                    (*[o for o in ops if o != sink], sink))
 
 
@@ -158,8 +158,8 @@ def salient_params(g: Graph, node: str) -> str:
 
 # Symptoms of a converter's code path, which a unit of operators shares (not NaN semantics,
 # precision or support: those are each operator's own).
-UNIT_SYMPTOMS = (Symptom.WRONG.value, Symptom.CONVERSION.value, Symptom.CRASH.value, Symptom.API.value,
-                 Symptom.TIMEOUT.value)
+UNIT_SYMPTOMS = (Symptom.WRONG, Symptom.CONVERSION, Symptom.CRASH, Symptom.API,
+                 Symptom.TIMEOUT)
 
 
 def in_unit(key: RootKey, unit_of: Callable[[str, str], tuple[str, ...]]) -> RootKey:
@@ -256,10 +256,10 @@ def root_key(symptom: str, fp: Fingerprint, small: Graph | None, blamed: str = "
 
 def _root_key(symptom: str, fp: Fingerprint, small: Graph | None, blamed: str, isolated: bool,
               direction: str, minimized: bool) -> RootKey:
-    if symptom in (Symptom.HEAP_DAMAGE.value,):
+    if symptom in (Symptom.HEAP_DAMAGE,):
         return RootKey(symptom, (), signal_name(fp.code))
     ops: tuple[str, ...]
-    if symptom == Symptom.NONDETERMINISTIC.value and not isolated and suspect(small):
+    if symptom == Symptom.NONDETERMINISTIC and not isolated and suspect(small):
         ops = (suspect(small),)  # not where the garbage showed: where it was read from
     elif blamed and small is not None:
         ops = (keyed_op(small, small.node(blamed))[0],)
@@ -267,24 +267,24 @@ def _root_key(symptom: str, fp: Fingerprint, small: Graph | None, blamed: str, i
         ops = pattern_ops(small)
     else:  # not minimised far enough to name a pattern: the case's own operator stands in
         ops = (fp.op,) if fp.op else ()
-    if symptom == Symptom.NAN_INF.value and moves_data(ops, small, blamed):
+    if symptom == Symptom.NAN_INF and moves_data(ops, small, blamed):
         # An operator that only moves elements cannot make or drop a NaN or an Inf: one that
         # appears or vanishes there was read from the wrong place, the operator's wrong result.
-        symptom = Symptom.WRONG.value
-    if symptom in (Symptom.WRONG.value, Symptom.PRECISION.value, Symptom.NONDETERMINISTIC.value):
+        symptom = Symptom.WRONG
+    if symptom in (Symptom.WRONG, Symptom.PRECISION, Symptom.NONDETERMINISTIC):
         salient = salient_params(small, blamed) if blamed and minimized and small is not None else ""
         # A parameter value proven needed names the trigger: a reverse GRU's wrong Y shape and
         # its wrong Y_h values are one defect.  Only a key without one splits shape from values.
         return RootKey(symptom, ops, salient or _shape(fp), isolated)
-    if symptom == Symptom.NAN_INF.value:
+    if symptom == Symptom.NAN_INF:
         return RootKey(symptom, ops, direction, isolated)
-    if symptom == Symptom.CRASH.value:
+    if symptom == Symptom.CRASH:
         return RootKey(symptom, ops, crash_class(fp.code), isolated)
-    if symptom == Symptom.TIMEOUT.value:
+    if symptom == Symptom.TIMEOUT:
         return RootKey(symptom, ops, fp.stage, isolated)
-    if symptom == Symptom.REFERENCE.value:
+    if symptom == Symptom.REFERENCE:
         return RootKey(symptom, ops, "", isolated)
-    if symptom == Symptom.UNSUPPORTED.value:
+    if symptom == Symptom.UNSUPPORTED:
         return RootKey(symptom, (fp.op,) if fp.op else ops, "", isolated)
     return RootKey(symptom, ops, error_detail(fp), isolated)
 
@@ -588,7 +588,7 @@ def _member_host(k: RootKey, singles: dict[tuple[str, str, str, str], RootCause]
 
 
 # Errors a message identifies: a pattern of them with an operator's message is that operator's.
-_ERRORS = (Symptom.CONVERSION.value, Symptom.API.value)
+_ERRORS = (Symptom.CONVERSION, Symptom.API)
 
 
 def _param_values(detail: str) -> dict[str, frozenset[str]] | None:
@@ -635,7 +635,7 @@ def _crashers(diagnosed: dict[str, Diagnosed]) -> dict[tuple[str, str], RootKey]
     failing that, saw crashing so on fresh workers (a heap overflow rarely kills alone: whether
     it does depends on the heap's layout; tfa37 and tfa41 both keyed "memory error with
     Batchtospacend" unisolated beside damage done by a Batchtospacend)."""
-    crashes = [d.key for d in diagnosed.values() if d.key.symptom == Symptom.CRASH.value and len(d.key.ops) == 1]
+    crashes = [d.key for d in diagnosed.values() if d.key.symptom == Symptom.CRASH and len(d.key.ops) == 1]
     out: dict[tuple[str, str], RootKey] = {}
     for k in sorted(crashes, key=lambda k: (not k.isolated, k.id)):  # shown alone first
         out.setdefault((k.detail, k.ops[0]), k)
@@ -646,7 +646,7 @@ def _owned(key: RootKey, owners: dict[tuple[str, str], RootKey]) -> RootKey:
     """A crash no operator gives alone (damage done earlier in the model) is the crash of the one
     operator of its model this run showed crashing alone the same way: one out-of-bounds write
     kills at once in one model and later in another.  Two such operators: no proof which."""
-    if key.symptom != Symptom.CRASH.value or key.ops:
+    if key.symptom != Symptom.CRASH or key.ops:
         return key
     hits = {owners[(key.detail, op)] for op in key.pattern if (key.detail, op) in owners}
     return hits.pop() if len(hits) == 1 else key

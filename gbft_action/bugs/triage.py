@@ -372,7 +372,7 @@ def _regression_text(rc: RootCauseRow) -> str:
         n = rc.new_models
         title = (f"{n} model{_s(n)} that pass{'es' if n == 1 else ''} on the base build now fail{'s' if n == 1 else ''}, "
                  f"under the known root cause {title}")
-    if rc.errors is not None and rc.symptom == Symptom.PRECISION.value:
+    if rc.errors is not None and rc.symptom == Symptom.PRECISION:
         base, pr = rc.errors
         title += f" (error against the reference: base build {_pct(base)}, this build {_pct(pr)})"
     return title

@@ -97,7 +97,7 @@ def same_class(symptom: str) -> str:
     wrong geometry (an out-of-bounds read) shows on some inputs: one defect with the same
     operator's deterministic wrong values (a Pad of the batch axis gives zeros in constant mode,
     garbage in edge mode)."""
-    return Symptom.WRONG.value if symptom == Symptom.NONDETERMINISTIC.value else symptom
+    return Symptom.WRONG if symptom == Symptom.NONDETERMINISTIC else symptom
 
 
 SPECIAL_INPUT = "special-input"  # wrong only for NaN/Inf inputs: no special value in either output
@@ -149,38 +149,38 @@ class RootKey:
 
     def _title(self) -> str:
         s, subj, d = self.symptom, self.subject, self.detail
-        if s == Symptom.WRONG.value and len(self.pattern) > 1 and self.pattern[-1] != subj:
+        if s == Symptom.WRONG and len(self.pattern) > 1 and self.pattern[-1] != subj:
             # The model's one addressing operator, blamed for a plan only the whole model shows.
             return f"{subj}: wrong results in " + " -> ".join(self.pattern) + " (each right alone)"
-        if s == Symptom.WRONG.value and len(self.pattern) > 1:
+        if s == Symptom.WRONG and len(self.pattern) > 1:
             return f"{subj}: wrong results after " + " -> ".join(self.pattern[:-1]) + " (each right alone)"
-        if s == Symptom.WRONG.value:
+        if s == Symptom.WRONG:
             # Named without proof (isolation was cut short or said nothing): the title says so.
             unproven = "" if self.isolated or len(self.ops) != 1 else "not yet shown wrong alone"
             return f"{subj}: wrong results" + (f" ({', '.join(x for x in (d, unproven) if x)})" if d or unproven else "")
-        if s == Symptom.NAN_INF.value:
+        if s == Symptom.NAN_INF:
             return f"{subj} {_DIRECTION.get(d, d)}"
-        if s == Symptom.PRECISION.value:
+        if s == Symptom.PRECISION:
             return f"{subj}: precision beyond 0.1%"
-        if s == Symptom.NONDETERMINISTIC.value:  # the parameters it needs, as for a wrong result
+        if s == Symptom.NONDETERMINISTIC:  # the parameters it needs, as for a wrong result
             return f"{subj}: output depends on uninitialised memory" + (f" ({d})" if d else "")
-        if s == Symptom.CRASH.value and not self.ops:
+        if s == Symptom.CRASH and not self.ops:
             return f"{d or 'crash'}: no operator crashes alone (damage done earlier in the model)"
-        if s == Symptom.CRASH.value:
+        if s == Symptom.CRASH:
             return f"{d or 'crash'} with {subj}"
-        if s == Symptom.HEAP_DAMAGE.value and d == "wrong results":
+        if s == Symptom.HEAP_DAMAGE and d == "wrong results":
             return "wrong results that do not come back on fresh workers (heap state left by earlier models)"
-        if s == Symptom.HEAP_DAMAGE.value:
+        if s == Symptom.HEAP_DAMAGE:
             return f"{d or 'crash'}: heap damage left by an earlier model"
-        if s == Symptom.REFERENCE.value:
+        if s == Symptom.REFERENCE:
             return f"{subj}: TensorFlow and ONNX Runtime disagree (a reference question, not an engine defect)"
-        if s == Symptom.UNSUPPORTED.value:
+        if s == Symptom.UNSUPPORTED:
             return f"converter does not support {subj}"
-        if s == Symptom.CONVERSION.value and not self.ops and self.pattern:
+        if s == Symptom.CONVERSION and not self.ops and self.pattern:
             return f"conversion error: {d} in {subj}"
-        if s == Symptom.CONVERSION.value:
+        if s == Symptom.CONVERSION:
             return f"conversion error with {subj}" + (f": {d}" if d else "")
-        if s == Symptom.TIMEOUT.value:
+        if s == Symptom.TIMEOUT:
             return f"{d or 'a stage'} hangs with {subj}"
         return f"engine error with {subj}" + (f": {d}" if d else "")
 
