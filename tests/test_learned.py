@@ -194,3 +194,24 @@ def test_a_guide_that_cannot_serve_is_one_line_before_any_model(tmp_path, capsys
     assert main(["fuzz", "--guide", str(guide), "--budget", "5", "--out", str(tmp_path / "p")]) == 2
     assert "--guide is the learned chooser's" in capsys.readouterr().err
 
+
+
+def test_the_learned_chooser_draws_the_same_models_from_the_same_seed_and_skips_by_value():
+    pytest.importorskip("onnxruntime")
+    from gbft_action.corpus import load_corpus
+    from gbft_action.graph.generate import GenOptions
+    from gbft_action.search.guided import MAX_SKIPS, GuidedSource
+    from gbft_action.search.learned import Guide, Learned
+
+    corpus = load_corpus(Path(__file__).parents[1] / "gbft_action" / "corpora" / "onnx-mnn.yaml", 17)
+    guide = Guide.load("")  # the shipped one
+
+    def run(seed: int) -> tuple[list[str], GuidedSource]:
+        src = GuidedSource(corpus, GenOptions(blocks=(2, 6)), seed, "learned", learned=Learned.of(guide, "onnx", corpus))
+        return [src.next_graph(i).to_json() for i in range(25)], src
+
+    a, src = run(4)
+    assert run(4)[0] == a and run(5)[0] != a
+    learned = src.summary()["learned"]
+    assert learned["ran"] == 25 and 0 < learned["skipped_negative"] <= 25 * MAX_SKIPS
+    assert src.generated == 25 + learned["skipped_negative"] + src.discarded
