@@ -45,7 +45,7 @@ from typing import Any, Callable
 
 from . import __version__
 from .corpus import Corpus, load_corpus
-from .frontends import Frontend, parse_frontends
+from .frontends import FRONTENDS, Frontend, parse_frontends
 from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .graph.solver import GenError
@@ -210,6 +210,15 @@ class FuzzConfig:
             older_opsets=self.opsets[1:] if self.writes_onnx and len(self.opsets) > 1 else None,
             guide_sha256=Guide.digest(self.guide) if self.chooser == "learned" else None)
 
+    def corpus_of(self, frontend: str) -> Corpus:
+        """Front end ``frontend``'s corpus, at the campaign's main opset when it writes ONNX."""
+        fe, path = FRONTENDS[frontend], self.corpora()[frontend]
+        c = load_corpus(path, self.opset if fe.reference == "onnx" else LEGACY_OPSET)
+        if c.frontend != fe.reference:  # ONNX graphs for TensorFlow: every model a GEN
+            raise ValueError(f"corpus {path} is for the {c.frontend} front end, not "
+                             f"{fe.name} (give --corpus of that front end, or none for its default)")
+        return c
+
     @property
     def writes_onnx(self) -> bool:
         """Whether a front end of the campaign writes ONNX models (its opset matters)."""
@@ -318,14 +327,7 @@ class Campaign:
         return {"engine": ec.summary()}
 
     def _load_corpora(self) -> dict[str, Corpus]:
-        corpora, paths = {}, self.cfg.corpora()
-        for fe in self.frontends:
-            path = paths[fe.name]
-            c = corpora[fe.name] = load_corpus(path, self.cfg.opset if fe.reference == "onnx" else LEGACY_OPSET)
-            if c.frontend != fe.reference:  # ONNX graphs for TensorFlow: every model a GEN
-                raise ValueError(f"corpus {path} is for the {c.frontend} front end, not "
-                                 f"{fe.name} (give --corpus of that front end, or none for its default)")
-        return corpora
+        return {fe.name: self.cfg.corpus_of(fe.name) for fe in self.frontends}
 
     def _make_source(self, opts: GenOptions) -> CaseSource:
         """One guided source per front end (its own corpus, coverage and MCTS tree); a mixed
@@ -344,7 +346,7 @@ class Campaign:
         opsets one per opset (search.opsets), each older one probing only the operators its
         main one does not place."""
         def guided(corpus: Corpus, probe_only: frozenset[str] | None = None) -> GuidedSource:
-            learned = Learned.of(self.guide, fe.name, corpus) if self.guide is not None else None
+            learned = Learned.of(self.guide, fe.name) if self.guide is not None else None
             return GuidedSource(corpus, opts, self.cfg.seed, self.cfg.chooser, self.cfg.mutations,
                                 shard=self.cfg.shard, probe_only=probe_only, learned=learned)
         main = self.corpora[fe.name]

@@ -122,7 +122,6 @@ KNOBS: tuple[Knob, ...] = (
          "symptom classes whose new failures against the base build are listed, not failing the check, "
          "e.g. precision,nan-inf ('none' for none; default: reference-disagreement)", "CLASS,..."),
 )
-BY_NAME = {k.name: k for k in KNOBS}
 
 
 def resume(cfg: Any, old: Mapping[str, Any]) -> None:

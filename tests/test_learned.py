@@ -173,16 +173,14 @@ def test_the_coverage_runtime_an_instrumented_build_links_against_is_built_on_re
 def test_a_guide_that_cannot_serve_is_one_line_before_any_model(tmp_path, capsys):
     pytest.importorskip("onnxruntime")
     from gbft_action.cli import main
-    from gbft_action.corpus import load_corpus
     from gbft_action.search.learned import SHIPPED, Guide, GuideError
 
     guide = tmp_path / "guide"
     shutil.copytree(SHIPPED, guide)
     assert Guide.digest(guide) == Guide.digest(SHIPPED) != Guide.digest(tmp_path / "none") == ""
     shutil.copy(guide / "policy-tf.onnx", guide / "policy-onnx.onnx")  # another front end's file
-    corpus = load_corpus(Path(__file__).parents[1] / "gbft_action" / "corpora" / "onnx-mnn.yaml", 17)
     with pytest.raises(GuideError, match="a file of another guide"):
-        Guide.load(guide).policy("onnx", corpus)
+        Guide.load(guide).policy("onnx")
     assert Guide.digest(guide) != Guide.digest(SHIPPED)  # a resumed campaign would see the change
     (guide / "predictor.onnx").write_text("version https://git-lfs.github.com/spec/v1\n")  # an LFS pointer
     with pytest.raises(GuideError, match="ONNX Runtime cannot load it"):
@@ -207,7 +205,7 @@ def test_the_learned_chooser_draws_the_same_models_from_the_same_seed_and_skips_
     guide = Guide.load("")  # the shipped one
 
     def run(seed: int) -> tuple[list[str], GuidedSource]:
-        src = GuidedSource(corpus, GenOptions(blocks=(2, 6)), seed, "learned", learned=Learned.of(guide, "onnx", corpus))
+        src = GuidedSource(corpus, GenOptions(blocks=(2, 6)), seed, "learned", learned=Learned.of(guide, "onnx"))
         return [src.next_graph(i).to_json() for i in range(25)], src
 
     a, src = run(4)

@@ -24,13 +24,11 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..campaign import FuzzConfig
-from ..corpus import load_corpus
 from ..engines.builds import EngineBuild
 from ..engines.coverage import ModulePlacer, build_shim, preload_env
 from ..frontends import FRONTENDS
 from ..graph.generate import GenOptions
 from ..graph.ir import Graph
-from ..ops.recorded import LEGACY_OPSET
 from ..pipeline import CaseResult, Lane, LaneConfig
 from ..records.learned import DatasetMeta, DatasetRow
 from ..search.features import FEATURES_VERSION, of_graph, of_onnx
@@ -149,8 +147,7 @@ def _check_meta(out: Path, engine: str) -> None:
 def _generated(cfg: CollectConfig, fe: str) -> Job:
     """The front end's generated models, in the order the seed draws them."""
     def models(lane: Lane) -> Iterator[tuple[str, Callable[[], tuple[CaseResult, dict[str, Any]]]]]:
-        fcfg = FuzzConfig(out=cfg.out, frontend=fe)
-        corpus = load_corpus(fcfg.corpora()[fe], fcfg.opset if FRONTENDS[fe].reference == "onnx" else LEGACY_OPSET)
+        corpus = FuzzConfig(out=cfg.out, frontend=fe).corpus_of(fe)
         src = GuidedSource(corpus, GenOptions(blocks=cfg.blocks), cfg.seed, "random")
         for i in range(cfg.models):
             g = src.next_graph(i)

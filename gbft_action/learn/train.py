@@ -17,10 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..corpus import load_corpus
 from ..campaign import FuzzConfig
-from ..frontends import FRONTENDS
-from ..ops.recorded import LEGACY_OPSET
 from ..records.learned import DatasetMeta, DatasetRow, LearnedMeta
 from ..search.features import FEATURES_VERSION, Encoder, FeatureGraph
 from ..search.learned import Guide, bug_share
@@ -58,8 +55,7 @@ def train_guide(data: Path, out: Path, frontends: Sequence[str], steps: int, epo
     guide = Guide(out)
     policies = {}
     for fe in frontends:
-        fcfg = FuzzConfig(out=out, frontend=fe)
-        corpus = load_corpus(fcfg.corpora()[fe], fcfg.opset if FRONTENDS[fe].reference == "onnx" else LEGACY_OPSET)
+        corpus = FuzzConfig(out=out, frontend=fe).corpus_of(fe)
         policies[fe] = train_policy(corpus, guide, fe, out / f"policy-{fe}.onnx", steps, seed, log=say)
     learned = LearnedMeta(meta.engine, FEATURES_VERSION, enc.vocab, modules, learned.scale, learned.bug_share,
                           policies=policies, quality=quality)

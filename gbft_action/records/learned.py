@@ -59,10 +59,6 @@ class DatasetRow:
     # partial count: the predictor does not train on it).
     complete: bool = True
 
-    @property
-    def blocks(self) -> int:
-        return sum(self.modules.values())
-
     def line(self) -> str:
         return json.dumps({"key": self.key, "frontend": self.frontend, "status": self.status,
                            "features": self.features, "modules": self.modules,

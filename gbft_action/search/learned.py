@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..corpus import Block, Corpus
+from ..corpus import Block
 from ..records.learned import LearnedMeta, PolicyFile
 from ..records.io import RecordError
 from ..graph.ir import Graph
@@ -86,14 +86,14 @@ class Guide:
         out = self._predictor.run(None, feed)[0][0]
         return np.expm1(np.clip(out, 0.0, 1.2) * self.scale)
 
-    def policy(self, frontend: str, corpus: Corpus) -> Policy:
+    def policy(self, frontend: str) -> Policy:
         pf = self.meta.policies.get(frontend)
         if pf is None:
             have = ", ".join(sorted(self.meta.policies)) or "none"
             raise GuideError(f"the guide in {self.folder} has no policy for the {frontend} front end (it has: {have})")
         session = _session(self.folder / pf.file)
         _check_width(session, self.folder / pf.file, observation_width(pf.ops, self.modules), len(pf.blocks))
-        return Policy(session, pf, corpus)
+        return Policy(session, pf)
 
     def test_value(self) -> TestValue:
         return TestValue(self.modules, self.meta.bug_share)
@@ -198,7 +198,7 @@ class Policy:
     """A front end's block policy: scores for every block of its training corpus; a block the
     campaign's corpus has and it never saw scores the mean."""
 
-    def __init__(self, session: Any, pf: PolicyFile, corpus: Corpus) -> None:
+    def __init__(self, session: Any, pf: PolicyFile) -> None:
         self.session, self.file = session, pf
         self.ops = pf.ops
         self._at = {b: i for i, b in enumerate(pf.blocks)}
@@ -246,8 +246,8 @@ class Learned:
     skipped: int = 0  # models of negative test value, not run
 
     @staticmethod
-    def of(guide: Guide, frontend: str, corpus: Corpus) -> Learned:
-        return Learned(guide, guide.policy(frontend, corpus), frontend, guide.test_value())
+    def of(guide: Guide, frontend: str) -> Learned:
+        return Learned(guide, guide.policy(frontend), frontend, guide.test_value())
 
     def scores(self, placed: Sequence[Block], tails: Sequence[str], d_in: int, d_out: int,
                cands: Sequence[Block]) -> np.ndarray:
