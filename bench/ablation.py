@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from gbft_action.campaign import Campaign, FuzzConfig
+from gbft_action.campaign import Campaign
+from gbft_action.records.config import Config
 
 # (row, graph model, mutations, chooser) as in Table III.
 STRATEGIES = [
@@ -36,7 +37,7 @@ BEGIN, END = "<!-- ablation:begin -->", "<!-- ablation:end -->"
 
 def run_one(n: int, graph: str, mutations: bool, chooser: str, seed: int, models: int) -> tuple[float, int, float]:
     with tempfile.TemporaryDirectory() as d:
-        cfg = FuzzConfig(out=Path(d) / "o", engine="mnn", budget=3600, max_models=models, seed=seed,
+        cfg = Config(out=Path(d) / "o", engine="mnn", budget=3600, max_models=models, seed=seed,
                          blocks=(n, n), graph=graph, mutations=mutations, chooser=chooser, jobs=2)
         t0 = time.monotonic()
         s = Campaign(cfg).run()

@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from gbft_action.campaign import Campaign, FuzzConfig
+from gbft_action.campaign import Campaign
+from gbft_action.records.config import Config
 from gbft_action.cli import parse_range
 from gbft_action.records.case import read_cases
 from gbft_action.records.summary import Summary
@@ -23,7 +24,7 @@ from gbft_action.records.summary import Summary
 
 def run(platforms: tuple[str, ...], a: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as d:
-        cfg = FuzzConfig(out=Path(d) / "o", engine="mnn", budget=a.budget, seed=a.seed, blocks=a.blocks,
+        cfg = Config(out=Path(d) / "o", engine="mnn", budget=a.budget, seed=a.seed, blocks=a.blocks,
                          minimize_share=0.0, platforms=platforms, arm_root=a.arm_root)
         t0 = time.monotonic()
         s = Campaign(cfg).run()

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 import catalogue as C  # noqa: E402
 
-from gbft_action.engines.builds import prepare_build  # noqa: E402
+from gbft_action.knowledge.builds import prepare_build  # noqa: E402
 from gbft_action.learn.collect import CollectConfig, collect_graphs  # noqa: E402
 from gbft_action.learn.train import defect_modules  # noqa: E402
 from gbft_action.records.learned import DatasetRow  # noqa: E402

@@ -57,7 +57,7 @@ import yaml
 from gbft_action.frontends import FRONTENDS
 from gbft_action.graph.ir import Graph, TensorType
 from gbft_action.graph.solver import Builder, GenError
-from gbft_action.ops.recorded import LEGACY_OPSET
+from gbft_action.frontends import LEGACY_OPSET
 from gbft_action.ops.registry import registry
 from gbft_action.ops.shapes import MAX_ELEMS
 
@@ -439,7 +439,7 @@ def agrees(expect: dict[str, Any], o: Outcome) -> tuple[bool, str]:
 
 def _settings(x: dict[str, Any]) -> dict[str, str]:
     """An entry's engine settings, checked as --engine-settings checks them (names the entry)."""
-    from gbft_action.engines.registry import knowledge_of
+    from gbft_action.knowledge.registry import knowledge_of
 
     text = ",".join(f"{k}={v}" for k, v in (x.get("settings") or {}).items())
     try:
@@ -451,7 +451,7 @@ def _settings(x: dict[str, Any]) -> dict[str, str]:
 def run_entry(lane: Any, e: Entry, budget: float = 120.0) -> Outcome:
     """One entry through a real Lane, on a fresh engine worker (no heap damage carried over);
     a special-values entry on its own feed (``Lane.run``'s ``inputs``)."""
-    from gbft_action.bugs.replay import run_graph
+    from gbft_action.rerun.replay import run_graph
 
     g = build_graph(e)
     inputs = special_inputs(e, g) if e.values in ("special", "feed") else None
@@ -463,7 +463,7 @@ def verify(cat: Catalogue, only: set[str] | None = None, repeat: int = 1) -> lis
     whose outcome varies from run to run), each run on a fresh engine worker."""
     from gbft_action.pipeline import Lane, LaneConfig
 
-    from gbft_action.engines.registry import knowledge_of
+    from gbft_action.knowledge.registry import knowledge_of
 
     chosen = [e for e in cat.entries if not only or e.id in only]
     results: dict[str, list[Outcome]] = {e.id: [] for e in chosen}

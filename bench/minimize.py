@@ -19,8 +19,9 @@ from pathlib import Path
 
 from gbft_action.bugs.bundle import BugBook
 from gbft_action.bugs.fingerprint import Fingerprint
-from gbft_action.bugs.replay import load_bundle, minimize_bug, replay
-from gbft_action.campaign import Campaign, FuzzConfig
+from gbft_action.rerun.replay import load_bundle, minimize_bug, replay
+from gbft_action.campaign import Campaign
+from gbft_action.records.config import Config
 from gbft_action.pipeline import Lane, LaneConfig
 
 
@@ -32,7 +33,7 @@ def main() -> None:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "D"
-        Campaign(FuzzConfig(out=out, engine="mnn", budget=a.budget, seed=a.seed)).run()
+        Campaign(Config(out=out, engine="mnn", budget=a.budget, seed=a.seed)).run()
         lane = Lane(LaneConfig("mnn", Path(d) / "bench"), 0)
         lane.start()
         book = BugBook(out)

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from gbft_action.bugs.policy import policy_for
+from gbft_action.policy import policy_for
 from gbft_action.bugs.triage import tally
 from gbft_action.records import Summary
 from gbft_action.records.case import read_cases

@@ -19,7 +19,7 @@ import onnx
 
 from gbft_action.corpus import ONNX_CORPUS, load_corpus
 from gbft_action.graph.generate import GenOptions, generate
-from gbft_action.ops.recorded import NEWEST_OPSET
+from gbft_action.frontends import NEWEST_OPSET
 from gbft_action.reference import onnx_emit
 from gbft_action.reference.onnx_patterns import op_types
 from gbft_action.reference.onnx_worker import OnnxReferenceHandler

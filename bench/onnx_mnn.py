@@ -74,7 +74,7 @@ def build_jobs(per_block: int, root: Path) -> list[dict]:
     from gbft_action.corpus import ONNX_CORPUS, load_corpus
     from gbft_action.graph.generate import GenOptions, generate
     from gbft_action.reference.onnx_worker import OnnxReferenceHandler
-    from gbft_action.workers.arrays import unpack
+    from gbft_action.wire.arrays import unpack
 
     corpus = load_corpus(ONNX_CORPUS)
     h = OnnxReferenceHandler()

@@ -24,7 +24,7 @@ from onnx_mnn import run_children  # noqa: E402
 from gbft_action.graph.ir import Graph, Node, TensorType  # noqa: E402
 from gbft_action.ops.onnx_specs import ONNX_SPECS  # noqa: E402
 from gbft_action.reference.onnx_worker import OnnxReferenceHandler  # noqa: E402
-from gbft_action.workers.arrays import unpack  # noqa: E402
+from gbft_action.wire.arrays import unpack  # noqa: E402
 
 
 def case(op: str, shape: tuple[int, ...], params: dict, n_in: int = 1) -> Graph:

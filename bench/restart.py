@@ -1,5 +1,5 @@
 """What an engine worker's restart after a crash costs: a whole new process, or a fork of the
-fork server (workers.zygote).
+fork server (wire.zygote).
 
     .venv/bin/python bench/restart.py [--arm-root DIR] [--restarts 5]
 

@@ -32,11 +32,12 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from gbft_action.campaign import Campaign, FuzzConfig
+from gbft_action.campaign import Campaign
+from gbft_action.records.config import Config
 from gbft_action.cli import parse_range
-from gbft_action.engines.builds import prepare_build
+from gbft_action.knowledge.builds import prepare_build
 from gbft_action.frontends import parse_frontends
-from gbft_action.ops.recorded import DEFAULT_OPSETS, parse_opsets
+from gbft_action.frontends import DEFAULT_OPSETS, parse_opsets
 
 
 def main() -> None:
@@ -62,7 +63,7 @@ def main() -> None:
         if a.base_build:
             path = None if a.base_build == "installed" else Path(a.base_build)
             base = prepare_build("mnn", path, Path(d) / "base-venv")
-        cfg = FuzzConfig(out=Path(d) / "o", engine=a.engine, budget=a.budget, seed=a.seed, blocks=a.blocks,
+        cfg = Config(out=Path(d) / "o", engine=a.engine, budget=a.budget, seed=a.seed, blocks=a.blocks,
                          jobs=a.jobs, base=base, minimize_share=a.minimize_share,
                          frontend=",".join(fe.name for fe in a.frontend), corpus=a.corpus, opsets=a.opset)
         cpu0 = _cpu()

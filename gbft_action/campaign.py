@@ -14,17 +14,14 @@ pull request's verdict (``bugs.triage``): within the reserve, its new fingerprin
 are confirmed first (then the fixed and the changed ones), before anything is
 minimised.
 
-Then every failure of the run is diagnosed (``bugs.diagnose``: minimised, its
+Then every failure of the run is diagnosed (``rerun.diagnose``: minimised, its
 operator re-run alone) and the fingerprints are merged into root causes
-(``bugs.rootcause``), each with the policy of its symptom class (``bugs.policy``).
+(``bugs.rootcause``), each with the policy of its symptom class (``policy``).
 The reserve grows with the distinct failures met, so that each is diagnosed.
 
 With ``shard`` (I, N) the campaign is part I of N of one campaign: the source draws its case
 seeds from shard I's residue class (``search.case_seed``), so shards never share a model;
 ``merge`` makes their outputs one, with ``summarize`` from here.
-
-May import: pipeline, store, search, graph, corpus, bugs, engines.builds, engines.coverage, platforms;
-never report or action.
 """
 
 from __future__ import annotations
@@ -38,41 +35,40 @@ import time
 from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from queue import Queue
 from typing import Any, Callable
 
 from . import __version__
 from .corpus import Corpus, load_corpus
-from .frontends import FRONTENDS, Frontend, parse_frontends
+from .frontends import FRONTENDS, LEGACY_OPSET, Frontend, parse_frontends
 from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .graph.solver import GenError
-from .ops.recorded import DEFAULT_OPSETS, LEGACY_OPSET, check_opsets
 from .records.enums import Policy, StopReason, Symptom, Verdict
 from .records.bundle import EngineInfo
-from .records.campaign import CampaignIdentity, CampaignRecord, Session
+from .records.campaign import CampaignIdentity, CampaignRecord, Session, campaign_identity
+from .records.config import Config
 from .records.case import CaseRecord, PlatformRecord
 from .records.engine_coverage import EngineCoverage
 from .records.summary import (Diagnosis, EngineSummary, FailureRow, HarnessErrors, Outcomes, RootCauseRow, Summary,
                               TriageSummary)
-from .pipeline import CaseResult, Lane, LaneConfig, Timeouts
-from .search import CaseSource, shard_text
+from .pipeline import CaseResult, Lane, LaneConfig
+from .search import CaseSource
 from .search.guided import GuidedSource
-from .knobs import check_all
 from .search.learned import Guide, Learned
 from .search.mixed import MixedSource, state_for
 from .search.opsets import OpsetSource
 from .bugs import triage
 from .bugs.bundle import BugBook, Found
-from .bugs.diagnose import diagnose
-from .bugs.policy import DEFAULT_LIST_ONLY, SYMPTOMS, fails_check, policy_for
-from .bugs.replay import confirm_bug
+from .rerun.diagnose import diagnose
+from .policy import SYMPTOMS, fails_check, policy_for
+from .rerun.replay import confirm_bug
 from .bugs.rootcause import Diagnosed, RootCause, Sighting, assemble, local_key
-from .engines.builds import EngineBuild
+from .knowledge.builds import EngineBuild
 from .engines.coverage import Blocks, build_shim, place, preload_env
-from .engines.registry import knowledge_of, threads_env
+from .knowledge.registry import knowledge_of, threads_env
 from .platforms import parse_platforms
 from .platforms import resolve as resolve_platforms
 from .statefile import corrupt, read_state
@@ -95,143 +91,25 @@ FREQUENT = 5  # cases: a fingerprint seen this often is diagnosed before the rar
 MAX_RESERVE = 0.5  # the reserve never takes more of the budget than this
 
 
-@dataclass
-class FuzzConfig:
-    out: Path
-    engine: str = "mnn"
-    budget: float = 60.0
-    max_models: int = 0  # 0: no limit
-    seed: int = 0
-    blocks: tuple[int, int] = (1, 30)
-    graph: str = "both"
-    jobs: int = 2
-    corpus: str = ""  # the block corpus; "": the front end's default (each front end's own when mixed)
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    tolerance: Tolerance = field(default_factory=Tolerance)
-    engine_mem_mb: int = 4096
-    chooser: str = "mcts"
-    guide: str = ""  # the learned chooser's guide folder (search.learned); "": the one gbft ships
-    mutations: bool = True
-    state: str = ""  # a directory holding a previous run's state.json (coverage, MCTS)
-    minimize_share: float = 0.35  # share of the budget kept for minimising new bugs
-    special_share: float = 0.1  # share of models that feed special values (NaN, Inf, -0) on purpose
-    minimize_limit: float = 30.0  # seconds at most per bug
-    symptom_policy: dict[str, str] = field(default_factory=dict)  # overrides of bugs.policy.DEFAULT_POLICY
-    # Symptom classes a new failure of which is listed, not failing (bugs.policy.fails_check).
-    list_only: tuple[str, ...] = DEFAULT_LIST_ONLY
-    engine_python: str = ""  # the engine worker's interpreter (a private venv holding a PR's wheel)
-    engine_env: dict[str, str] = field(default_factory=dict)  # for the adapter (the command engine's commands)
-    base: EngineBuild | None = None  # the base build every model also runs on (the PR verdict)
-    confirm_rounds: int = triage.ROUNDS  # replays on both builds before a new failure is blamed
-    platform_label: str = ""  # shown as the platform in bundles and reports (e.g. arm64-self-hosted)
-    platforms: tuple[str, ...] = ()  # engine platforms (gbft_action.platforms); () = this machine
-    arm_root: str = ""  # the arm64 root for arm64-qemu
-    # The model format the engine converts (frontends.FRONTENDS), or a comma list of them: a
-    # mixed campaign (search.mixed), case i going to the i mod k-th.
-    frontend: str = "tf"
-    shard: tuple[int, int] = (1, 1)  # (I, N): this run is part I of N of one campaign (search.case_seed)
-    # Every model also at the engine's "more threads" setting, judged against itself (an XTF).
-    threads_oracle: bool = False
-    # Which of the engine's code the models ran (engines.coverage): needs an engine built with
-    # -fsanitize-coverage=trace-pc; written to engine-coverage.json and summary.json.
-    engine_coverage: bool = False
-    # The opsets the ONNX front end writes (ops.recorded.OPSETS), the main one first: by default
-    # the newest, as exporters write, and one model in four at 17 (search.opsets); (17,) for
-    # campaigns made before opsets were chosen (their resume says so).
-    opsets: tuple[int, ...] = DEFAULT_OPSETS
+def identity_of(cfg: Config) -> CampaignIdentity:
+    """What must match for a resumed campaign to be the same campaign: the configuration's part of
+    it, with the digests of the files it names (corpora, state, the learned chooser's guide)."""
+    state = Path(cfg.state) / STATE_FILE if cfg.state else None
+    shas = [_corpus_sha(c) for c in cfg.corpora().values()]
+    # One front end: its corpus's hash, as before mixing; several: a hash of theirs, in order.
+    corpus_sha = shas[0] if len(shas) == 1 else hashlib.sha256(",".join(shas).encode()).hexdigest()
+    return campaign_identity(cfg, corpus_sha, _sha(str(state)) if state else "",
+                             Guide.digest(cfg.guide) if cfg.chooser == "learned" else None)
 
-    @property
-    def opset(self) -> int:
-        """The main opset: most models are written at it."""
-        return self.opsets[0]
 
-    def validate(self) -> FuzzConfig:
-        """The configuration, checked once whoever built it (the CLI's options, the action's
-        inputs): a ValueError naming the first bad setting and what it may be."""
-        checks = (
-            (self.budget > 0, "budget", "a number of seconds above 0", self.budget),
-            (self.max_models >= 0, "max-models", "0 (no limit) or more", self.max_models),
-            (self.jobs >= 1, "jobs", "1 or more", self.jobs),
-            (self.graph in ("ws", "rn", "both"), "graph", "ws, rn or both", self.graph),
-            (0.0 <= self.minimize_share < 1.0, "minimize-share", "in [0, 1)", self.minimize_share),
-            (self.engine_mem_mb > 0, "engine-mem-mb", "above 0", self.engine_mem_mb),
-            (min(self.tolerance.rtol, self.tolerance.atol) >= 0, "rtol/atol", "0 or more",
-             f"{self.tolerance.rtol}/{self.tolerance.atol}"),
-            (0.0 < self.tolerance.min_ratio <= 1.0, "min-ratio", "in (0, 1]", self.tolerance.min_ratio),
-            (min(self.timeouts.convert, self.timeouts.infer) > 0, "timeouts", "above 0 seconds",
-             f"{self.timeouts.convert}/{self.timeouts.infer}"),
-            (1 <= self.shard[0] <= self.shard[1], "shard", "I/N with 1 <= I <= N", shard_text(self.shard)),
-        )
-        for ok, name, want, got in checks:
-            if not ok:
-                raise ValueError(f"--{name} must be {want}, got {got}")
-        check_all(self)  # the knobs the action shares, by their own ranges (gbft_action.knobs)
-        check_opsets(self.opsets)
-        if self.guide and self.chooser != "learned":
-            raise ValueError("--guide is the learned chooser's: add --chooser learned, or leave --guide out")
-        self.corpora()  # one corpus for several front ends is an error too
-        if self.threads_oracle:
-            known = knowledge_of(self.engine)
-            if not known.threads_oracle:
-                raise ValueError(f"--threads-oracle: engine {self.engine!r} has no thread setting to vary")
-            if threads_env(self.engine).items() <= self.engine_env.items():
-                raise ValueError("--threads-oracle: the campaign already runs at the oracle's thread count")
-            if self.base is not None:  # the base build runs at one thread: its verdict would compare other runs
-                raise ValueError("--threads-oracle: not with a base build (the verdict compares one-thread runs)")
-        return self
-
-    def corpora(self) -> dict[str, str]:
-        """Each front end's corpus file.  ``corpus`` names one front end's blocks, so with
-        several front ends it is a usage error: each takes its default corpus."""
-        fes = parse_frontends(self.frontend)
-        if len(fes) > 1 and self.corpus:
-            raise ValueError(f"--corpus {self.corpus}: a corpus is one front end's blocks, and this campaign "
-                             f"mixes {self.frontend} (each uses its default corpus; run one front end to "
-                             f"use your own)")
-        return {fe.name: self.corpus or str(fe.default_corpus) for fe in fes}
-
-    def identity(self) -> CampaignIdentity:
-        """What must match for a resumed campaign to be the same campaign."""
-        state = Path(self.state) / STATE_FILE if self.state else None
-        shas = [_corpus_sha(c) for c in self.corpora().values()]
-        # One front end: its corpus's hash, as before mixing; several: a hash of theirs, in order.
-        corpus_sha = shas[0] if len(shas) == 1 else hashlib.sha256(",".join(shas).encode()).hexdigest()
-        return CampaignIdentity(
-            self.seed, tuple(self.blocks), self.graph, self.engine, corpus_sha, self.chooser, self.mutations,
-            self.special_share, _sha(str(state)) if state else "", tuple(self.platforms),
-            self.base.source if self.base else "",
-            # The front end only when not the first one, the shard only when there are shards:
-            # outputs written before either existed keep their identity.
-            self.frontend if self.frontend != "tf" else None,
-            shard_text(self.shard) if self.shard[1] > 1 else None,
-            # The ONNX opset only when not 17, the others only when there are others: outputs
-            # written before opsets were chosen, or mixed, keep theirs.
-            opset=self.opset if self.writes_onnx and self.opset != LEGACY_OPSET else None,
-            older_opsets=self.opsets[1:] if self.writes_onnx and len(self.opsets) > 1 else None,
-            guide_sha256=Guide.digest(self.guide) if self.chooser == "learned" else None)
-
-    def corpus_of(self, frontend: str) -> Corpus:
-        """Front end ``frontend``'s corpus, at the campaign's main opset when it writes ONNX."""
-        fe, path = FRONTENDS[frontend], self.corpora()[frontend]
-        c = load_corpus(path, self.opset if fe.reference == "onnx" else LEGACY_OPSET)
-        if c.frontend != fe.reference:  # ONNX graphs for TensorFlow: every model a GEN
-            raise ValueError(f"corpus {path} is for the {c.frontend} front end, not "
-                             f"{fe.name} (give --corpus of that front end, or none for its default)")
-        return c
-
-    @property
-    def writes_onnx(self) -> bool:
-        """Whether a front end of the campaign writes ONNX models (its opset matters)."""
-        return any(fe.reference == "onnx" for fe in parse_frontends(self.frontend))
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["out"] = str(self.out)
-        d["blocks"] = list(self.blocks)
-        d["platforms"] = list(self.platforms)
-        d["shard"] = shard_text(self.shard)
-        d["opsets"] = list(self.opsets)
-        return d
+def corpus_of(cfg: Config, frontend: str) -> Corpus:
+    """Front end ``frontend``'s corpus, at the campaign's main opset when it writes ONNX."""
+    fe, path = FRONTENDS[frontend], cfg.corpora()[frontend]
+    c = load_corpus(path, cfg.opset if fe.reference == "onnx" else LEGACY_OPSET)
+    if c.frontend != fe.reference:  # ONNX graphs for TensorFlow: every model a GEN
+        raise ValueError(f"corpus {path} is for the {c.frontend} front end, not "
+                         f"{fe.name} (give --corpus of that front end, or none for its default)")
+    return c
 
 
 def _sha(path: str) -> str:
@@ -259,7 +137,7 @@ def disk_filled(summary: Summary) -> bool:
 
 
 class Campaign:
-    def __init__(self, cfg: FuzzConfig, source: CaseSource | None = None,
+    def __init__(self, cfg: Config, source: CaseSource | None = None,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.cfg = cfg
         self.frontends: tuple[Frontend, ...] = parse_frontends(cfg.frontend)
@@ -267,8 +145,7 @@ class Campaign:
         self.mixed = len(self.frontends) > 1
         self.corpora: dict[str, Corpus] = self._load_corpora()
         self.corpus = self.corpora[self.frontend.name]
-        opts = GenOptions(blocks=cfg.blocks, graph=cfg.graph, special_share=cfg.special_share)
-        opts.validate()
+        opts = GenOptions.of(cfg)
         # The learned chooser's predictor and policies (ONNX Runtime sessions), loaded once.
         self.guide = Guide.load(cfg.guide) if cfg.chooser == "learned" and source is None else None
         self.source = source or self._make_source(opts)
@@ -327,7 +204,7 @@ class Campaign:
         return {"engine": ec.summary()}
 
     def _load_corpora(self) -> dict[str, Corpus]:
-        return {fe.name: self.cfg.corpus_of(fe.name) for fe in self.frontends}
+        return {fe.name: corpus_of(self.cfg, fe.name) for fe in self.frontends}
 
     def _make_source(self, opts: GenOptions) -> CaseSource:
         """One guided source per front end (its own corpus, coverage and MCTS tree); a mixed
@@ -494,7 +371,7 @@ class Campaign:
     # -- setup ----------------------------------------------------------------------
     def _check_resume(self) -> None:
         path = self.cfg.out / "campaign.json"
-        ident = self.cfg.identity()
+        ident = identity_of(self.cfg)
         if path.exists():
             old = CampaignRecord.read(self.cfg.out)
             if old.identity != ident:
@@ -505,7 +382,7 @@ class Campaign:
         self._write_campaign()
 
     def _write_campaign(self) -> None:
-        CampaignRecord(self.cfg.identity(), self.cfg.to_json(), tuple(self.sessions), __version__).write(self.cfg.out)
+        CampaignRecord(identity_of(self.cfg), self.cfg, tuple(self.sessions), __version__).write(self.cfg.out)
 
     def _replay_feedback(self) -> None:
         """Rebuild the source's learned state from the recorded cases (resume).
@@ -726,7 +603,7 @@ def lane_for(lanes: list[Lane], frontend: str) -> Lane:
 class Diagnoser:
     """Who diagnoses what within the reserve, apart from the campaign's loop.
 
-    Minimise and key (bugs.diagnose) this run's fingerprints: those a report would file first,
+    Minimise and key (rerun.diagnose) this run's fingerprints: those a report would file first,
     one per local key (symptom, operator, direction) first, the smallest models first; then the
     other variants, which may split off a root cause.  The reserve is planned per local key: a
     variant left undiagnosed joins its head's key.  Every lane diagnoses (one fingerprint each at
@@ -851,7 +728,7 @@ class SummaryInputs:
 
     records: list[CaseRecord]
     sessions: list[Session]
-    cfg: FuzzConfig
+    cfg: Config
     engine: dict[str, Any]
     platform_info: dict[str, dict[str, Any]]
     book: BugBook
@@ -940,7 +817,7 @@ def _is_new(rc: RootCause, verdicts: dict[str, triage.BugVerdict] | None, before
     was seen before (--state), and none is flaky."""
     if verdicts is not None:
         return any(f in verdicts and verdicts[f].verdict is Verdict.NEW for f in rc.fingerprints)
-    return rc.verdict in ("", "new") and not set(rc.fingerprints) & before
+    return rc.verdict in (None, Verdict.NEW) and not set(rc.fingerprints) & before
 
 
 def _with_regression(row: RootCauseRow, verdicts: dict[str, triage.BugVerdict] | None) -> RootCauseRow:

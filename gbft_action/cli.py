@@ -10,15 +10,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .knobs import add_flags, from_args
-from .knobs import resume as resume_knobs
+from .records.config import Config, Timeouts, add_flags, configure, from_args
 from .corpus import CorpusError, load_corpus
 from .frontends import FRONTENDS, Frontend, corpus_file, frontend_of, parse_frontends
 from .statefile import corrupt
 from .exitcodes import CliExit
-from .ops.recorded import DEFAULT_OPSETS, LEGACY_OPSET, OPSETS, check_opset, check_opsets, parse_opsets
+from .frontends import DEFAULT_OPSETS, LEGACY_OPSET, OPSETS, check_opset, parse_opsets
 from .records.bundle import BundleMeta
-from .records import RecordError
+from .records import Policy, RecordError
 from .records.campaign import CampaignRecord
 from .records.summary import Summary
 from .records import Tolerance
@@ -247,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_learn(args: argparse.Namespace) -> int:
-    from .engines.builds import BuildError, prepare_build
+    from .knowledge.builds import BuildError, prepare_build
     from .graph.solver import GenError
     from .learn.collect import CollectConfig, collect
     from .records import RecordError
@@ -360,11 +359,10 @@ def cmd_corpus_check(path: str) -> int:
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from .campaign import Campaign, FuzzConfig, cut_short, disk_filled, install_signal_handlers
+    from .campaign import Campaign, cut_short, disk_filled, install_signal_handlers
     from .platforms.armroot import ArmRootError
-    from .pipeline import FrontendError, Timeouts
-
-    from .search import ShardError, parse_shard
+    from .pipeline import FrontendError
+    from .records.config import ShardError, parse_shard
 
     try:  # here, not in argparse: a bad value is one line, not usage and error
         shard = parse_shard(args.shard)
@@ -377,28 +375,24 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    cfg = FuzzConfig(out=out, engine=args.engine, budget=args.budget, max_models=args.max_models,
-                     graph=args.graph, jobs=args.jobs, **from_args(args),
-                     corpus=corpus_file(args.frontend, args.corpus),
-                     frontend=",".join(fe.name for fe in args.frontend),
-                     timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
-                     tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
-                     mutations=args.mutations == "on", state=args.state, minimize_share=args.minimize_share,
-                     platforms=args.platforms, arm_root=args.arm_root,
-                     engine_python=pr.python, engine_env=dict(pr.env), base=base,
-                     shard=shard,
-                     threads_oracle=args.threads_oracle, opsets=args.opset, engine_coverage=args.engine_coverage)
+    values = dict(out=out, engine=args.engine, budget=args.budget, max_models=args.max_models,
+                  graph=args.graph, jobs=args.jobs, **from_args(args),
+                  corpus=corpus_file(args.frontend, args.corpus),
+                  frontend=",".join(fe.name for fe in args.frontend),
+                  timeouts=Timeouts(convert=args.timeout_convert, infer=args.timeout_infer),
+                  tolerance=Tolerance(args.rtol, args.atol, args.min_ratio), engine_mem_mb=args.engine_mem_mb,
+                  mutations=args.mutations == "on", state=args.state, minimize_share=args.minimize_share,
+                  platforms=args.platforms, arm_root=args.arm_root,
+                  engine_python=pr.python, engine_env=dict(pr.env), base=base,
+                  shard=shard,
+                  threads_oracle=args.threads_oracle, opsets=args.opset, engine_coverage=args.engine_coverage)
     try:
-        cfg.validate()
+        cfg = configure(values)
+        if args.resume:  # a missing or corrupt record: one line, exit 2
+            cfg = configure({}, on=cfg.resumed(_resumed(args.resume)))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    if args.resume:
-        try:
-            cfg = _resume_config(cfg, args)
-        except (ValueError, KeyError) as e:  # a missing or corrupt record: one line, exit 2
-            print(f"error: {e}", file=sys.stderr)
-            return EXIT_USAGE
     bar = Progress(enabled=not args.quiet)
     try:
         camp = Campaign(cfg, progress=bar.update)
@@ -432,8 +426,8 @@ def _builds(args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
     with the engine's --engine-settings."""
     from dataclasses import replace
 
-    from .engines.builds import Commands, prepare_builds
-    from .engines.registry import knowledge_of
+    from .knowledge.builds import Commands, prepare_builds
+    from .knowledge.registry import knowledge_of
 
     for opt, p in (("--engine-build", args.engine_build), ("--base-build", args.base_build)):
         if p is not None and not p.exists():
@@ -455,8 +449,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     import tempfile
 
     from .bugs.bundle import BugBook
-    from .bugs.replay import bug_platforms, bundle_key, load_bundle, minimize_bug, replay, replay_threads_env
-    from .engines.builds import build_of_bundle
+    from .rerun.replay import bug_platforms, bundle_key, load_bundle, minimize_bug, replay, replay_threads_env
+    from .knowledge.builds import build_of_bundle
     from .pipeline import FrontendError, Lane, LaneConfig
     from .platforms import PlatformError
     from .platforms import resolve as resolve_platforms
@@ -541,7 +535,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .report.local import ReportWriteError
     from .report.filing import ReportConfig
     from .report.reporter import ReportInputError, load_run, report
-    from .report.trackers import make_tracker
+    from .report.choose import make_tracker
 
     try:
         load_run(args.src)  # checked before anything is written to GitHub
@@ -573,8 +567,8 @@ def _replay_lane(meta: BundleMeta) -> Any:
     """A started lane for replaying bundles (the --check-fixes path)."""
     import tempfile
 
-    from .bugs.replay import replay_threads_env
-    from .engines.builds import build_of_bundle
+    from .rerun.replay import replay_threads_env
+    from .knowledge.builds import build_of_bundle
     from .pipeline import Lane, LaneConfig
 
     build = build_of_bundle(meta.engine)
@@ -585,37 +579,19 @@ def _replay_lane(meta: BundleMeta) -> Any:
     return lane
 
 
-def _resume_config(cfg: Any, args: argparse.Namespace) -> Any:
-    """Take the campaign's identity (seed, blocks, graph, engine, corpus) from OUT."""
-    from .search import parse_shard
-
-    path = args.resume / "campaign.json"
+def _resumed(out: Path) -> Config:
+    """The configuration the campaign in ``out`` ran with (its identity is taken from it)."""
+    path = out / "campaign.json"
     if not path.exists():
-        raise ValueError(f"--resume {args.resume}: no campaign.json there")
+        raise ValueError(f"--resume {out}: no campaign.json there")
     try:
-        record = CampaignRecord.read(args.resume)
+        record = CampaignRecord.read(out)
     except RecordError as e:
         raise corrupt(path, "campaign record", str(e).split(": ", 1)[-1]) from None
     if record.merged is not None:
-        raise ValueError(f"--resume {args.resume}: a merged output (gbft merge) cannot be resumed; "
+        raise ValueError(f"--resume {out}: a merged output (gbft merge) cannot be resumed; "
                          f"give it as --state to the next run")
-    if not record.config:
-        raise corrupt(path, "campaign record", "no config in it")
-    old = record.config
-    resume_knobs(cfg, old)  # seed, blocks, chooser, guide, ... (gbft_action.knobs: resumed)
-    cfg.graph, cfg.engine, cfg.corpus = old["graph"], old["engine"], old["corpus"]
-    cfg.mutations, cfg.state = old["mutations"], old["state"]
-    cfg.frontend = old.get("frontend", "tf")
-    cfg.shard = parse_shard(old.get("shard", "1/1"))
-    # The engine's settings (--engine-settings lives in its environment) and the thread oracle:
-    # a resumed campaign runs the engine as it ran, whatever this command line says.
-    cfg.engine_env = {**{str(k): str(v) for k, v in dict(old.get("engine_env") or {}).items()}, **cfg.engine_env}
-    cfg.threads_oracle = bool(old.get("threads_oracle", False))
-    cfg.engine_coverage = cfg.engine_coverage or bool(old.get("engine_coverage", False))
-    # Made before opsets were mixed: its one opset; before opsets were chosen: 17.
-    raw = old["opsets"] if "opsets" in old else [old.get("opset", LEGACY_OPSET)]
-    cfg.opsets = check_opsets(raw if isinstance(raw, list) else [raw], f"--resume {args.resume}: campaign.json's opsets")
-    return cfg
+    return record.config
 
 
 class Progress:
@@ -678,7 +654,7 @@ def print_summary(s: Summary, out: Path) -> None:
         by = Counter(rc.policy.value for rc in causes)
         print(f"root causes: {len(causes)} ({by['report']} reported, {by['summary']} summary only, "
               f"{by['ignore']} ignored)")
-        for rc in [rc for rc in causes if rc.policy == "report"][:20]:
+        for rc in [rc for rc in causes if rc.policy is Policy.REPORT][:20]:
             print(f"  {rc.count:5d}  {rc.key}  {rc.symptom:16s}  {rc.title[:90]}")
     if s.triage is not None:
         from .bugs.triage import headline

@@ -3,8 +3,6 @@
 The CLI and the action are two programs with their own contracts: the CLI's 4 says a replay
 failed differently, the action's 4 that the engine's build failed.  Each is an IntEnum, so a
 code is compared and printed as the number the shell sees.
-
-May import: the standard library only.
 """
 
 from __future__ import annotations

@@ -7,12 +7,11 @@ corpus of exported-model operators, ONNX Runtime as the reference).  Each conver
 separate code path with its own bugs, so fingerprints and reports name the front end.
 A campaign may mix front ends (``tf,onnx``, ``parse_frontends``): each keeps its own corpus,
 generator and coverage, since an ONNX operator is not the TensorFlow one of the same name.
-
-May import: nothing of the package (the host, the workers and the action all read it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -75,3 +74,44 @@ def corpus_file(frontends: tuple[Frontend, ...], corpus: str) -> str:
 def frontend_of(fingerprint: Fingerprint) -> Frontend:
     """The front end a bundle's fingerprint was found through (replays use the same one)."""
     return parse_frontend(fingerprint.frontend or "tf")
+
+
+# The opsets the ONNX front end writes.  17: every graph made before opsets were chosen (a
+# graph's meta without "opset"), so old bundles' instance indices keep their meaning.  27: the
+# newest ONNX Runtime 1.32 runs (its node tests pass up to 27; it has no kernel for SwiGLU-28's
+# body), and MNN 3.6's converter reads models of 18 to 28.
+LEGACY_OPSET = 17
+NEWEST_OPSET = 27
+OPSETS = tuple(range(LEGACY_OPSET, NEWEST_OPSET + 1))
+# What a campaign writes unless told: the newest, and one model in four (search.opsets) at 17,
+# which torch.onnx wrote by default for years and which still holds the nine operators whose
+# newest versions ONNX Runtime runs no kernel of at 27.
+DEFAULT_OPSETS = (NEWEST_OPSET, LEGACY_OPSET)
+
+
+def check_opset(opset: object, what: str = "opset") -> int:
+    """``opset`` if the ONNX front end writes it (one of OPSETS); else a one-line ValueError
+    naming ``what`` and the value."""
+    if type(opset) is not int or opset not in OPSETS:
+        raise ValueError(f"{what} must be from {OPSETS[0]} to {OPSETS[-1]}, got {str(opset)[:20]!r}")
+    return opset
+
+
+def parse_opsets(text: str, what: str = "--opset") -> tuple[int, ...]:
+    """``"27"`` (every model at 27) or ``"27,17"`` (most at the first, the main one; the rest
+    at the others: search.opsets), each checked; a one-line ValueError naming the bad value."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if not all(p.lstrip("-").isdigit() for p in parts):
+        raise ValueError(f"{what} must be an opset or a comma list of them (e.g. 27 or 27,17), got {str(text)[:40]!r}")
+    return check_opsets([int(p) for p in parts], what)
+
+
+def check_opsets(opsets: Iterable[object], what: str = "--opset") -> tuple[int, ...]:
+    """``opsets`` (the main one first) if each is one the ONNX front end writes, none twice and
+    at least one; else a one-line ValueError naming ``what``."""
+    out = tuple(check_opset(o, what) for o in opsets)
+    if not out:
+        raise ValueError(f"{what} must name an opset, got none")
+    if len(set(out)) < len(out):
+        raise ValueError(f"{what} lists an opset twice: {','.join(map(str, out))[:40]!r}")
+    return out

@@ -24,9 +24,6 @@ a shard twice, or a merged output with one of its inputs, gives the same files.
 A shard that died half-way (no summary.json, a torn last line in cases.jsonl) merges with
 what it completed and a one-line warning naming it; one that died before it started (no
 campaign.json) is skipped with such a warning.
-
-May import: campaign (the summary writer), store, statefile, search, bugs; never report,
-action or cli.
 """
 
 from __future__ import annotations
@@ -42,7 +39,6 @@ from typing import Any, Callable
 from . import __version__
 from .bugs import triage
 from .bugs.bundle import BugBook, known_of
-from .bugs.policy import DEFAULT_LIST_ONLY
 from .records import BundleMeta, RecordError, Summary, Verdict
 from .records.summary import Diagnosis, ShardRun
 from .records.known import KnownBug
@@ -50,9 +46,9 @@ from .records.campaign import CampaignIdentity, CampaignRecord, ShardPart
 from .records.engine_coverage import EngineCoverage
 from .records.case import CASES_FILE, CaseRecord, read_cases
 from .records.state import ShardSearch
-from .campaign import STATE_FILE, FuzzConfig, SummaryInputs, TriageInputs, first_records, summarize_all
-from .ops.recorded import LEGACY_OPSET
-from .search import parse_shard, shard_text
+from .campaign import STATE_FILE, SummaryInputs, TriageInputs, first_records, summarize_all
+from .frontends import LEGACY_OPSET
+from .records.config import configure, parse_shard, shard_text
 from .search.coverage import Coverage
 from .search.guided import GraphArms
 from .search.mcts import combine_trees
@@ -84,7 +80,7 @@ class Part:
         """The shards this input holds -> what the campaign record says of each."""
         if self.record.merged is not None:
             return dict(self.record.merged)
-        return {self.record.shard: ShardPart(self.record.sessions, len(self.cases),
+        return {shard_text(self.record.config.shard): ShardPart(self.record.sessions, len(self.cases),
                                              self.summary is not None and not self.torn,
                                              tuple(sorted(self.summary.platforms if self.summary else ())))}
 
@@ -120,10 +116,10 @@ def _read(out: Path, warn: Callable[[str], None]) -> Part:
     except RecordError as e:
         raise MergeError(str(e)) from None
     merged = record.merged is not None
-    if "," in record.frontend:  # its state is one per front end (search.mixed)
-        raise MergeError(f"{out}: shards of a mixed front-end campaign ({record.frontend}) cannot be "
+    if "," in record.config.frontend:  # its state is one per front end (search.mixed)
+        raise MergeError(f"{out}: shards of a mixed front-end campaign ({record.config.frontend}) cannot be "
                          f"merged yet; run one front end per shard matrix")
-    shard = (1, record.identity.shards or 1) if merged else parse_shard(record.shard)
+    shard = (1, record.identity.shards or 1) if merged else record.config.shard
     part = Part(out, record, merged, shard[1])
     try:
         records, _, part.torn = read_cases(out / CASES_FILE)
@@ -200,7 +196,7 @@ def _write(parts: list[Part], stage: Path, out: Path) -> Summary:
     state = _state(parts, shards)
     ResultStore(stage).write_json(STATE_FILE, state)
     summary = _summary(parts, records, shards, book, state, stage, out, _engine_coverage(parts, stage))
-    _campaign_record(parts, shards, stage)
+    _campaign_record(parts, shards, stage, out)
     return summary
 
 
@@ -261,7 +257,7 @@ def _bundles(parts: list[Part], stage: Path, occurrences: dict[str, int]) -> Bug
 
 
 def _merged_meta(meta: BundleMeta, part: Part) -> BundleMeta:
-    shard = parse_shard(part.record.shard)
+    shard = part.record.config.shard
     local = meta.case_index
     return meta.with_(case_index=local * shard[1] + shard[0] - 1, shard=shard_text(shard), shard_case_index=local)
 
@@ -376,14 +372,13 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
     """summary.json of the campaign, written as the campaign writes its own."""
     head = _head(parts)
     rec = head.record
-    cfg = FuzzConfig(out=out, seed=rec.seed, blocks=rec.blocks, symptom_policy=rec.symptom_policy,
-                     list_only=DEFAULT_LIST_ONLY if rec.list_only is None else rec.list_only)
+    cfg = configure({"out": out}, on=rec.config)
     sessions = [s for v in shards.values() for s in v.sessions]
     summaries = [p.summary for p in parts if p.summary is not None]
     platform_info = {name: {"machine": s.platforms[name].machine or "" if name in s.platforms else ""}
                      for s in summaries for name in s.platform_order}
     eng = min((s.engine for s in summaries), key=lambda e: json.dumps(e.to_json(), sort_keys=True), default=None)
-    engine = {"engine": (eng.name if eng else "") or rec.engine, "version": eng.version if eng else "",
+    engine = {"engine": (eng.name if eng else "") or rec.config.engine, "version": eng.version if eng else "",
               "machine": eng.machine if eng else "", "settings": dict(eng.settings) if eng else {}}
     elapsed = sum(s.elapsed_s for s in sessions)
     base = _pick([s.triage.base for s in summaries if s.triage is not None] or [{}])
@@ -448,10 +443,10 @@ def _minimized(summaries: list[Summary]) -> dict[str, Diagnosis]:
     return {fid: min(v, key=lambda d: json.dumps(d.to_json(), sort_keys=True)) for fid, v in sorted(every.items())}
 
 
-def _campaign_record(parts: list[Part], shards: dict[str, ShardPart], stage: Path) -> None:
+def _campaign_record(parts: list[Part], shards: dict[str, ShardPart], stage: Path, out: Path) -> None:
     """campaign.json: the campaign's identity (no shard), and what each shard did."""
     head = _head(parts)
-    config = {k: v for k, v in head.record.config.items() if k not in ("out", "shard")}
+    config = replace(head.record.config, out=out, shard=(1, 1))
     CampaignRecord(_identity(head), config, tuple(s for v in shards.values() for s in v.sessions), __version__,
                    merged=shards).write(stage)
 

@@ -9,9 +9,6 @@ With a base build, every model also runs on it (same inputs, same reference) and
 the case gets a verdict against it (``bugs.triage``): the pull request's verdict
 comes from the campaign itself, not from replaying bundles afterwards.
 
-May import (layer 3 of ``gbft_action.LAYERS``): bugs.fingerprint, bugs.rootcause and bugs.triage
-(judging, symptom classes), engines (names, builds and knowledge only), graph, oracle,
-platforms, workers; never diagnosis, store, campaign, report or action.
 """
 
 from __future__ import annotations
@@ -31,18 +28,19 @@ from .bugs.fingerprint import fingerprint, op_named_in
 from .bugs.rootcause import classify, wants_second_reference, with_second_reference
 from .bugs.triage import case_verdict
 from .engines.coverage import Blocks
-from .engines.registry import knowledge_of, resolve
-from .engines.builds import EngineBuild
-from .engines.knowledge import EngineKnowledge
+from .knowledge.registry import knowledge_of, resolve
+from .knowledge.builds import EngineBuild
+from .knowledge.base import EngineKnowledge
 from .frontends import DEFAULT_FRONTEND, Frontend
 from .graph.ir import Graph
 from .oracle import (ENGINE_FAILURES, VIEWS, Bounds, OutputDiff, bounds_for, compare, judge_node,
                      judge_outputs, precision_only, references_disagree, relative_error, undefined_anywhere)
-from .workers.arrays import digest, pack, unpack
+from .wire.arrays import digest, pack, unpack
 from .platforms import Platform, host_machine
 from .records.bundle import MORE_THREADS, EngineInfo
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
 from .records import Fingerprint, Status, Symptom, Tolerance
+from .records.config import Timeouts
 
 
 # GBFT_FORK_SERVER=off starts every engine worker whole (A/B benchmarks; an engine that
@@ -52,13 +50,6 @@ FORK_SERVER = os.environ.get("GBFT_FORK_SERVER", "on") != "off"
 
 class FrontendError(ValueError):
     """The engine's converter does not read the front end's format (a usage error)."""
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    reference: float = 60.0
-    convert: float = 30.0
-    infer: float = 30.0
 
 
 @dataclass
@@ -191,7 +182,7 @@ class Lane:
         self.blocks = Blocks()  # the engine's basic blocks its models ran (with engine coverage on)
 
     def _engine_worker(self, p: Platform, build: EngineBuild, log: Path) -> Worker:
-        # Forked from a fork server (workers.zygote): a restart after a crash costs a fork, not
+        # Forked from a fork server (wire.zygote): a restart after a crash costs a fork, not
         # an interpreter and the engine's import (141 ms natively, 1.4 s under qemu: bench/restart.py).
         spec = WorkerSpec("engine", resolve(build.engine), prefix=p.prefix or self.cfg.engine_prefix,
                           mem_mb=self.cfg.engine_mem_mb if p.mem_limit else 0, env=dict(build.env),

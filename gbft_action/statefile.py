@@ -2,8 +2,6 @@
 record.  A corrupt or truncated one (a job killed while writing, a cache restored half-way) is
 a one-line error naming the file, and a copy is kept beside it (``FILE.corrupt``) before any
 run could write a new one: never a silent reset, which would re-report every known bug as new.
-
-May import: the standard library only.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ judged, so a SIGKILL loses only the cases in flight.  A failing case keeps its
 directory under ``OUT/cases/<index>-<hash>/`` with the graph, the model files,
 inputs, expected and actual outputs, the engine log and ``result.json``.
 
-Layer 4 of ``gbft_action.LAYERS``.  May import: records, oracle, pipeline (the results it records).
+Layer 4 of ``gbft_action.LAYERS``.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def test_bad_input_is_one_line_naming_it(name, value, words):
 
 
 def test_symptom_policy_is_parsed_once_for_the_action_and_the_cli():
-    from gbft_action.bugs.policy import DEFAULT_POLICY, POLICIES, SYMPTOMS, parse_policy, policy_for
+    from gbft_action.policy import DEFAULT_POLICY, POLICIES, SYMPTOMS, parse_policy, policy_for
     from gbft_action.cli import build_parser
 
     assert set(DEFAULT_POLICY) == set(SYMPTOMS) and set(DEFAULT_POLICY.values()) <= set(POLICIES)
@@ -174,14 +174,14 @@ def test_sigterm_flushes_within_five_seconds(tmp_path):
 # Each case sends it from inside the named function (in-process, the real handler);
 # the step must still end within 5 s with its outputs and summary.json written.
 @pytest.mark.parametrize("where, reason, judged", [
-    ("gbft_action.engines.builds.prepare_build", "cancelled (SIGTERM) during set-up", False),
+    ("gbft_action.knowledge.builds.prepare_build", "cancelled (SIGTERM) during set-up", False),
     ("gbft_action.pipeline.Lane.start", "cancelled (SIGTERM)", False),  # from a starting thread
     ("gbft_action.campaign.Campaign._confirm", "cancelled (SIGTERM)", True),  # confirming, with a base build
     ("gbft_action.action.main._report", "budget reached", True),
 ])
 def test_sigterm_in_any_phase_still_writes_the_outputs(monkeypatch, tmp_path, where, reason, judged):
     import gbft_action.action.main as am
-    import gbft_action.engines.builds as builds
+    import gbft_action.knowledge.builds as builds
 
     module, name = where.rsplit(".", 1)
     head, last = module.rsplit(".", 1)
@@ -261,7 +261,7 @@ def _wheel(d: Path, name: str, files: dict[str, str]) -> Path:
 
 
 def test_a_pr_wheel_venv_sees_the_tool_and_puts_the_pr_build_first(tmp_path):
-    from gbft_action.engines.builds import prepare_build
+    from gbft_action.knowledge.builds import prepare_build
 
     _wheel(tmp_path / "build", "MNN", {"MNN/__init__.py": "BUILD = 'the pull request'\n"})
     build = prepare_build("mnn", tmp_path / "build", tmp_path / "venv")

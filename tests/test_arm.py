@@ -21,7 +21,8 @@ import pytest
 from gbft_action.records.case import CaseRecord
 from gbft_action.records.campaign import Session
 from gbft_action.bugs.bundle import BugBook
-from gbft_action.campaign import FuzzConfig, SummaryInputs, summarize
+from gbft_action.campaign import SummaryInputs, summarize
+from gbft_action.records.config import Config
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status
 from gbft_action.pipeline import CaseResult, Lane, LaneConfig
@@ -142,7 +143,7 @@ def test_summary_counts_each_platform_and_lists_where_a_bug_happens(tmp_path):
     ]]
     info = {"x86_64": {"machine": "x86_64"}, "arm64-qemu": {"machine": "aarch64"}}
     s = summarize(SummaryInputs(records=recs, sessions=[Session(1.0, 3, "x")],
-                                cfg=FuzzConfig(out=tmp_path), engine={"engine": "mnn"}, platform_info=info,
+                                cfg=Config(out=tmp_path), engine={"engine": "mnn"}, platform_info=info,
                                 book=BugBook(tmp_path), new_ids=[], run_id="r", minimized={}, bugs_dir="")).to_json()
     assert s["models"] == 3 and s["unique_failures"] == 2
     assert s["platforms"]["x86_64"]["models"] == 3 and s["platforms"]["arm64-qemu"]["models"] == 2

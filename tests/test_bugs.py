@@ -13,8 +13,9 @@ import pytest
 from gbft_action.bugs.bundle import TEMPLATES, mermaid, render_repro
 from gbft_action.records import BundleMeta
 from gbft_action.bugs.fingerprint import Fingerprint, fingerprint, normalise, top_frames
-from gbft_action.campaign import Campaign, FuzzConfig
-from gbft_action.engines.registry import ENGINES
+from gbft_action.campaign import Campaign
+from gbft_action.records.config import Config
+from gbft_action.knowledge.registry import ENGINES
 from gbft_action.graph.ir import Graph
 
 from .conftest import ROOT, gbft_cmd
@@ -106,7 +107,7 @@ def test_mermaid_and_repro_render(tmp_path):
 @pytest.fixture(scope="module")
 def campaign_out(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bugs") / "D"
-    Campaign(FuzzConfig(out=out, engine="mnn", budget=45, seed=21, jobs=2)).run()
+    Campaign(Config(out=out, engine="mnn", budget=45, seed=21, jobs=2)).run()
     return out
 
 
@@ -159,7 +160,7 @@ def test_repro_and_replay_agree_on_minimised_bugs(campaign_out):
 @pytest.mark.slow
 def test_state_makes_known_bugs_old(campaign_out, tmp_path):
     out = tmp_path / "second"
-    Campaign(FuzzConfig(out=out, engine="mnn", budget=25, seed=22, jobs=2, state=str(campaign_out))).run()
+    Campaign(Config(out=out, engine="mnn", budget=25, seed=22, jobs=2, state=str(campaign_out))).run()
     s = json.loads((out / "summary.json").read_text())
     first = set(json.loads((campaign_out / "known_bugs.json").read_text()))
     seen = {f["key"] for f in s["failures"]}
@@ -175,7 +176,7 @@ def test_state_makes_known_bugs_old(campaign_out, tmp_path):
 def test_same_seed_same_fingerprints(tmp_path):
     runs = []
     for name in ("a", "b"):
-        Campaign(FuzzConfig(out=tmp_path / name, engine="mnn", budget=200, max_models=60, seed=21, jobs=2,
+        Campaign(Config(out=tmp_path / name, engine="mnn", budget=200, max_models=60, seed=21, jobs=2,
                             minimize_share=0.0)).run()
         recs = [json.loads(x) for x in (tmp_path / name / "cases.jsonl").read_text().splitlines()]
         runs.append([(r["index"], r["hash"], r.get("key")) for r in recs])

@@ -1,7 +1,7 @@
 """One conformance suite that every registered engine passes (as Hypothesis runs its
 provider conformance tests on every backend).
 
-Parametrised over the registry (``engines.registry.ENGINES``): an engine added there is
+Parametrised over the registry (``knowledge.registry.ENGINES``): an engine added there is
 tested here with no change to this file, unless it needs configuration (``SETUP``: settings,
 the front end its converter reads) or its package is not installed (skipped, saying which).  Each engine runs through the real
 pipeline, a ``Lane`` with TensorFlow's worker and the engine's, and its adapter wrapped
@@ -30,11 +30,12 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from gbft_action.engines.registry import ENGINES, resolve
+from gbft_action.knowledge.registry import ENGINES, resolve
 from gbft_action.frontends import DEFAULT_FRONTEND, FRONTENDS, Frontend
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status
-from gbft_action.pipeline import CaseResult, Lane, LaneConfig, Timeouts
+from gbft_action.pipeline import CaseResult, Lane, LaneConfig
+from gbft_action.records.config import Timeouts
 from gbft_action.workers.supervisor import Worker, WorkerSpec
 
 from .conftest import TESTS
@@ -199,7 +200,7 @@ def test_wrong_outputs_are_a_dcf(engine):
 
 
 def test_an_engine_whose_package_is_missing_is_skipped_saying_so(monkeypatch):
-    from gbft_action.engines.knowledge import EngineKnowledge, Package
+    from gbft_action.knowledge.base import EngineKnowledge, Package
 
     class Absent(EngineKnowledge):
         package = Package(pip="gbft-no-such-engine")

@@ -18,7 +18,7 @@ import pytest
 
 from gbft_action.records import Fingerprint
 from gbft_action.records.case import CaseRecord
-from gbft_action.bugs.policy import DEFAULT_POLICY, parse_policy
+from gbft_action.policy import DEFAULT_POLICY, parse_policy
 from gbft_action.bugs.rootcause import Symptom, root_key, wants_second_reference, with_second_reference
 from gbft_action.corpus import load_corpus
 from gbft_action.graph.generate import GenOptions, generate
@@ -29,7 +29,7 @@ from gbft_action.reference import tf_as_onnx
 from gbft_action.reference.onnx_emit import check
 from gbft_action.reference.onnx_worker import OnnxReferenceHandler
 from gbft_action.reference.worker import ReferenceHandler
-from gbft_action.workers.arrays import pack, unpack
+from gbft_action.wire.arrays import pack, unpack
 
 
 def F(d: dict) -> Fingerprint:

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from gbft_action.bugs.rootcause import moves_data
-from gbft_action.campaign import Campaign, FuzzConfig
+from gbft_action.campaign import Campaign
+from gbft_action.records.config import Config
 
 from .conftest import ROOT, gbft_cmd
 
@@ -77,13 +78,13 @@ def test_cli_fuzz_within_budget_and_fast_enough(tmp_path):
 def test_same_seed_same_models_in_same_order(tmp_path):
     hashes = []
     for run in ("a", "b"):
-        cfg = FuzzConfig(out=tmp_path / run, engine="mnn", budget=120, max_models=50, seed=11, jobs=2,
+        cfg = Config(out=tmp_path / run, engine="mnn", budget=120, max_models=50, seed=11, jobs=2,
                          minimize_share=0.0)
         Campaign(cfg).run()
         hashes.append([(r["index"], r["hash"]) for r in records(tmp_path / run)])
     assert len(hashes[0]) == 50
     assert hashes[0] == hashes[1]
-    other = FuzzConfig(out=tmp_path / "c", engine="mnn", budget=120, max_models=5, seed=12, jobs=1,
+    other = Config(out=tmp_path / "c", engine="mnn", budget=120, max_models=5, seed=12, jobs=1,
                        minimize_share=0.0)
     Campaign(other).run()
     assert [h for _, h in hashes[0][:5]] != [r["hash"] for r in records(tmp_path / "c")]
@@ -91,7 +92,7 @@ def test_same_seed_same_models_in_same_order(tmp_path):
 
 def test_failing_cases_keep_everything_needed_to_replay(tmp_path):
     out = tmp_path / "o"
-    Campaign(FuzzConfig(out=out, engine="mnn", budget=120, max_models=60, seed=3, jobs=2,
+    Campaign(Config(out=out, engine="mnn", budget=120, max_models=60, seed=3, jobs=2,
                         minimize_share=0.0)).run()
     failing = [r for r in records(out) if r["status"] in ("MCF", "IF", "DCF")]
     assert failing, "seed 3 is known to produce MNN failures in 60 models"
@@ -128,7 +129,7 @@ def test_sigkill_then_resume_continues_the_same_campaign(tmp_path):
     assert after[: len(before)] == before
     # The resumed cases are the ones a fresh campaign with this seed generates.
     fresh = tmp_path / "fresh"
-    Campaign(FuzzConfig(out=fresh, engine="mnn", budget=120, max_models=n, seed=4, jobs=2,
+    Campaign(Config(out=fresh, engine="mnn", budget=120, max_models=n, seed=4, jobs=2,
                         minimize_share=0.0)).run()
     assert [x["hash"] for x in records(fresh)] == [x["hash"] for x in after]
     s = json.loads((out / "summary.json").read_text())

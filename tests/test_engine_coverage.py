@@ -14,7 +14,7 @@ import pytest
 
 from gbft_action.cli import main
 from gbft_action.engines.coverage import Blocks, build_shim, place, preload_env
-from gbft_action.engines.mnn_knowledge import MNNKnowledge
+from gbft_action.knowledge.mnn import MNNKnowledge
 from gbft_action.records.engine_coverage import EngineCoverage
 
 COVERED = Path(__file__).parent / "data" / "covered_engine"
@@ -69,7 +69,8 @@ print(json.dumps([first, again, same, more]))
 
 def test_a_campaign_with_engine_coverage_writes_it_and_gbft_coverage_compares_two(tmp_path, monkeypatch,
                                                                                   fake_engines_path, capsys):
-    from gbft_action.campaign import Campaign, FuzzConfig
+    from gbft_action.campaign import Campaign
+    from gbft_action.records.config import Config
     from gbft_action.records import Summary
     from gbft_action.report.render import Renderer
 
@@ -77,7 +78,7 @@ def test_a_campaign_with_engine_coverage_writes_it_and_gbft_coverage_compares_tw
     outs = []
     for n in (3, 12):
         out = tmp_path / f"o{n}"
-        summary = Campaign(FuzzConfig(out=out, engine="fake_engines:CoveredMNN", budget=120, max_models=n, seed=5,
+        summary = Campaign(Config(out=out, engine="fake_engines:CoveredMNN", budget=120, max_models=n, seed=5,
                                       blocks=(2, 4), jobs=1, minimize_share=0.0, frontend="onnx",
                                       engine_coverage=True)).run()
         ec = EngineCoverage.read(out)
@@ -154,7 +155,8 @@ def test_the_job_summary_shows_engine_modules_of_plain_words_only():
 
 
 def test_shards_engine_coverage_joins_in_merge(tmp_path, monkeypatch, fake_engines_path):
-    from gbft_action.campaign import Campaign, FuzzConfig
+    from gbft_action.campaign import Campaign
+    from gbft_action.records.config import Config
     from gbft_action.merge import merge
     from gbft_action.records import Summary
 
@@ -162,7 +164,7 @@ def test_shards_engine_coverage_joins_in_merge(tmp_path, monkeypatch, fake_engin
     parts = []
     for i in (1, 2):
         out = tmp_path / f"shard{i}"
-        Campaign(FuzzConfig(out=out, engine="fake_engines:CoveredMNN", budget=120, max_models=4, seed=5,
+        Campaign(Config(out=out, engine="fake_engines:CoveredMNN", budget=120, max_models=4, seed=5,
                             blocks=(2, 4), jobs=1, minimize_share=0.0, frontend="onnx", engine_coverage=True,
                             shard=(i, 2))).run()
         ec = EngineCoverage.read(out)

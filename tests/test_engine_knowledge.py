@@ -3,7 +3,7 @@
 The fingerprint ids below were computed from real MNN 3.6.1 bundles (tests/data/mnn_bundles:
 each bundle's engine.log and graph.json, and the case's status, stage, message, operator and
 signal from its result.json) by the code before the log patterns moved into
-``engines/mnn_knowledge.py``; users' issue markers and state files hold them, so they must
+``knowledge/mnn.py``; users' issue markers and state files hold them, so they must
 not change.  One changed on purpose (see ``test_a_shape_check_failure_is_not_unsupported``).
 """
 
@@ -21,10 +21,10 @@ from gbft_action.records import BundleMeta, EngineInfo, RecordError
 from gbft_action.bugs.fingerprint import fingerprint, op_named_in
 from gbft_action.bugs.repro import engine_needs, render_repro
 from gbft_action.bugs.rootcause import classify
-from gbft_action.engines.registry import ENGINES, knowledge_of, resolve
-from gbft_action.engines.builds import BuildError, EngineBuild, build_of_bundle, prepare_build
-from gbft_action.engines.knowledge import GENERIC, CommandKnowledge, EngineKnowledge, Package
-from gbft_action.engines.mnn_knowledge import MNNKnowledge
+from gbft_action.knowledge.registry import ENGINES, knowledge_of, resolve
+from gbft_action.knowledge.builds import BuildError, EngineBuild, build_of_bundle, prepare_build
+from gbft_action.knowledge.base import GENERIC, CommandKnowledge, EngineKnowledge, Package
+from gbft_action.knowledge.mnn import MNNKnowledge
 from gbft_action.graph.ir import Graph
 from gbft_action.oracle import Tolerance
 
@@ -149,7 +149,7 @@ def test_the_registry_names_adapters_and_knowledge():
 
 def test_importing_the_registry_imports_no_adapter():
     adapters = "'MNN', '_tools', 'onnxruntime', 'gbft_action.engines.mnn', 'gbft_action.engines.command'"
-    code = ("import sys, gbft_action.engines.registry, gbft_action.engines.builds\n"
+    code = ("import sys, gbft_action.knowledge.registry, gbft_action.knowledge.builds\n"
             "assert 'numpy' not in sys.modules  # the registry and builds are import-free\n"
             "import gbft_action.engines.adapter, gbft_action.bugs.repro\n"
             f"bad = [m for m in ({adapters}) if m in sys.modules]\n"

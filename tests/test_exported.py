@@ -18,11 +18,11 @@ import pytest
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.ops.onnx_exported import (QDQ_OPS, AttentionPattern, QDQPattern, RecurrentPattern, RotaryPattern,
                                          exported_specs)
-from gbft_action.ops.recorded import NEWEST_OPSET
+from gbft_action.frontends import NEWEST_OPSET
 from gbft_action.ops.onnx_specs import ONNX_SPECS
 from gbft_action.reference.onnx_worker import OnnxReferenceHandler
 from gbft_action.reference.weights import weights_rng
-from gbft_action.workers.arrays import unpack
+from gbft_action.wire.arrays import unpack
 
 HANDLER = OnnxReferenceHandler()
 SHAPES = {"GroupNormPattern": (1, 6, 3, 4), "RotaryPattern": (2, 2, 5, 6), "AttentionPattern": (2, 5, 6),
@@ -414,7 +414,7 @@ def test_weight_quantisation_at_conversion_is_a_setting_judged_at_its_own_bound(
     """MNN's --weightQuantBits is a setting (recorded, rendered in the repro's converter call):
     the model is judged against the float model at that quantisation's bound, said in the
     repro; a setting the engine does not know is a one-line error."""
-    from gbft_action.engines.registry import knowledge_of
+    from gbft_action.knowledge.registry import knowledge_of
     from gbft_action.oracle import bounds_for, weight_step, widened_because
     from gbft_action.records.tolerance import Tolerance
 

@@ -135,7 +135,7 @@ def test_the_mnn_adapter_feeds_bool_and_integer_inputs(tmp_path):
 def test_a_replay_the_reference_cannot_judge_is_never_a_pass():
     """A bundle replayed on a lane of another front end (or cut short) gets GEN/REF or no
     result: that says nothing of the bug, and a "passes" would close its issue as fixed."""
-    from gbft_action.bugs.replay import replay
+    from gbft_action.rerun.replay import replay
     from gbft_action.graph.ir import Graph, Node, TensorType
     from gbft_action.oracle import Status
     from gbft_action.pipeline import CaseResult
@@ -163,7 +163,7 @@ def test_a_replay_runs_again_when_heap_damage_crashes_a_bug_of_wrong_values():
     """MNN's BatchToSpaceND writes outside its output: its minimised bug of wrong values
     crashed one CI replay with SIGABRT (exit 4, "different") and gave wrong values in the next
     fresh process.  A memory error is run again on fresh workers; the crash is kept and said."""
-    from gbft_action.bugs.replay import MEMORY_RUNS, is_flaky, replay
+    from gbft_action.rerun.replay import MEMORY_RUNS, is_flaky, replay
     from gbft_action.graph.ir import Graph, Node, TensorType
     from gbft_action.oracle import Status
     from gbft_action.pipeline import CaseResult
@@ -199,9 +199,10 @@ def test_a_replay_runs_again_when_heap_damage_crashes_a_bug_of_wrong_values():
 
 
 def test_a_corpus_of_another_front_end_is_a_usage_error(tmp_path):
-    from gbft_action.campaign import Campaign, FuzzConfig
+    from gbft_action.campaign import Campaign
+    from gbft_action.records.config import Config
     from gbft_action.corpus import DEFAULT_CORPUS
     with pytest.raises(ValueError, match="is for the tf front end, not onnx"):
-        Campaign(FuzzConfig(out=tmp_path / "o", frontend="onnx", corpus=str(DEFAULT_CORPUS)))
+        Campaign(Config(out=tmp_path / "o", frontend="onnx", corpus=str(DEFAULT_CORPUS)))
     with pytest.raises(ValueError, match="is for the onnx front end, not tflite"):
-        Campaign(FuzzConfig(out=tmp_path / "o", frontend="tflite", corpus=str(FRONTENDS["onnx"].default_corpus)))
+        Campaign(Config(out=tmp_path / "o", frontend="tflite", corpus=str(FRONTENDS["onnx"].default_corpus)))

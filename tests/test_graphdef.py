@@ -171,7 +171,7 @@ def test_worker_replies_are_the_same_on_both_paths(tmp_path: Path):
     tensorflow_in_process()
     tf = _tf()
     from gbft_action.reference.worker import ReferenceHandler
-    from gbft_action.workers.arrays import unpack
+    from gbft_action.wire.arrays import unpack
 
     h, reordered = ReferenceHandler(), set()
     for i, g in enumerate(graphs(40, seed=5)):
@@ -215,7 +215,7 @@ def test_intermediates_of_the_model_just_built_are_a_fresh_builds_bit_for_bit(tm
     tensorflow_in_process()
     _tf()
     from gbft_action.reference.worker import ReferenceHandler
-    from gbft_action.workers.arrays import digest, unpack
+    from gbft_action.wire.arrays import digest, unpack
 
     h, checked = ReferenceHandler(), 0
     for i, g in enumerate(graphs(30, seed=9)):
@@ -302,7 +302,7 @@ def test_mnn_runs_a_direct_model_pb_as_it_runs_the_op_layers(tmp_path: Path):
     """A handful of graphs: MNN converts the directly emitted model.pb and gives the same
     outputs, bit for bit, as from the op layer's (reference and engine in worker processes);
     TensorFlow's outputs too, but for graphs with a Conv2D (see the module docstring)."""
-    from gbft_action.workers.arrays import pack, unpack
+    from gbft_action.wire.arrays import pack, unpack
     from gbft_action.workers.supervisor import Worker, WorkerSpec
 
     ref = Worker(WorkerSpec("reference"), tmp_path / "ref.log")

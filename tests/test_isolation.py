@@ -10,15 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from gbft_action.campaign import Campaign, FuzzConfig
-from gbft_action.pipeline import Timeouts
+from gbft_action.campaign import Campaign
+
+from gbft_action.records.config import Config
+from gbft_action.records.config import Timeouts
 from gbft_action.workers.supervisor import Worker, WorkerClosed, WorkerSpec
 
 pytestmark = pytest.mark.slow
 
 
 def run(out: Path, engine: str, n: int, **kw) -> tuple[dict, list[dict]]:
-    cfg = FuzzConfig(out=out, engine=engine, budget=120, max_models=n, seed=21, blocks=(2, 6), jobs=1,
+    cfg = Config(out=out, engine=engine, budget=120, max_models=n, seed=21, blocks=(2, 6), jobs=1,
                      minimize_share=0.0, **kw)
     summary = Campaign(cfg).run().to_json()
     recs = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]

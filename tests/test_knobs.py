@@ -1,5 +1,6 @@
-"""The knobs the CLI and the action share (gbft_action.knobs): declared once, one set of ranges,
-the same value from a flag and from an input, the same words when it is bad."""
+"""The knobs the CLI and the action share (records.config.KNOBS): declared once, one set of ranges,
+the same value from a flag and from an input, the same words when it is bad; and the one
+configuration record they all end in (records.config.Config)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from gbft_action.action.config import ActionConfig, ConfigError
-from gbft_action.campaign import FuzzConfig
 from gbft_action.cli import build_parser
-from gbft_action.knobs import KNOBS, check_all
+from gbft_action.knobs import knob
+from gbft_action.knowledge.builds import EngineBuild
+from gbft_action.records import RecordError, Tolerance
+from gbft_action.records.campaign import CampaignRecord
+from gbft_action.records.config import KNOBS, Config, Timeouts, check_knobs, configure
 
 
 def _fuzz(*flags: str):
@@ -51,10 +55,56 @@ def test_a_bad_text_is_refused_alike_by_the_cli_and_the_action(name, text, words
 
 
 def test_a_config_built_otherwise_is_held_to_the_same_ranges(tmp_path: Path):
-    cfg = FuzzConfig(out=tmp_path)
-    check_all(cfg)
+    cfg = Config(out=tmp_path)
+    check_knobs(cfg)
     for field, bad, words in (("blocks", (0, 3), "--blocks: must be MIN-MAX"), ("seed", -5, "--seed: must be"),
                               ("special_share", 2.0, "--special-share: must be"), ("chooser", "x", "--chooser:"),
                               ("list_only", ("nope",), "--list-only:")):
         with pytest.raises(ValueError, match=words):
             replace(cfg, **{field: bad}).validate()
+
+
+def test_a_knob_is_one_field_whose_default_flag_and_input_come_from_its_declaration(tmp_path: Path):
+    cfg = Config(out=tmp_path)
+    for k in KNOBS:
+        assert getattr(cfg, k.field) == k.value, k.name
+    # A newcomer's knob: one field declared with knob(); its default is the knob's.
+    from dataclasses import dataclass, fields
+
+    @dataclass(frozen=True)
+    class Newer:
+        depth: int = knob("depth", "3", int, lambda v: None, "how deep")
+
+    (f,) = fields(Newer)
+    assert Newer().depth == 3 and f.metadata["knob"].name == "depth"
+
+
+def test_the_config_is_stored_typed_and_reads_back_equal(tmp_path: Path):
+    cfg = Config(out=tmp_path, seed=9, blocks=(2, 5), chooser="random", symptom_policy={"precision": "report"},
+                 list_only=(), timeouts=Timeouts(1.0, 2.0, 3.0), tolerance=Tolerance(1e-2, 1e-4, 0.99),
+                 base=EngineBuild("mnn", "/v/bin/python", {"A": "1"}, "MNN-3.5.0.whl"), shard=(2, 3),
+                 frontend="onnx", opsets=(22, 17), engine_env={"MNN_PRECISION": "low"})
+    d = cfg.to_json()
+    assert d["version"] == 1 and d["shard"] == "2/3" and d["base"]["source"] == "MNN-3.5.0.whl"
+    assert Config.from_json(d) == cfg
+    # Written before the config was a record: no version, one opset, no list-only: the defaults.
+    old = {k: v for k, v in d.items() if k not in ("version", "opsets", "list_only")} | {"opset": 20}
+    back = Config.from_json(old)
+    assert back.opsets == (20,) and back.list_only == Config(out=tmp_path).list_only
+    with pytest.raises(RecordError, match="config: 'seed' must be a whole number"):
+        Config.from_json({**d, "seed": "9"})
+
+
+def test_resume_takes_the_identity_from_the_record_and_the_rest_from_the_command_line(tmp_path: Path):
+    old = configure({"out": tmp_path, "seed": 7, "blocks": (3, 4), "frontend": "onnx", "opsets": (20,),
+                     "engine_env": {"A": "old"}, "budget": 10.0})
+    now = configure({"out": tmp_path, "seed": 1, "budget": 99.0, "jobs": 1, "engine_env": {"B": "new"}})
+    cfg = configure({}, on=now.resumed(old))
+    assert (cfg.seed, cfg.blocks, cfg.frontend, cfg.opsets) == (7, (3, 4), "onnx", (20,))
+    assert (cfg.budget, cfg.jobs) == (99.0, 1) and cfg.engine_env == {"A": "old", "B": "new"}
+
+
+def test_a_campaign_record_without_a_config_is_refused_in_one_line(tmp_path: Path):
+    (tmp_path / "campaign.json").write_text('{"identity": {}, "config": {}}')
+    with pytest.raises(RecordError, match="no config in it"):
+        CampaignRecord.read(tmp_path)

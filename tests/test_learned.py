@@ -88,7 +88,7 @@ def test_module_counts_place_each_address_once():
         asked.append(list(offsets))
         return ["/src/tools/converter/source/onnx/x.cpp" if o < 100 else "/src/source/core/y.cpp" for o in offsets]
 
-    from gbft_action.engines.mnn_knowledge import MNNKnowledge
+    from gbft_action.knowledge.mnn import MNNKnowledge
 
     placer = ModulePlacer(MNNKnowledge().module_of, lines)
     assert placer.counts(Blocks({"lib.so": {1, 2, 200}})) == {"converter: onnx": 2, "core": 1}
@@ -120,7 +120,8 @@ def test_collect_train_and_a_learned_campaign_on_a_tiny_instrumented_engine(tmp_
                                                                              capsys):
     pytest.importorskip("torch_geometric")
     pytest.importorskip("sb3_contrib")
-    from gbft_action.campaign import Campaign, FuzzConfig
+    from gbft_action.campaign import Campaign
+    from gbft_action.records.config import Config
     from gbft_action.cli import main
     from gbft_action.learn.collect import CollectConfig, collect
     from gbft_action.learn.train import train_guide
@@ -149,7 +150,7 @@ def test_collect_train_and_a_learned_campaign_on_a_tiny_instrumented_engine(tmp_
 
     out = tmp_path / "fuzz"
     corpus = str(Path(__file__).parents[1] / "gbft_action" / "corpora" / "onnx-mnn.yaml")
-    summary = Campaign(FuzzConfig(out=out, engine=engine, budget=120, max_models=12, seed=5, blocks=(2, 4), jobs=1,
+    summary = Campaign(Config(out=out, engine=engine, budget=120, max_models=12, seed=5, blocks=(2, 4), jobs=1,
                                   minimize_share=0.0, frontend="onnx", corpus=corpus, chooser="learned",
                                   guide=str(guide), engine_coverage=True, opsets=(17,))).run()
     assert summary.models == 12

@@ -11,7 +11,7 @@ from gbft_action.bugs.bundle import BugBook
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.bugs.minimize import GRAPH_INPUT, Program, Shrinker, Step, minimize, remove_steps
 from gbft_action.corpus import load_corpus
-from gbft_action.bugs.replay import CALL_MIN_S, CALL_SLACK_S, bundle_key, minimize_bug, replay, run_graph
+from gbft_action.rerun.replay import CALL_MIN_S, CALL_SLACK_S, bundle_key, minimize_bug, replay, run_graph
 from gbft_action.graph.generate import GenOptions, generate
 from gbft_action.oracle import Status
 from gbft_action.pipeline import CaseResult

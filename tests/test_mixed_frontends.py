@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from gbft_action.action.config import ActionConfig, ConfigError
-from gbft_action.campaign import Campaign, FuzzConfig
+from gbft_action.campaign import Campaign, identity_of
+from gbft_action.records.config import Config
 from gbft_action.cli import main
 from gbft_action.records import Summary
 from gbft_action.corpus import load_corpus
 from gbft_action.frontends import FRONTENDS, parse_frontends
-from gbft_action.ops.recorded import NEWEST_OPSET
+from gbft_action.frontends import NEWEST_OPSET
 from gbft_action.graph.generate import GenOptions
 from gbft_action.search.guided import GuidedSource
 from gbft_action.search.mixed import MixedSource
@@ -72,8 +73,8 @@ def _hashes(src: MixedSource | GuidedSource, indices: range | list[int]) -> list
 
 def test_the_split_is_by_index_deterministic_and_each_front_end_keeps_its_own_coverage(tmp_path):
     # One opset: the ONNX front end's source is one guided source (search.opsets mixes opsets).
-    mixed = Campaign(FuzzConfig(out=tmp_path / "a", frontend="tf,onnx", seed=4, opsets=ONE)).source
-    again = Campaign(FuzzConfig(out=tmp_path / "b", frontend="tf,onnx", seed=4, opsets=ONE)).source
+    mixed = Campaign(Config(out=tmp_path / "a", frontend="tf,onnx", seed=4, opsets=ONE)).source
+    again = Campaign(Config(out=tmp_path / "b", frontend="tf,onnx", seed=4, opsets=ONE)).source
     assert isinstance(mixed, MixedSource)
     graphs = [mixed.next_graph(i) for i in range(10)]
     assert [g.structure_hash() for g in graphs] == _hashes(again, range(10))  # same seed, same models
@@ -83,7 +84,7 @@ def test_the_split_is_by_index_deterministic_and_each_front_end_keeps_its_own_co
     # end's models never touch its coverage or MCTS tree.
     opts = GenOptions()
     for fe, first in (("tf", 0), ("onnx", 1)):
-        alone = GuidedSource(load_corpus(FRONTENDS[fe].default_corpus, FuzzConfig(out=tmp_path).opset), opts, 4)
+        alone = GuidedSource(load_corpus(FRONTENDS[fe].default_corpus, Config(out=tmp_path).opset), opts, 4)
         assert _hashes(alone, range(first, 10, 2)) == [g.structure_hash() for g in graphs[first::2]]
         assert mixed.sources[fe].coverage.to_json() == alone.coverage.to_json()
     tf_ops, onnx_ops = (set(mixed.sources[fe].coverage.op_types) for fe in ("tf", "onnx"))
@@ -91,35 +92,35 @@ def test_the_split_is_by_index_deterministic_and_each_front_end_keeps_its_own_co
 
 
 def test_single_front_end_runs_generate_and_identify_as_before(tmp_path):
-    src = Campaign(FuzzConfig(out=tmp_path / "a", seed=4)).source
+    src = Campaign(Config(out=tmp_path / "a", seed=4)).source
     alone = GuidedSource(load_corpus(FRONTENDS["tf"].default_corpus), GenOptions(), 4)
     assert isinstance(src, GuidedSource) and _hashes(src, range(4)) == _hashes(alone, range(4))
-    ident = FuzzConfig(out=tmp_path / "a").identity()
-    assert "frontend" not in ident.to_json() and ident.corpus_sha256 == FuzzConfig(
-        out=tmp_path / "a", corpus=str(FRONTENDS["tf"].default_corpus)).identity().corpus_sha256
+    ident = identity_of(Config(out=tmp_path / "a"))
+    assert "frontend" not in ident.to_json() and ident.corpus_sha256 == identity_of(Config(
+        out=tmp_path / "a", corpus=str(FRONTENDS["tf"].default_corpus))).corpus_sha256
 
 
 def test_search_state_is_per_front_end_and_single_states_still_load(tmp_path):
-    mixed = Campaign(FuzzConfig(out=tmp_path / "a", frontend="tf,onnx", seed=1, opsets=ONE)).source
+    mixed = Campaign(Config(out=tmp_path / "a", frontend="tf,onnx", seed=1, opsets=ONE)).source
     _hashes(mixed, range(6))
     (tmp_path / "mixed").mkdir()
     (tmp_path / "mixed" / "state.json").write_text(json.dumps(mixed.state()))
-    resumed = Campaign(FuzzConfig(out=tmp_path / "b", frontend="onnx,tf", state=str(tmp_path / "mixed"), opsets=ONE)).source
+    resumed = Campaign(Config(out=tmp_path / "b", frontend="onnx,tf", state=str(tmp_path / "mixed"), opsets=ONE)).source
     for fe in ("tf", "onnx"):  # each front end takes its own entry, whatever the order given
         assert resumed.sources[fe].coverage.to_json() == mixed.sources[fe].coverage.to_json()
     # One front end's run takes its entry of a mixed state; a front end the state lacks starts fresh.
-    single = Campaign(FuzzConfig(out=tmp_path / "c", frontend="onnx", state=str(tmp_path / "mixed"), opsets=ONE)).source
+    single = Campaign(Config(out=tmp_path / "c", frontend="onnx", state=str(tmp_path / "mixed"), opsets=ONE)).source
     assert single.coverage.to_json() == mixed.sources["onnx"].coverage.to_json()
-    fresh = Campaign(FuzzConfig(out=tmp_path / "d", frontend="tflite", state=str(tmp_path / "mixed"))).source
+    fresh = Campaign(Config(out=tmp_path / "d", frontend="tflite", state=str(tmp_path / "mixed"))).source
     assert fresh.coverage.metrics()["OTC"] == 0.0
     # A single front end's state (as written before mixing) loads into a single run as before,
     # and is a usage error for a mixed run, which could not tell whose it is.
     (tmp_path / "single").mkdir()
     (tmp_path / "single" / "state.json").write_text(json.dumps(mixed.sources["tf"].state()))
-    tf = Campaign(FuzzConfig(out=tmp_path / "e", state=str(tmp_path / "single"))).source
+    tf = Campaign(Config(out=tmp_path / "e", state=str(tmp_path / "single"))).source
     assert tf.coverage.to_json() == mixed.sources["tf"].coverage.to_json()
     with pytest.raises(ValueError, match="holds the state of a single front end's run"):
-        Campaign(FuzzConfig(out=tmp_path / "f", frontend="tf,onnx", state=str(tmp_path / "single")))
+        Campaign(Config(out=tmp_path / "f", frontend="tf,onnx", state=str(tmp_path / "single")))
     assert not (tmp_path / "single" / "state.json.corrupt").exists()  # not called corrupt
 
 
@@ -130,7 +131,7 @@ def _records(out: Path) -> list[dict]:
 @pytest.mark.slow
 def test_a_mixed_campaign_judges_both_front_ends_apart_and_resumes(tmp_path):
     out = tmp_path / "o"
-    cfg = FuzzConfig(out=out, engine="mnn", budget=60, max_models=10, seed=2, jobs=2, frontend="tf,onnx",
+    cfg = Config(out=out, engine="mnn", budget=60, max_models=10, seed=2, jobs=2, frontend="tf,onnx",
                      minimize_share=0.0)
     Campaign(cfg).run()
     cfg.max_models = 16  # resumed: the first 10 cases must regenerate exactly (else it raises)

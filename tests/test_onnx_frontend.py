@@ -29,7 +29,7 @@ from gbft_action.ops.specs import ADAPTERS, SPECS  # noqa: E402
 from gbft_action.reference import onnx_emit  # noqa: E402
 from gbft_action.reference.onnx_worker import OnnxReferenceHandler  # noqa: E402
 from gbft_action.reference.weights import uniform, weights_rng  # noqa: E402
-from gbft_action.workers.arrays import pack, unpack  # noqa: E402
+from gbft_action.wire.arrays import pack, unpack  # noqa: E402
 from gbft_action.records.case import CaseRecord
 
 CORPUS = load_corpus(ONNX_CORPUS)
@@ -334,7 +334,7 @@ def test_split_takes_its_output_and_topk_indices_are_int64(tmp_path):
 
 
 def test_minimiser_rebuilds_onnx_graphs_with_the_onnx_registry(tmp_path):
-    from gbft_action.bugs.diagnose import single_node
+    from gbft_action.rerun.diagnose import single_node
     from gbft_action.bugs.minimize import Program, minimize
 
     g = next(g for g in map(lambda s: _graph(s, (4, 8)), range(100)) if any(n.op == "Conv" for n in g.nodes))

@@ -14,13 +14,13 @@ from .conftest import case_meta
 
 pytest.importorskip("onnxruntime")
 
-from gbft_action.bugs.diagnose import _key, blame  # noqa: E402
+from gbft_action.rerun.diagnose import _key, blame  # noqa: E402
 from gbft_action.frontends import FRONTENDS  # noqa: E402
 from gbft_action.graph.ir import Graph, Node, TensorType  # noqa: E402
 from gbft_action.oracle import Status  # noqa: E402
 from gbft_action.pipeline import Lane, LaneConfig  # noqa: E402
 from gbft_action.reference.onnx_worker import OnnxReferenceHandler  # noqa: E402
-from gbft_action.workers.arrays import digest, unpack  # noqa: E402
+from gbft_action.wire.arrays import digest, unpack  # noqa: E402
 
 T = TensorType((1, 3, 4, 4))
 
@@ -141,7 +141,7 @@ def test_both_builds_failing_alike_is_pre_existing_wherever_each_localised(tmp_p
     build rounds differently) is pre-existing, although the base build exposes no value for the
     Exp, so its localisation stops at the Sigmoid and its fingerprint differs; a model only the
     PR build fails is new."""
-    from gbft_action.engines.builds import EngineBuild
+    from gbft_action.knowledge.builds import EngineBuild
 
     monkeypatch.setenv("GBFT_FAKE_WRONG", "Neg=Identity")
     base = EngineBuild("fake_engines:OnnxRewrites", env={"GBFT_FAKE_WRONG": "Neg=Identity", "GBFT_FAKE_HIDE": "n2",
@@ -172,7 +172,7 @@ def test_a_defect_of_one_converter_unit_is_one_key_whichever_operator_showed_it(
     """MNN lowers the five composite reductions in one transform: their axes-input defect was
     keyed four times (ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp)."""
     from gbft_action.bugs.rootcause import in_unit
-    from gbft_action.engines.mnn_knowledge import MNNKnowledge
+    from gbft_action.knowledge.mnn import MNNKnowledge
     from gbft_action.records.keys import RootKey
 
     keys = [in_unit(RootKey("wrong-result", (op,), "wrong shape", True, frontend="onnx"), MNNKnowledge().unit_of)

@@ -13,13 +13,14 @@ import pytest
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from gbft_action.campaign import FuzzConfig  # noqa: E402
+from gbft_action.campaign import identity_of  # noqa: E402
+from gbft_action.records.config import Config, configure  # noqa: E402
 from gbft_action.corpus import load_corpus  # noqa: E402
 from gbft_action.frontends import FRONTENDS  # noqa: E402
 from gbft_action.graph.generate import GenOptions, generate  # noqa: E402
 from gbft_action.graph.ir import Graph, Node, TensorType  # noqa: E402
-from gbft_action.ops.recorded import (LEGACY_OPSET, parse_opsets, NEWEST_OPSET, RecordedSpec, RecordsError,  # noqa: E402
-                                      records_file, schemas, specs_at)
+from gbft_action.frontends import LEGACY_OPSET, NEWEST_OPSET, parse_opsets  # noqa: E402
+from gbft_action.ops.recorded import RecordedSpec, RecordsError, records_file, schemas, specs_at  # noqa: E402
 from gbft_action.ops.registry import opset_of, registry  # noqa: E402
 from gbft_action.records.campaign import CampaignIdentity  # noqa: E402
 from gbft_action.search.guided import GuidedSource  # noqa: E402
@@ -152,21 +153,21 @@ def test_campaign_models_carry_their_opset_and_are_deterministic(tmp_path):
     again = [generate(random.Random(s), corpus, GenOptions(blocks=(2, 6)), s) for s in range(6)]
     assert [onnx_emit.build(a).SerializeToString() for a in graphs] == [onnx_emit.build(b).SerializeToString()
                                                                          for b in again]
-    assert FuzzConfig(out=tmp_path).opset == NEWEST_OPSET
+    assert Config(out=tmp_path).opset == NEWEST_OPSET
 
 
 def test_the_opsets_are_validated_and_part_of_the_campaigns_identity(tmp_path):
     with pytest.raises(ValueError, match="--opset must be from 17 to 27, got '30'"):
-        FuzzConfig(out=tmp_path, frontend="onnx", opsets=(30,)).validate()
+        Config(out=tmp_path, frontend="onnx", opsets=(30,)).validate()
     with pytest.raises(ValueError, match="lists an opset twice"):
-        FuzzConfig(out=tmp_path, frontend="onnx", opsets=(27, 27)).validate()
-    mixed = FuzzConfig(out=tmp_path, frontend="onnx").identity()
-    at27 = FuzzConfig(out=tmp_path, frontend="onnx", opsets=(27,)).identity()
-    at17 = FuzzConfig(out=tmp_path, frontend="onnx", opsets=(17,)).identity()
+        Config(out=tmp_path, frontend="onnx", opsets=(27, 27)).validate()
+    mixed = identity_of(Config(out=tmp_path, frontend="onnx"))
+    at27 = identity_of(Config(out=tmp_path, frontend="onnx", opsets=(27,)))
+    at17 = identity_of(Config(out=tmp_path, frontend="onnx", opsets=(17,)))
     assert (mixed.opset, mixed.older_opsets) == (27, (17,))
     assert at27.opset == 27 and at27.older_opsets is None and at17.opset is None  # as written before opsets
     assert at27.differs(at17) == ["opset"] and mixed.differs(at27) == ["older_opsets"]
-    assert FuzzConfig(out=tmp_path, frontend="tf", opsets=(20,)).identity().opset is None  # no ONNX written
+    assert identity_of(Config(out=tmp_path, frontend="tf", opsets=(20,))).opset is None  # no ONNX written
 
 
 @pytest.mark.parametrize("text, want", [("27", (27,)), ("27,17", (27, 17)), (" 20 , 18", (20, 18))])
@@ -196,34 +197,34 @@ def test_records_of_an_opset_are_rebuilt_as_shipped():
 def test_a_resumed_campaign_keeps_its_opset_and_an_old_output_resumes_at_17(tmp_path):
     """--resume takes the opset from the output, whatever the command line says; an output made
     before opsets were chosen has none in its config and resumes at 17 (its identity holds)."""
-    import argparse
-
     from gbft_action.campaign import Campaign
-    from gbft_action.cli import _resume_config
+    from gbft_action.cli import _resumed
+
+    def resumed() -> Config:
+        return configure({}, on=Config(out=out).resumed(_resumed(out)))
 
     out = tmp_path / "o"
-    Campaign(FuzzConfig(out=out, engine="mnn", budget=30, max_models=2, seed=1, frontend="onnx", opsets=(22, 18),
+    Campaign(Config(out=out, engine="mnn", budget=30, max_models=2, seed=1, frontend="onnx", opsets=(22, 18),
                         minimize_share=0.0).validate()).run()
-    args = argparse.Namespace(resume=out)
-    assert _resume_config(FuzzConfig(out=out), args).opsets == (22, 18)
+    assert resumed().opsets == (22, 18)
     record = json.loads((out / "campaign.json").read_text())
     assert record["identity"]["opset"] == 22 and record["config"]["opsets"] == [22, 18]
     # As written before opsets were mixed: one opset, and its identity has no others.
     del record["config"]["opsets"], record["identity"]["older_opsets"]
     record["config"]["opset"] = 22
     (out / "campaign.json").write_text(json.dumps(record))
-    cfg = _resume_config(FuzzConfig(out=out), args)
-    assert cfg.opsets == (22,) and cfg.identity().differs(CampaignIdentity.from_json(record["identity"])) == []
+    cfg = resumed()
+    assert cfg.opsets == (22,) and identity_of(cfg).differs(CampaignIdentity.from_json(record["identity"])) == []
     for bad in (None, [], [27, "x"]):  # a hand-edited record: one line, never a traceback
         record["config"]["opsets"] = bad
         (out / "campaign.json").write_text(json.dumps(record))
-        with pytest.raises(ValueError, match="campaign.json's opsets"):
-            _resume_config(FuzzConfig(out=out), args)
+        with pytest.raises(ValueError, match="campaign.json.*opsets"):
+            resumed()
     del record["config"]["opsets"]
     del record["config"]["opset"], record["identity"]["opset"]  # as written before opsets were chosen
     (out / "campaign.json").write_text(json.dumps(record))
-    cfg = _resume_config(FuzzConfig(out=out), args)
-    assert cfg.opsets == (LEGACY_OPSET,) and cfg.identity().opset is None
+    cfg = resumed()
+    assert cfg.opsets == (LEGACY_OPSET,) and identity_of(cfg).opset is None
 
 
 def _opset_source(seed: int = 5) -> OpsetSource:
@@ -293,10 +294,10 @@ def test_a_pinned_campaign_starts_from_its_opsets_share_of_a_mixed_state(tmp_pat
         src.next_graph(i)
     (tmp_path / "st").mkdir()
     (tmp_path / "st" / "state.json").write_text(json.dumps(src.state()))
-    at17 = Campaign(FuzzConfig(out=tmp_path / "o", frontend="onnx", opsets=(17,), state=str(tmp_path / "st"))).source
+    at17 = Campaign(Config(out=tmp_path / "o", frontend="onnx", opsets=(17,), state=str(tmp_path / "st"))).source
     assert isinstance(at17, GuidedSource)
     assert at17.coverage.to_json() == src.sources[LEGACY_OPSET].coverage.to_json()
-    at20 = Campaign(FuzzConfig(out=tmp_path / "p", frontend="onnx", opsets=(20,), state=str(tmp_path / "st"))).source
+    at20 = Campaign(Config(out=tmp_path / "p", frontend="onnx", opsets=(20,), state=str(tmp_path / "st"))).source
     assert not at20.coverage.operators  # an opset the state has none of starts fresh
 
 
@@ -310,7 +311,7 @@ def test_a_corpus_of_later_operators_runs_at_the_default_opsets(tmp_path):
                       "  - {name: Relu, in_degree: [1], out_degree: [1]}\n")
     with pytest.raises(Exception, match="unknown operator 'Gelu'"):
         load_corpus(corpus, LEGACY_OPSET)
-    src = Campaign(FuzzConfig(out=tmp_path / "o", frontend="onnx", corpus=str(corpus))).source
+    src = Campaign(Config(out=tmp_path / "o", frontend="onnx", corpus=str(corpus))).source
     assert isinstance(src, OpsetSource)
     assert [b.name for b in src.sources[LEGACY_OPSET].corpus.blocks] == ["Relu"]
     assert {b.name for b in src.sources[NEWEST_OPSET].corpus.blocks} == {"Gelu", "Relu"}

@@ -13,7 +13,8 @@ from gbft_action.corpus import CorpusError, load_corpus, parse_corpus
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.graph.solver import Builder
 from gbft_action.ops.onnx_specs import ONNX_SPECS
-from gbft_action.ops.recorded import LEGACY_OPSET, RECORDS_VERSION, TYPES, RecordedSpec, RecordsError, recorded_specs
+from gbft_action.ops.recorded import RECORDS_VERSION, TYPES, RecordedSpec, RecordsError, recorded_specs
+from gbft_action.frontends import LEGACY_OPSET
 from gbft_action.ops.registry import registry
 
 ort = pytest.importorskip("onnxruntime")

@@ -10,6 +10,7 @@ import pytest
 
 from gbft_action.records import BundleMeta, EngineInfo, Fingerprint, RecordError, Status, Summary, Symptom
 from gbft_action.records.campaign import CampaignIdentity, CampaignRecord, Session
+from gbft_action.records.config import Config
 from gbft_action.records.known import KnownBug, read_known, write_known
 from gbft_action.statefile import StateFileError
 
@@ -24,9 +25,11 @@ def test_each_record_reads_back_what_it_wrote_and_today_s_files_as_version_0(tmp
     assert BundleMeta.read(tmp_path / "b") == meta
     old = {k: v for k, v in meta.to_json().items() if k != "version"}  # version 0: no version key
     assert BundleMeta.from_json(old) == meta and BundleMeta.read(tmp_path / "none") is None
-    rec = CampaignRecord(CampaignIdentity(3), {"seed": 3, "shard": "2/4"}, (Session(1.5, 10, "budget reached"),), "0.1.0")
+    rec = CampaignRecord(CampaignIdentity(3), Config(tmp_path, seed=3, shard=(2, 4)), (Session(1.5, 10, "budget reached"),),
+                         "0.1.0")
     rec.write(tmp_path)
-    assert CampaignRecord.read(tmp_path) == rec and (rec.shard, rec.seed, rec.frontend) == ("2/4", 3, "tf")
+    back = CampaignRecord.read(tmp_path)
+    assert back == rec and (back.config.shard, back.config.seed, back.config.frontend) == ((2, 4), 3, "tf")
     known = {FP.id: KnownBug(FP, FP.title, "2026-11-26T00:00:00Z", count=2, platforms=("x86_64",))}
     write_known(tmp_path / "known_bugs.json", known)
     assert read_known(tmp_path / "known_bugs.json") == known
@@ -56,8 +59,8 @@ def test_a_campaign_identity_is_compared_whole_as_its_json_was():
     (Summary, {"models": 1, "failures": [{"key": "../x"}]}, "failures[0]: 'key' must be a fingerprint id"),
     (Summary, {"models": 1, "by_status": {"DCP": "1"}}, "'by_status' must be an object of names to whole numbers"),
     (Summary, {"models": 1, "coverage": [1]}, "'coverage' must be an object"),
-    (CampaignRecord, {"sessions": [{"elapsed_s": "long"}]}, "sessions[0]: 'elapsed_s' must be a number"),
-    (CampaignRecord, {"sessions": {"a": 1}}, "'sessions' must be a list"),
+    (CampaignRecord, {"config": {"seed": 1}, "sessions": [{"elapsed_s": "long"}]}, "sessions[0]: 'elapsed_s' must be a number"),
+    (CampaignRecord, {"config": {"seed": 1}, "sessions": {"a": 1}}, "'sessions' must be a list"),
     (BundleMeta, {"id": FP.id, "fingerprint": FP.to_json(), "engine": {}, "flaky": "no"}, "'flaky' must be true or false"),
 ])
 def test_a_record_that_is_not_what_it_should_be_is_one_line_naming_the_field(record, data, words):

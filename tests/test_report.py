@@ -18,13 +18,14 @@ from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.report.github import GitHubTracker
 from gbft_action.report.render import RunContext
-from gbft_action.bugs.policy import DEFAULT_POLICY
+from gbft_action.policy import DEFAULT_POLICY
 from gbft_action.records import BundleMeta, RecordError
 from gbft_action.bugs.rootcause import same_class
 from gbft_action.report.reporter import (PRECISION_TRACKING, ReportConfig, ReportInputError, load_run, report,
                                          tracking_key)
 from gbft_action.report.sanitize import BODY_LIMIT, ZWSP, code_block, neutralise, truncate_body
-from gbft_action.report.trackers import FilesTracker, make_tracker, marker_ids
+from gbft_action.report.choose import make_tracker
+from gbft_action.report.trackers import FilesTracker, marker_ids
 from gbft_action.records.case import CaseRecord
 
 from .conftest import ROOT, case_meta, gbft_cmd
@@ -288,7 +289,7 @@ def test_check_fixes_closes_fixed_and_keeps_failing(tmp_path, fake, monkeypatch)
     corpus_out = make_out(tmp_path / "corpus", [(fixed, 1, "x", relu_graph("Relu")),
                                                 (failing, 1, "x", relu_graph("Lrn"))])
     # The Lrn bundle's fingerprint must be the one MNN really gives: ask the engine.
-    from gbft_action.bugs.replay import replay
+    from gbft_action.rerun.replay import replay
     from gbft_action.cli import _replay_lane
 
     meta = BundleMeta.read(corpus_out / "bugs" / failing.id)
@@ -714,7 +715,7 @@ def test_malformed_root_causes_are_one_line_naming_the_file(tmp_path, fake, caps
 def test_check_fixes_replays_a_root_causes_canonical_bundle(tmp_path, fake, monkeypatch):
     """The replay itself is faked (the real one is test_check_fixes_closes_fixed_and_keeps_failing):
     this checks which bundle a root cause's issue replays, and that the tracking issue is left alone."""
-    import gbft_action.bugs.replay as replay_mod
+    import gbft_action.rerun.replay as replay_mod
 
     a, b, c = fp("Lrn"), variant("Lrn", 2), fp("Exp")
     corpus = make_rc_out(tmp_path, [cause(RC1, "wrong-result", [a, b], canonical=b),

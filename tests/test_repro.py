@@ -248,7 +248,7 @@ def test_a_crash_once_is_run_again_for_a_bug_that_is_no_crash(tmp_path):
 
 def test_an_operator_shown_wrong_alone_is_what_the_issue_and_its_repro_show(tmp_path):
     """The minimiser can stop at thirty operators; diagnosis then ran the blamed one alone, on
-    inputs drawn as a repro draws them, and it failed so (bugs.diagnose.shown_alone).  The
+    inputs drawn as a repro draws them, and it failed so (rerun.diagnose.shown_alone).  The
     issue shows that operator alone: a maintainer reads one node, not the model it came from
     (here a Relu -> Neg model that MNN gets right: a repro of it would exit 0)."""
     from gbft_action.bugs.bundle import ALONE_FILE, BugBook

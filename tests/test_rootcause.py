@@ -1,5 +1,5 @@
 """Root causes: symptom classes, keys that merge variants and keep defects apart, blame in
-isolation (bugs.diagnose) with a toy lane whose reference and engine are a few numpy operators."""
+isolation (rerun.diagnose) with a toy lane whose reference and engine are a few numpy operators."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 from gbft_action.records import FailureRow, Fingerprint, MinimizeStats, Verdict
 from gbft_action.records.summary import Diagnosis
-from gbft_action.bugs.diagnose import Blame, _from_blame, blame, candidates, needed_params, single_node
-from gbft_action.bugs.policy import policy_for
+from gbft_action.rerun.diagnose import Blame, _from_blame, blame, candidates, needed_params, single_node
+from gbft_action.policy import policy_for
 from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Sighting, Symptom, assemble, classify, in_pattern, local_key,
                                         root_key)
 from gbft_action.graph.ir import Graph, Node, TensorType
@@ -468,7 +468,7 @@ def test_without_a_localised_node_every_node_is_tried_in_order():
 
 
 def test_a_crash_is_blamed_on_the_operator_that_crashes_alone():
-    from gbft_action.bugs.diagnose import _first_failing_alone
+    from gbft_action.rerun.diagnose import _first_failing_alone
 
     g = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]), ("n2", "Sub", ["n1", "in1"]))
     lane = ToyLane({}, crashes=("Exp",))
@@ -550,7 +550,7 @@ def test_inconclusive_isolation_proves_no_tie_or_pattern():
 def test_a_bug_seen_on_several_platforms_is_diagnosed_on_the_fastest_only():
     from types import SimpleNamespace
 
-    from gbft_action.bugs.replay import bug_platforms
+    from gbft_action.rerun.replay import bug_platforms
     from gbft_action.platforms import Platform
     plats = {"x86_64": Platform("x86_64"), "arm64-qemu": Platform("arm64-qemu", slowdown=8.0)}
     lane = SimpleNamespace(platforms=plats, primary="x86_64")
@@ -869,7 +869,7 @@ def test_a_merged_root_cause_is_titled_by_its_smallest_model():
 
 
 def test_a_crash_no_operator_repeats_alone_is_keyed_by_the_operator_computing_addresses(monkeypatch):
-    from gbft_action.bugs import diagnose as D
+    from gbft_action.rerun import diagnose as D
 
     g = _chain(("n0", "Pad", ["in0"], "adapter"), ("n1", "Batchtospacend", ["n0"], "block"),
                ("n2", "Realdiv", ["n1", "in0"], "block"))
@@ -933,7 +933,7 @@ class FusingLane(ToyLane):
 
 
 def test_a_pattern_is_keyed_by_its_smallest_chain_wrong_on_its_own():
-    from gbft_action.bugs.diagnose import _a_pattern, chains, failing_window
+    from gbft_action.rerun.diagnose import _a_pattern, chains, failing_window
 
     g = _graph(("n0", "Sub", ["in0", "in1"]), ("n1", "Relu", ["n0"]), ("n2", "Exp", ["n1"]),
                ("n3", "Sub", ["n2", "in1"]))
@@ -1035,7 +1035,7 @@ def test_the_operator_that_crashes_alone_is_found_however_far_down_the_model():
     """A minimised model of fourteen nodes whose last, an LSTM, crashes the converter alone: the
     walk goes on past twelve (it stopped there, and the key guessed the addressing operator),
     and a node like one already run alone is not run again."""
-    from gbft_action.bugs import diagnose as D
+    from gbft_action.rerun import diagnose as D
 
     t = TensorType((1, 2, 3, 3))
     nodes = [Node(f"n{i}", "Relu", ["in0" if i == 0 else f"n{i - 1}"], {}, t, "Relu", "block") for i in range(13)]
@@ -1296,7 +1296,7 @@ def test_chains_that_differ_only_in_their_last_operator_are_their_head_s_defect(
 def test_an_error_is_blamed_on_the_first_operator_that_gives_the_same_error_alone():
     # all16: MNN refuses a SoftmaxCrossEntropyLoss ("only support N outputs"); the GRU after it
     # drops an output alone, another error, and was blamed for the refusal.
-    from gbft_action.bugs.diagnose import _first_failing_alone
+    from gbft_action.rerun.diagnose import _first_failing_alone
 
     g = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]), ("n2", "Sub", ["n1", "in1"]))
     lane = ToyLane({}, errors={"Relu": "Can't find output n0", "Exp": "MNN Exp only support 1 outputs"})

@@ -15,7 +15,8 @@ from gbft_action.action.config import ActionConfig, ConfigError
 from gbft_action.corpus import load_corpus
 from gbft_action.graph.generate import GenOptions
 from gbft_action.merge import MergeError, merge
-from gbft_action.search import RandomSource, ShardError, case_seed, parse_shard, shard_of_seed
+from gbft_action.records.config import ShardError, parse_shard
+from gbft_action.search import RandomSource, case_seed, shard_of_seed
 from gbft_action.search.coverage import Coverage
 from gbft_action.search.guided import GuidedSource
 from gbft_action.search.mcts import combine_trees
@@ -307,6 +308,7 @@ def test_the_action_input_reaches_the_campaign(tmp_path, monkeypatch):
     import time
 
     import gbft_action.campaign as campaign
+    from gbft_action.campaign import identity_of
     from gbft_action.action.main import _campaign
 
     seen = []
@@ -314,7 +316,7 @@ def test_the_action_input_reaches_the_campaign(tmp_path, monkeypatch):
     cfg = ActionConfig.from_env({"INPUT_SHARD": "2/3", "GITHUB_WORKSPACE": str(tmp_path)}).validate()
     assert cfg.shard_pair == (2, 3)
     _campaign(cfg, tmp_path / "out", time.monotonic())
-    assert seen[0].shard == (2, 3) and seen[0].identity().shard == "2/3"
+    assert seen[0].shard == (2, 3) and identity_of(seen[0]).shard == "2/3"
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import pytest
 
 from gbft_action.action.config import ActionConfig, ConfigError
 from gbft_action.action.main import EXIT_BUILD, main
-from gbft_action.engines.source import BuildFailed, BuildPlan
+from gbft_action.knowledge.source import BuildFailed, BuildPlan
 
 # Writes the tree's VERSION into the build; refuses to build a tree holding BROKEN.
 COMMAND = 'test ! -e BROKEN || { echo "error: broken tree" >&2; exit 3; }; cp VERSION "$GBFT_BUILD_OUT"/'

@@ -12,7 +12,8 @@ from gbft_action.records.campaign import Session
 from gbft_action.bugs.bundle import BugBook, Found
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.bugs.triage import tally
-from gbft_action.campaign import FuzzConfig, SummaryInputs, StopReason, summarize, summarize_all
+from gbft_action.campaign import SummaryInputs, StopReason, summarize, summarize_all
+from gbft_action.records.config import Config
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.records import HarnessErrors, Summary
 from gbft_action.records.case import CaseRecord, PlatformRecord
@@ -46,7 +47,7 @@ def test_summarize_is_one_build_over_records(tmp_path: Path):
     book = BugBook(tmp_path)
     records = _records(book)
     inp = SummaryInputs(records=records, sessions=[Session(2.0, 4, StopReason.BUDGET)],
-                        cfg=FuzzConfig(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}}, book=book,
+                        cfg=Config(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}}, book=book,
                         new_ids=sorted(book.seen_this_run), run_id="r", minimized={}, bugs_dir=str(tmp_path / "bugs"))
     before = copy.deepcopy(records)
     files = sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
@@ -109,7 +110,7 @@ def test_a_diagnosis_the_harness_fails_on_is_counted_not_fatal(tmp_path: Path, m
     book = BugBook(tmp_path)
     records = _records(book)
     s = summarize(SummaryInputs(records=records, sessions=[Session(1.0, 4, "x")],
-                                cfg=FuzzConfig(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}},
+                                cfg=Config(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}},
                                 book=book, new_ids=sorted(book.seen_this_run), run_id="r",
                                 minimized={"f1": stats}, bugs_dir=""))
     assert s.harness_errors == HarnessErrors(1, stats.error)  # shown in the job summary
@@ -117,7 +118,7 @@ def test_a_diagnosis_the_harness_fails_on_is_counted_not_fatal(tmp_path: Path, m
 
 
 def test_one_fuzz_configuration_checked_once_names_the_bad_setting(tmp_path, capsys):
-    """FuzzConfig.validate: whoever built it (the CLI's options, the action's inputs), the first
+    """Config.validate: whoever built it (the CLI's options, the action's inputs), the first
     bad setting is one line naming it and what it may be."""
     import re
     from dataclasses import replace
@@ -126,7 +127,7 @@ def test_one_fuzz_configuration_checked_once_names_the_bad_setting(tmp_path, cap
 
     from gbft_action.cli import main
 
-    ok = FuzzConfig(out=tmp_path).validate()
+    ok = Config(out=tmp_path).validate()
     for change, words in ((dict(budget=0), "--budget must be a number of seconds above 0, got 0"),
                           (dict(blocks=(5, 2)), "--blocks: must be MIN-MAX with 1 <= MIN <= MAX <= 100 (e.g. 1-30), got 5-2"),
                           (dict(minimize_share=1.0), "--minimize-share must be in [0, 1), got 1.0"),

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from gbft_action.bugs.replay import replay_threads_env
-from gbft_action.campaign import FuzzConfig
-from gbft_action.engines.registry import threads_env
+from gbft_action.rerun.replay import replay_threads_env
+from gbft_action.records.config import Config
+from gbft_action.knowledge.registry import threads_env
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import Status
 from gbft_action.records.bundle import BundleMeta, EngineInfo
@@ -62,10 +62,10 @@ def test_the_oracle_is_the_engines_and_checked_once(tmp_path):
     assert replay_threads_env(_meta(Fingerprint("compare", "XTF", "mismatch", "values", "Relu")), "mnn") == MORE
     assert replay_threads_env(_meta(Fingerprint("compare", "DCF", "mismatch", "values", "Relu")), "mnn") == {}
     with pytest.raises(ValueError, match="engine 'onnxruntime' has no thread setting"):
-        FuzzConfig(tmp_path, engine="onnxruntime", frontend="onnx", threads_oracle=True).validate()
+        Config(tmp_path, engine="onnxruntime", frontend="onnx", threads_oracle=True).validate()
     with pytest.raises(ValueError, match="already runs at the oracle's thread count"):
-        FuzzConfig(tmp_path, engine_env=dict(MORE), threads_oracle=True).validate()
-    assert FuzzConfig(tmp_path, threads_oracle=True).validate().threads_oracle
+        Config(tmp_path, engine_env=dict(MORE), threads_oracle=True).validate()
+    assert Config(tmp_path, threads_oracle=True).validate().threads_oracle
 
 
 def test_the_repro_of_a_thread_count_bug_runs_at_more_threads():

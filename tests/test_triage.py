@@ -217,14 +217,15 @@ EXPECTED = {"fake build a: rejects Tanh": "new", "fake build a: rejects Sigmoid"
 def test_every_verdict_from_one_campaign_and_every_output_agrees(tmp_path, fake_engines_path, monkeypatch):
     import gbft_action.action.main as am
     from gbft_action.action.config import ActionConfig
-    from gbft_action.campaign import Campaign, FuzzConfig
-    from gbft_action.engines.builds import EngineBuild
+    from gbft_action.campaign import Campaign
+    from gbft_action.records.config import Config
+    from gbft_action.knowledge.builds import EngineBuild
     from gbft_action.report.render import RunContext
     from gbft_action.report.reporter import ReportConfig, report
-    from gbft_action.report.trackers import make_tracker
+    from gbft_action.report.choose import make_tracker
 
     out = tmp_path / "o"
-    cfg = FuzzConfig(out=out, engine="fake_engines:ScriptedRejects", engine_env=PR_ENV, budget=75, max_models=220,
+    cfg = Config(out=out, engine="fake_engines:ScriptedRejects", engine_env=PR_ENV, budget=75, max_models=220,
                      seed=5, blocks=(2, 5), jobs=2, minimize_share=0.45,
                      base=EngineBuild("fake_engines:ScriptedRejects", env=BASE_ENV, source="base"))
     s = Campaign(cfg).run()
@@ -283,11 +284,12 @@ def _norm(text: str) -> str:
 
 @pytest.mark.slow
 def test_a_confirmation_the_deadline_cuts_is_unchecked_never_blamed(tmp_path, fake_engines_path):
-    from gbft_action.campaign import Campaign, FuzzConfig
-    from gbft_action.engines.builds import EngineBuild
+    from gbft_action.campaign import Campaign
+    from gbft_action.records.config import Config
+    from gbft_action.knowledge.builds import EngineBuild
 
     # So many rounds that no confirmation can finish: every new failure stays unchecked.
-    cfg = FuzzConfig(out=tmp_path / "o", engine="fake_engines:ScriptedRejects",
+    cfg = Config(out=tmp_path / "o", engine="fake_engines:ScriptedRejects",
                      engine_env={"GBFT_FAKE_REJECT": "Tanh:a,Sigmoid:a"}, budget=25, max_models=60, seed=5,
                      blocks=(2, 5), jobs=2, confirm_rounds=10**6, base=EngineBuild("mnn", source="mnn"))
     s = Campaign(cfg).run()
@@ -322,10 +324,11 @@ def test_with_minimising_off_the_budget_still_keeps_time_to_confirm(tmp_path, fa
     """A base build with --minimize-share 0, stopped by the budget (no --max-models): the loop
     must leave the confirmation its tail, or every new failure stays unchecked and the check
     is green over a regression."""
-    from gbft_action.campaign import Campaign, FuzzConfig
-    from gbft_action.engines.builds import EngineBuild
+    from gbft_action.campaign import Campaign
+    from gbft_action.records.config import Config
+    from gbft_action.knowledge.builds import EngineBuild
 
-    cfg = FuzzConfig(out=tmp_path / "o", engine="fake_engines:ScriptedRejects",
+    cfg = Config(out=tmp_path / "o", engine="fake_engines:ScriptedRejects",
                      engine_env={"GBFT_FAKE_REJECT": "Tanh:a"}, budget=20, seed=5, blocks=(2, 5), jobs=1,
                      minimize_share=0.0, base=EngineBuild("fake_engines:ScriptedRejects", env={}, source="base"))
     s = Campaign(cfg).run()

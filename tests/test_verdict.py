@@ -15,9 +15,10 @@ import pytest
 from gbft_action.action.main import EXIT_FAILED, EXIT_OK, exit_code
 from gbft_action.bugs.bundle import BugBook, Found
 from gbft_action.bugs.fingerprint import Fingerprint
-from gbft_action.bugs.policy import fails_check, listed_line, parse_list_only
+from gbft_action.policy import fails_check, listed_line, parse_list_only
 from gbft_action.bugs.triage import case_verdict, headline, tally
-from gbft_action.campaign import FuzzConfig, StopReason, SummaryInputs, TriageInputs, summarize
+from gbft_action.campaign import StopReason, SummaryInputs, TriageInputs, summarize
+from gbft_action.records.config import Config
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.records import Summary
 from gbft_action.records.campaign import Session
@@ -67,7 +68,7 @@ class Run:
 
         cands = {k: (bv.verdict, "confirmed in 6 of 6 replays") for k, bv in triage.aggregate(self.records).items()
                  if bv.verdict in triage.CONFIRMED}
-        cfg = FuzzConfig(out=self.tmp, seed=1, **({"list_only": list_only} if list_only is not None else {}))
+        cfg = Config(out=self.tmp, seed=1, **({"list_only": list_only} if list_only is not None else {}))
         return summarize(SummaryInputs(
             records=self.records, sessions=[Session(2.0, len(self.records), StopReason.BUDGET)], cfg=cfg,
             engine=ENGINE, platform_info={"x86_64": {}}, book=self.book, new_ids=sorted(self.book.seen_this_run),

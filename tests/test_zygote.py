@@ -1,4 +1,4 @@
-"""Engine workers forked from a fork server (workers.zygote): a restart after a crash costs a
+"""Engine workers forked from a fork server (wire.zygote): a restart after a crash costs a
 fork, a renewed worker (replays on fresh workers) is a whole new process, and nothing of
 either is left after stop()."""
 

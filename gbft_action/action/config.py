@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..engines.registry import ENGINES as _REGISTRY
+from ..knowledge.registry import ENGINES as _REGISTRY
 from ..frontends import corpus_file, parse_frontends
-from ..ops.recorded import DEFAULT_OPSETS, parse_opsets
-from ..search import ShardError, parse_shard
-from ..knobs import KNOBS, from_texts
+from ..frontends import DEFAULT_OPSETS, parse_opsets
+from ..records.config import ShardError, parse_shard
+from ..records.config import KNOBS, from_texts
 
 ENGINES = tuple(_REGISTRY)  # every registered engine (module:Class adapters are for tests)
 REPORTS = ("issues", "summary", "none")
@@ -47,7 +47,7 @@ INPUTS: dict[str, tuple[str, str]] = {
     "platform-label": ("platform_label", ""),
     "output-dir": ("output_dir", "gbft-out"),
 }
-# ... and the knobs the CLI shares (gbft_action.knobs), each an input of its own name.
+# ... and the knobs the CLI shares (records.config.KNOBS), each an input of its own name.
 KNOB_INPUTS: dict[str, str] = {k.name: k.default for k in KNOBS}
 
 
@@ -62,7 +62,7 @@ class ActionConfig:
     onnx_opset: str = ""  # the opsets the onnx front end writes, e.g. 27 or 27,17 ("": ops.recorded.DEFAULT_OPSETS)
     engine_build: str = ""
     base_build: str = ""
-    build_command: str = ""  # builds the engine inside the image (engines.source)
+    build_command: str = ""  # builds the engine inside the image (knowledge.source)
     base_ref: str = ""  # with build_command: the base build is of the merge base with this ref
     ccache_dir: str = ".gbft-ccache"
     converter_command: str = ""
@@ -119,7 +119,7 @@ class ActionConfig:
         return parse_shard(self.shard)
 
     def knob_values(self) -> dict[str, Any]:
-        """The shared knobs' values by FuzzConfig field (gbft_action.knobs), the guide's folder
+        """The shared knobs' values by Config field (records.config.KNOBS), the guide's folder
         taken in the workspace; a ConfigError names the bad input."""
         try:
             values = from_texts(self.knobs)

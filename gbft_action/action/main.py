@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from ..bugs.triage import tally
 from ..records.summary import Summary
-from ..engines.source import BuildFailed, BuildPlan, BuildRecord
+from ..knowledge.source import BuildFailed, BuildPlan, BuildRecord
 from ..report.sanitize import code_block, inline
 from ..exitcodes import ActionExit
 from .config import ActionConfig, ConfigError
@@ -137,8 +137,9 @@ def _run(cfg: ActionConfig, t0: float, builds: list[BuildRecord]) -> int:
 
 def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
     """Engine builds set up (part of the step's budget), then the campaign for what is left."""
-    from ..campaign import Campaign, FuzzConfig
-    from ..engines.builds import Commands, prepare_builds
+    from ..campaign import Campaign
+    from ..records.config import configure
+    from ..knowledge.builds import Commands, prepare_builds
 
     deadline = t0 + cfg.budget
     pr, base = prepare_builds(cfg.engine, cfg.path(cfg.pr_build_dir) if cfg.pr_build_dir else None,
@@ -147,12 +148,12 @@ def _campaign(cfg: ActionConfig, out: Path, t0: float) -> Any:
     reserve = 3.0
     if cfg.report == "issues":
         reserve += min(REPORT_RESERVE_S, 0.15 * cfg.budget)
-    fuzz = FuzzConfig(out=out, engine=pr.engine, budget=max(5.0, deadline - time.monotonic() - reserve),
-                      **cfg.knob_values(), corpus=cfg.corpus_file, frontend=cfg.frontends,
-                      state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
-                      engine_python=pr.python, engine_env=dict(pr.env), base=base,
-                      platform_label=cfg.platform_label, shard=cfg.shard_pair, opsets=cfg.opsets)
-    return Campaign(fuzz.validate())
+    fuzz = configure(dict(out=out, engine=pr.engine, budget=max(5.0, deadline - time.monotonic() - reserve),
+                          **cfg.knob_values(), corpus=cfg.corpus_file, frontend=cfg.frontends,
+                          state=str(cfg.path(cfg.state_dir)) if cfg.state_dir else "",
+                          engine_python=pr.python, engine_env=dict(pr.env), base=base,
+                          platform_label=cfg.platform_label, shard=cfg.shard_pair, opsets=cfg.opsets))
+    return Campaign(fuzz)
 
 
 class Cancelled(Exception):
@@ -202,7 +203,7 @@ def _report(cfg: ActionConfig, out: Path) -> tuple[int, bool]:
     from ..report.render import RunContext
     from ..report.filing import ReportConfig
     from ..report.reporter import report
-    from ..report.trackers import make_tracker
+    from ..report.choose import make_tracker
 
     kind = {"issues": "github", "summary": "none", "none": "none"}[cfg.report]
     api = os.environ.get("GITHUB_API_URL", "https://api.github.com")

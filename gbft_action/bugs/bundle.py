@@ -24,7 +24,7 @@ from ..records.case import CaseRecord, PlatformRecord
 from ..records.known import KNOWN_FILE, KnownBug, read_known, write_known
 from .repro import ReproData, render_repro
 
-# The blamed operator alone (bugs.diagnose.shown_alone): what the repro and the issue show.
+# The blamed operator alone (rerun.diagnose.shown_alone): what the repro and the issue show.
 ALONE_FILE = "alone.json"
 # Package data: found the same way in a source checkout, an editable install and a wheel.
 TEMPLATES = Path(str(files("gbft_action") / "templates"))
@@ -123,7 +123,7 @@ class BugBook:
             meta.with_(root_cause=root_cause).write(self.bundle_dir(fid))
 
     def set_flaky(self, fid: str, flaky: bool) -> None:
-        """Whether its own replays disagreed (bugs.replay.minimize_bug's check)."""
+        """Whether its own replays disagreed (rerun.replay.minimize_bug's check)."""
         self._meta(fid).with_(flaky=flaky).write(self.bundle_dir(fid))  # atomic: a kill here loses no bundle
 
     def save(self) -> None:

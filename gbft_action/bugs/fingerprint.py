@@ -16,16 +16,14 @@ titles.  Per status (the paper's rule, made precise):
        base build where TensorFlow cannot tell them apart.
 
 What an engine's log means (its error formats, how it names operators) is the engine's
-knowledge (``engines.knowledge``), passed in; without it no log pattern is read.
-
-May import: graph, engines.knowledge (import-free; never an engine adapter).
+knowledge (``knowledge.base``), passed in; without it no log pattern is read.
 """
 
 from __future__ import annotations
 
 import re
 
-from ..engines.knowledge import GENERIC, EngineKnowledge, Failure
+from ..knowledge.base import GENERIC, EngineKnowledge, Failure
 from ..graph.ir import Graph
 from ..records.keys import Fingerprint
 

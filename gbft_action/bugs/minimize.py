@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Protocol
 from ..graph.ir import Graph, TensorType
 from ..graph.solver import Builder, GenError
 from ..ops.domains import Choice, FloatRange, IntRange
-from ..ops.recorded import LEGACY_OPSET
+from ..frontends import LEGACY_OPSET
 from ..ops.registry import Registry, registry, registry_of
 from ..records.bundle import MinimizeStats
 

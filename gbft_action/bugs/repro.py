@@ -14,8 +14,7 @@ and 2 on anything else, uncaught exceptions included.
 
 The scripts are generated from data (the graph, meta.json), never copied from a
 bundle: a bundle may come from a pull request, so every value that reaches the
-code is checked or quoted here.  May import: graph, oracle, reference.tf_code, reference.inputs, bugs.rootcause,
-engines.registry (what the host knows of each engine, never an adapter).
+code is checked or quoted here.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from ..engines.registry import knowledge_of
+from ..knowledge.registry import knowledge_of
 from ..graph.ir import Graph
 from ..oracle import HALF_TYPES, tolerance_for, widened_because
 from ..records.bundle import BundleMeta, EngineInfo

@@ -4,7 +4,7 @@ A fingerprint describes one failing *case* (where it diverged, what the log said
 many fingerprints are variants of one defect.  A root cause is keyed by what is
 left after minimisation and isolation:
   - the symptom class (``Symptom``: a wrong result, a NaN/Inf semantics difference,
-    precision, a crash, ...), each with its own policy (``bugs.policy``);
+    precision, a crash, ...), each with its own policy (``policy``);
   - the operator(s) blamed: the one that is wrong when re-run alone on the
     reference's own inputs, or, when every operator is right alone, the operators of
     the minimised model (a pattern, e.g. a fused view chain);
@@ -12,8 +12,6 @@ left after minimisation and isolation:
     normalised check of a converter error, the salient parameters the minimiser
     could not simplify.
 Structure (in-degree, ranks) is information in the bundle, never part of the key.
-
-May import: bugs.fingerprint, graph, ops; nothing that runs an engine.
 """
 
 from __future__ import annotations
@@ -205,10 +203,10 @@ def _param_text(g: Graph, op: str, k: str, v: Any, failing: Sequence[Any] = (), 
 
 
 # Graph meta: the blamed node's parameters that no valid simpler value could be tried for
-# (bugs.diagnose.needed_params): not shown to be needed, so not named in the key.
+# (rerun.diagnose.needed_params): not shown to be needed, so not named in the key.
 UNPROVEN = "unproven_params"
 # Graph meta: for a parameter the defect needs, every value the node alone is as wrong with
-# (bugs.diagnose.failing_values): the key names them all.
+# (rerun.diagnose.failing_values): the key names them all.
 FAILING_VALUES = "failing_values"
 # Graph meta: ... and the values it was right with (a recorded instance's key: what the failing
 # ones share and these lack, ops.recorded.RecordedSpec.distinguishing).
@@ -363,18 +361,19 @@ def crash_class(code: str) -> str:
 # The verdict of a root cause from its fingerprints': new when any of them is (models the base
 # build passes fail now, confirmed), whatever else the defect holds; a known defect is no place
 # for a regression to hide (bugs.triage.fingerprint_verdict).
-VERDICT_ORDER = ("new", "pre-existing", "changed", "fixed", "flaky-new", "flaky-fixed", "unchecked")
+VERDICT_ORDER = (Verdict.NEW, Verdict.PRE_EXISTING, Verdict.CHANGED, Verdict.FIXED, Verdict.FLAKY_NEW,
+                 Verdict.FLAKY_FIXED, Verdict.UNCHECKED)
 
 
 @dataclass
 class RootCause:
     key: RootKey
-    policy: str
+    policy: Policy
     fingerprints: list[str]
     canonical: str  # the fingerprint whose bundle shows the root cause (the smallest model)
     count: int = 0
     platforms: list[str] = field(default_factory=list)
-    verdict: str = ""
+    verdict: Verdict | None = None
     minimized: bool = False
     # False: every diagnosis of it was cut short before it settled (see Diagnosed.settled); its
     # key names an operator nobody confirmed, so it is listed, not filed (it still counts for
@@ -385,21 +384,21 @@ class RootCause:
         return {"key": self.key.id, "symptom": self.key.symptom, "policy": self.policy, "title": self.key.title,
                 "ops": list(self.key.ops), "detail": self.key.detail, "fingerprints": list(self.fingerprints),
                 "canonical": self.canonical, "count": self.count, "platforms": list(self.platforms),
-                "verdict": self.verdict, "minimized": self.minimized, "isolated": self.key.isolated,
+                "verdict": self.verdict or "", "minimized": self.minimized, "isolated": self.key.isolated,
                 "settled": self.settled}
 
     def to_row(self) -> RootCauseRow:
         """The summary's row of it (records.summary)."""
         k = self.key
-        return RootCauseRow(k.id, k.symptom, tuple(self.fingerprints), self.canonical, Policy(self.policy), self.count,
-                            k.title, k.ops, k.detail, tuple(self.platforms), Verdict(self.verdict) if self.verdict else None,
+        return RootCauseRow(k.id, k.symptom, tuple(self.fingerprints), self.canonical, self.policy, self.count,
+                            k.title, k.ops, k.detail, tuple(self.platforms), self.verdict,
                             self.minimized, k.isolated,
                             self.settled)
 
     @property
     def filed(self) -> bool:
         """Whether a report files an issue for it (within its quota)."""
-        return self.policy == "report" and self.settled
+        return self.policy is Policy.REPORT and self.settled
 
 
 @dataclass(frozen=True)
@@ -428,7 +427,7 @@ class Sighting:
         return self.row.key
 
 
-def assemble(failures: list[Sighting], diagnosed: dict[str, Diagnosed], policy: Callable[[str], str]) -> list[RootCause]:
+def assemble(failures: list[Sighting], diagnosed: dict[str, Diagnosed], policy: Callable[[str], Policy]) -> list[RootCause]:
     """Merge the summary's failures into root causes.  A fingerprint not diagnosed in time
     joins a diagnosed one with the same local key (symptom, operator, direction); failing
     that, its own operator keys it."""
@@ -449,7 +448,7 @@ def assemble(failures: list[Sighting], diagnosed: dict[str, Diagnosed], policy: 
         rc.fingerprints.append(f.key)
         rc.count += f.row.count
         rc.platforms = sorted(set(rc.platforms) | set(f.row.platforms))
-        rc.verdict = _worse(rc.verdict, f.row.verdict.value if f.row.verdict else "")
+        rc.verdict = _worse(rc.verdict, f.row.verdict)
         if d and (not rc.minimized or d.size < diagnosed[rc.canonical].size):
             # The smallest model's key names it (one id can hold two symptoms: nondeterministic
             # and wrong-result; the title is the one the canonical bundle shows).
@@ -652,8 +651,7 @@ def _owned(key: RootKey, owners: dict[tuple[str, str], RootKey]) -> RootKey:
     return hits.pop() if len(hits) == 1 else key
 
 
-def _worse(a: str, b: str) -> str:
-    rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
-    if not a or not b:
+def _worse(a: Verdict | None, b: Verdict | None) -> Verdict | None:
+    if a is None or b is None:
         return a or b
-    return a if rank.get(a, 99) <= rank.get(b, 99) else b
+    return a if VERDICT_ORDER.index(a) <= VERDICT_ORDER.index(b) else b

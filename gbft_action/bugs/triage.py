@@ -19,9 +19,6 @@ regression, and two releases differ that way in both directions.
                                    its outputs changed from one replay to the next
                      flaky-fixed   the same, for a fixed one on the base build
                      unchecked     the deadline cut the confirmation short
-
-May import: bugs.fingerprint, oracle (and, in ``confirm``, the lane it is given);
-never campaign, report or action.
 """
 
 from __future__ import annotations
@@ -338,7 +335,7 @@ def tally(summary: Summary) -> Tally:
         by_verdict = {v.value: 0 for v in Verdict} | dict(Counter(rc.verdict.value for rc in rcs
                                                                   if rc.verdict and rc.policy is not Policy.IGNORE))
         by_verdict["new"] = len(new)
-        # New on this build, of a class listed rather than failing (bugs.policy.fails_check).
+        # New on this build, of a class listed rather than failing (policy.fails_check).
         failing = {rc.key for rc in new}
         by_verdict["new-listed"] = sum(rc.verdict is Verdict.NEW and rc.policy is not Policy.IGNORE
                                        and rc.key not in failing for rc in rcs)

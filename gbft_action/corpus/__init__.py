@@ -8,7 +8,7 @@ optionally, narrowed parameter domains.  The loader rejects a bad corpus with a
 (``ops.registry``) the block names refer to; ``recorded: true`` adds a block for each
 operator known only from ONNX's recorded instances (``ops.recorded``).
 
-Layer 1 of ``gbft_action.LAYERS``.  May import: ops.
+Layer 1 of ``gbft_action.LAYERS``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..ops.domains import Domain, parse_domain
-from ..ops.recorded import LEGACY_OPSET, RecordedSpec
+from ..ops.recorded import RecordedSpec
+from ..frontends import LEGACY_OPSET
 from ..ops.registry import FRONTENDS, TF, Registry, registry
 from ..ops.specs import Spec
 

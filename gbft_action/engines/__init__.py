@@ -1,2 +1,2 @@
-"""Engines: what the host knows of each (layer 0: knowledge, registry, builds, source) and the
-adapters that run one in a worker (layer 3 of ``gbft_action.LAYERS``).  May import: workers.arrays."""
+"""Engine adapters, each run inside an engine worker (layer 3 of ``gbft_action.LAYERS``), and
+the engine-coverage runtime.  What the host knows of an engine is ``gbft_action.knowledge``."""

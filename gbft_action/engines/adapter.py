@@ -1,13 +1,11 @@
 """The engine interface, its registry, and the worker-side handler.
 
 An engine adapter runs inside an engine worker process; the host never imports
-it.  The registry (engines/registry.py, re-exported here) maps a name to the engine's
+it.  The registry (knowledge/registry.py, re-exported here) maps a name to the engine's
 ``EngineKnowledge`` (what the host knows of it, import-free), which names the adapter as a
 ``module:Class`` string, so that importing ``gbft_action`` imports no engine.
 ``--engine module:Class`` names any adapter directly (the tests use this for engines that
 crash on purpose).
-
-May import: engines.registry, engines.coverage, workers.arrays, numpy (the handler runs in the worker).
 """
 
 from __future__ import annotations
@@ -21,9 +19,9 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..workers.arrays import pack, unpack
+from ..wire.arrays import pack, unpack
 from .coverage import SHIM_ENV, BlockReader
-from .registry import ENGINES, knowledge_of, resolve  # noqa: F401 - the registry, as it was found here
+from ..knowledge.registry import ENGINES, knowledge_of, resolve  # noqa: F401 - the registry, as it was found here
 
 
 class ConvertError(RuntimeError):

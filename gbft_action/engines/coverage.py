@@ -12,8 +12,6 @@ engine's knowledge holds (``EngineKnowledge.source_modules``).
 
 A build without the instrumentation never calls the shim: the worker then reports no blocks,
 and the summary says so.
-
-May import: the standard library.
 """
 
 from __future__ import annotations

@@ -1,2 +1,2 @@
 """The graph IR, its generator, solver and mutations (layer 1 of ``gbft_action.LAYERS``).
-May import: ops, corpus."""
+"""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from ..records.config import Config
 from ..corpus import Block, Corpus
 from .ir import Graph, TensorType
 from .models import make_graph, trim_degrees
@@ -28,6 +29,13 @@ class GenOptions:
     width: tuple[int, int] = (1, 16)
     channels: tuple[int, int] = (1, 8)
     special_share: float = 0.1  # share of models whose inputs hold special values (Graph.values)
+
+    @staticmethod
+    def of(cfg: Config) -> GenOptions:
+        """A campaign's options (its configuration's blocks, graph and special share), checked."""
+        opts = GenOptions(blocks=cfg.blocks, graph=cfg.graph, special_share=cfg.special_share)
+        opts.validate()
+        return opts
 
     def validate(self) -> None:
         lo, hi = self.blocks

@@ -23,8 +23,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..campaign import FuzzConfig
-from ..engines.builds import EngineBuild
+from ..campaign import corpus_of
+from ..records.config import Config
+from ..knowledge.builds import EngineBuild
 from ..engines.coverage import ModulePlacer, build_shim, preload_env
 from ..frontends import FRONTENDS
 from ..graph.generate import GenOptions
@@ -147,7 +148,7 @@ def _check_meta(out: Path, engine: str) -> None:
 def _generated(cfg: CollectConfig, fe: str) -> Job:
     """The front end's generated models, in the order the seed draws them."""
     def models(lane: Lane) -> Iterator[tuple[str, Callable[[], tuple[CaseResult, dict[str, Any]]]]]:
-        corpus = FuzzConfig(out=cfg.out, frontend=fe).corpus_of(fe)
+        corpus = corpus_of(Config(out=cfg.out, frontend=fe), fe)
         src = GuidedSource(corpus, GenOptions(blocks=cfg.blocks), cfg.seed, "random")
         for i in range(cfg.models):
             g = src.next_graph(i)

@@ -17,7 +17,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..campaign import FuzzConfig
+from ..campaign import corpus_of
+from ..records.config import Config
 from ..records.learned import DatasetMeta, DatasetRow, LearnedMeta
 from ..search.features import FEATURES_VERSION, Encoder, FeatureGraph
 from ..search.learned import Guide, bug_share
@@ -55,7 +56,7 @@ def train_guide(data: Path, out: Path, frontends: Sequence[str], steps: int, epo
     guide = Guide(out)
     policies = {}
     for fe in frontends:
-        corpus = FuzzConfig(out=out, frontend=fe).corpus_of(fe)
+        corpus = corpus_of(Config(out=out, frontend=fe), fe)
         policies[fe] = train_policy(corpus, guide, fe, out / f"policy-{fe}.onnx", steps, seed, log=say)
     learned = LearnedMeta(meta.engine, FEATURES_VERSION, enc.vocab, modules, learned.scale, learned.bug_share,
                           policies=policies, quality=quality)

@@ -1,2 +1,2 @@
 """Operator specs, parameter domains, shape rules and ranges (layer 1 of ``gbft_action.LAYERS``).
-May import: graph.ir."""
+"""

@@ -16,7 +16,7 @@ so that:
 Constants a pass checks by value (Gelu's 0.5 and sqrt(2), a norm's epsilon, the exponent 2)
 are written as exporters write them, never drawn at random.
 
-Framework-free.  May import: graph.ir, ops.domains, ops.shapes, ops.specs.
+Framework-free.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ output, over the constants ``reference.onnx_emit`` draws: weights U[-1, 1],
 BatchNormalization variances U[0.1, 1], divisors +-U[0.5, 1]), keyed by ONNX
 operator name.  Names that mean the same in both front ends reuse the
 TensorFlow rule; the others are here.
-
-May import: graph.ir, ops.ranges, ops.shapes.
 """
 
 from __future__ import annotations

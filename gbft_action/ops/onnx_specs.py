@@ -13,7 +13,7 @@ that every model is valid by construction, as for TensorFlow.  Tensors an
 operator needs beside its data input (weights, indices, grids, rois) are drawn
 by the emitter from ``weights_rng(seed, node id)``: only their shapes are here.
 
-Framework-free.  May import: graph.ir, ops.domains, ops.onnx_exported, ops.shapes, ops.specs.
+Framework-free.
 """
 
 from __future__ import annotations

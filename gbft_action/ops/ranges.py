@@ -11,7 +11,6 @@ Sigmoid makes it positive and away from zero.
 
 The intervals are conservative for float32 up to rounding: every element the
 reference computes lies in [lo, hi] (``tests/test_values.py`` checks this).
-May import: graph.ir, ops.shapes.
 """
 
 from __future__ import annotations

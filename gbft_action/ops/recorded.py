@@ -15,7 +15,7 @@ they draw shapes and attributes, instances only replay them.
 A node's parameters are ``{"instance": i}``, an index into the package's file: a bundle (a pull
 request's artifact) can pick an instance, never write an attribute or a constant.
 
-Framework-free (JSON only).  May import: graph.ir, ops.domains, ops.specs.
+Framework-free (JSON only).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 from collections.abc import Iterable
 from typing import Any
 
+from ..frontends import LEGACY_OPSET, NEWEST_OPSET, OPSETS, check_opset
 from ..graph.ir import TensorType
 from .domains import Choice
 from .specs import Params, Spec
@@ -36,17 +37,6 @@ from .specs import Params, Spec
 RECORDS_VERSION = 1
 DATA = Path(str(files("gbft_action") / "ops" / "data"))
 RECORDS_FILE = DATA / "onnx_records.json"  # opset 17's, named as before there were others
-# The opsets the ONNX front end writes.  17: every graph made before opsets were chosen (a
-# graph's meta without "opset"), so old bundles' instance indices keep their meaning.  27: the
-# newest ONNX Runtime 1.32 runs (its node tests pass up to 27; it has no kernel for SwiGLU-28's
-# body), and MNN 3.6's converter reads models of 18 to 28.
-LEGACY_OPSET = 17
-NEWEST_OPSET = 27
-OPSETS = tuple(range(LEGACY_OPSET, NEWEST_OPSET + 1))
-# What a campaign writes unless told: the newest, and one model in four (search.opsets) at 17,
-# which torch.onnx wrote by default for years and which still holds the nine operators whose
-# newest versions ONNX Runtime runs no kernel of at 27.
-DEFAULT_OPSETS = (NEWEST_OPSET, LEGACY_OPSET)
 # Element types a fed input may take (the generator casts to them) and outputs may have.
 # float16 last (a test case's other types come first within MAX_PER_OP): the reference may
 # compute it in half precision where the engine computes in float32, so a case holding a
@@ -57,34 +47,6 @@ MAX_CONST_ELEMS = 1024  # constants an instance may carry (the file stays readab
 
 class RecordsError(ValueError):
     """The records file is missing, of another version, or malformed (names the file)."""
-
-
-def check_opset(opset: object, what: str = "opset") -> int:
-    """``opset`` if the ONNX front end writes it (one of OPSETS); else a one-line ValueError
-    naming ``what`` and the value."""
-    if type(opset) is not int or opset not in OPSETS:
-        raise ValueError(f"{what} must be from {OPSETS[0]} to {OPSETS[-1]}, got {str(opset)[:20]!r}")
-    return opset
-
-
-def parse_opsets(text: str, what: str = "--opset") -> tuple[int, ...]:
-    """``"27"`` (every model at 27) or ``"27,17"`` (most at the first, the main one; the rest
-    at the others: search.opsets), each checked; a one-line ValueError naming the bad value."""
-    parts = [p.strip() for p in str(text).split(",")]
-    if not all(p.lstrip("-").isdigit() for p in parts):
-        raise ValueError(f"{what} must be an opset or a comma list of them (e.g. 27 or 27,17), got {str(text)[:40]!r}")
-    return check_opsets([int(p) for p in parts], what)
-
-
-def check_opsets(opsets: Iterable[object], what: str = "--opset") -> tuple[int, ...]:
-    """``opsets`` (the main one first) if each is one the ONNX front end writes, none twice and
-    at least one; else a one-line ValueError naming ``what``."""
-    out = tuple(check_opset(o, what) for o in opsets)
-    if not out:
-        raise ValueError(f"{what} must name an opset, got none")
-    if len(set(out)) < len(out):
-        raise ValueError(f"{what} lists an opset twice: {','.join(map(str, out))[:40]!r}")
-    return out
 
 
 @dataclass(frozen=True)
@@ -170,7 +132,7 @@ class RecordedSpec(Spec):
     def neighbours(self, k: int, limit: int) -> list[int]:
         """Up to ``limit`` other instances that can stand in for instance ``k`` (Instance.fed_like),
         those differing from it in the fewest features first: which of them share its defect
-        tells what the defect needs (bugs.diagnose.failing_values)."""
+        tells what the defect needs (rerun.diagnose.failing_values)."""
         own = self.instances[k]
         near = [(len(set(own.features()) ^ set(x.features())), i) for i, x in enumerate(self.instances)
                 if i != k and own.fed_like(x)]

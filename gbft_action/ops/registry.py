@@ -13,7 +13,7 @@ its recorded operators are those of that opset's records, and a node's ``instanc
 them.  A graph names both in its meta (``registry_of``); a graph without an opset was made at
 17, before opsets were chosen.
 
-Framework-free.  May import: graph.ir, ops.specs, ops.ranges, ops.onnx_specs, ops.onnx_ranges, ops.recorded.
+Framework-free.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from ..graph.ir import Graph
 from . import ranges
-from .recorded import LEGACY_OPSET, check_opset
+from ..frontends import LEGACY_OPSET, check_opset
 from .specs import ADAPTERS, SPECS, Spec
 
 FRONTENDS = ("tf", "onnx")

@@ -4,7 +4,7 @@ A platform turns into a worker command (prefix, interpreter, import path) and a
 slowdown factor for the stage time limits.  The table below is the only place
 that knows the platform names; the reference (TensorFlow) always runs natively.
 
-Layer 0 of ``gbft_action.LAYERS``.  May import: the standard library only.
+Layer 0 of ``gbft_action.LAYERS``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ today's files without a version are read as version 0.  The enums the records' f
 (Status, Symptom, Verdict, Policy, StopReason) live here, at the bottom of the house, so that
 every layer shares one type for them.
 
-Layer 0 (foundation). May import: the standard library, ``statefile`` and ``bugs.policy`` only.
+Layer 0 (foundation).
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from .io import Fields, read_record, write_record
+from ..frontends import LEGACY_OPSET
+from .config import Config, shard_text
+from .io import Fields, RecordError, read_record, write_record
 
 CAMPAIGN_VERSION = 1  # 0: written before records (no "version" key), read the same way
 
@@ -109,45 +111,11 @@ class CampaignIdentity:
 @dataclass(frozen=True)
 class CampaignRecord:
     identity: CampaignIdentity
-    config: dict[str, Any]
+    config: Config
     sessions: tuple[Session, ...] = ()
     tool_version: str = ""
     merged: dict[str, ShardPart] | None = None  # a merged output: its shards (I/N) -> what each did
     version: int = CAMPAIGN_VERSION
-
-    @property
-    def shard(self) -> str:
-        """The shard this output is (I/N; 1/1 unsharded)."""
-        return str(self.config.get("shard") or "1/1")
-
-    @property
-    def frontend(self) -> str:
-        return str(self.config.get("frontend") or "tf")
-
-    @property
-    def seed(self) -> int:
-        return int(self.config.get("seed") or 0)
-
-    @property
-    def blocks(self) -> tuple[int, int]:
-        lo, hi = self.config.get("blocks") or (1, 30)
-        return int(lo), int(hi)
-
-    @property
-    def engine(self) -> str:
-        return str(self.config.get("engine") or "")
-
-    @property
-    def symptom_policy(self) -> dict[str, str]:
-        """The campaign's symptom-policy overrides (bugs.policy)."""
-        return {str(k): str(v) for k, v in dict(self.config.get("symptom_policy") or {}).items()}
-
-    @property
-    def list_only(self) -> tuple[str, ...] | None:
-        """The classes the campaign listed rather than failed (bugs.policy.fails_check); None for
-        a record from before the choice (the default applies)."""
-        v = self.config.get("list_only")
-        return tuple(str(x) for x in v) if isinstance(v, list) else None
 
     @staticmethod
     def read(out: Path) -> CampaignRecord:
@@ -158,7 +126,7 @@ class CampaignRecord:
         write_record(out / "campaign.json", self.to_json())
 
     def to_json(self) -> dict[str, Any]:
-        d = {"version": self.version, "identity": self.identity.to_json(), "config": dict(self.config),
+        d = {"version": self.version, "identity": self.identity.to_json(), "config": self.config.to_json(),
              "sessions": [s.to_json() for s in self.sessions], "tool_version": self.tool_version}
         if self.merged is not None:
             d["merged"] = {"shards": {k: v.to_json() for k, v in self.merged.items()}}
@@ -171,8 +139,30 @@ class CampaignRecord:
         merged = f.opt("merged", lambda m: {str(k): ShardPart.from_json(v, f"{where}: merged: {k}")
                                             for k, v in (m.mapping("shards") or {}).items()})
         return CampaignRecord(CampaignIdentity.from_json(f.mapping("identity") or {}, f"{where}: identity"),
-                              f.mapping("config") or {}, _sessions(f),
+                              _config(f), _sessions(f),
                               f.str("tool_version"), merged)
+
+
+def _config(f: Fields) -> Config:
+    if not f.mapping("config"):
+        raise RecordError(f"{f.where}: no config in it")
+    return Config.from_json(f.d["config"], f"{f.where}: config")
+
+
+def campaign_identity(cfg: Config, corpus_sha256: str, state_sha256: str, guide_sha256: str | None) -> CampaignIdentity:
+    """The identity of the campaign ``cfg`` runs, given the digests of the files it names."""
+    return CampaignIdentity(
+        cfg.seed, tuple(cfg.blocks), cfg.graph, cfg.engine, corpus_sha256, cfg.chooser, cfg.mutations,
+        cfg.special_share, state_sha256, tuple(cfg.platforms), cfg.base.source if cfg.base else "",
+        # The front end only when not the first one, the shard only when there are shards:
+        # outputs written before either existed keep their identity.
+        cfg.frontend if cfg.frontend != "tf" else None,
+        shard_text(cfg.shard) if cfg.shard[1] > 1 else None,
+        # The ONNX opset only when not 17, the others only when there are others: outputs
+        # written before opsets were chosen, or mixed, keep theirs.
+        opset=cfg.opset if cfg.writes_onnx and cfg.opset != LEGACY_OPSET else None,
+        older_opsets=cfg.opsets[1:] if cfg.writes_onnx and len(cfg.opsets) > 1 else None,
+        guide_sha256=guide_sha256)
 
 
 def _sessions(f: Fields) -> tuple[Session, ...]:

@@ -53,7 +53,7 @@ class Verdict(_Text):
 
 
 class Policy(_Text):
-    """What happens to a symptom class's root causes (bugs.policy)."""
+    """What happens to a symptom class's root causes (policy)."""
 
     REPORT = "report"  # one issue each
     SUMMARY = "summary"  # listed (and in a tracking issue), not filed one by one

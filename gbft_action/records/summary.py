@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..bugs.policy import policy_for
+from ..policy import policy_for
 from .bundle import MinimizeStats
 from .enums import Policy, Verdict
 from .io import Fields, RecordError, read_record, write_record
@@ -322,7 +322,7 @@ class Summary:
     new_failures: tuple[str, ...] = ()  # fingerprints not seen before that the policy blames
     root_causes: tuple[RootCauseRow, ...] | None = None  # None: an output from before root causes
     symptom_policy: dict[str, Policy] = field(default_factory=dict)
-    # Symptom classes whose new failures are listed, not failing the check (bugs.policy.fails_check).
+    # Symptom classes whose new failures are listed, not failing the check (policy.fails_check).
     list_only: tuple[str, ...] = ()
     run_id: str = ""
     minimized: Mapping[str, Diagnosis] = field(default_factory=dict)  # per fingerprint: what its diagnosis did

@@ -1,6 +1,4 @@
 """Materialisers (IR -> a framework's model), their code printers and reference workers.
-
-May import: graph, ops, workers.arrays, and each framework in its own module only.
 """
 
 from __future__ import annotations

@@ -21,8 +21,7 @@ just run).  A model TensorFlow rejects fails in the kernel that rejects it, as
 ``InvalidArgumentError``; a session would have rejected it at import (shape inference)
 as ValueError: the caller maps both to "invalid".
 
-Runs only inside the reference worker process.  May import: TensorFlow (its eager
-execute and op registry), numpy.
+Runs only inside the reference worker process.
 """
 
 from __future__ import annotations

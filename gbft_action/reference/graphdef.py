@@ -25,8 +25,7 @@ the session runs the C graph and needs Python objects only for what it feeds and
 fetches, so ``load`` goes through TensorFlow's C import (private API of the pinned
 TensorFlow; the public ``import_graph_def`` if that API is missing) and wraps only those.
 
-Runs only inside the reference worker process.  May import: graph,
-reference.weights, and TensorFlow (its protos, op registry and C graph import).
+Runs only inside the reference worker process.
 """
 
 from __future__ import annotations

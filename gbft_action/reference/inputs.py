@@ -8,7 +8,7 @@ on purpose, never by accident.  The repro script writes the uniform draw out and
 carries the source of ``with_special_values`` (``special_values_source``), so it
 draws the very same arrays (``tests/test_values.py`` checks this bit for bit).
 
-Host side: numpy only.  May import: graph.
+Host side: numpy only.
 """
 
 from __future__ import annotations

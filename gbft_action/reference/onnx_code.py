@@ -5,8 +5,6 @@ a pull request's artifact) and printed one ``helper.make_node(...)`` line per ON
 with its attributes written out; small constants are printed as array literals, larger
 ones (weights) travel in one base64 blob the script decodes.  Names become Python string
 literals only after the same checks as the TensorFlow code (``tf_code.check_graph``).
-
-May import: graph.ir, ops.recorded, ops.registry, reference.onnx_emit and tf_code (its name checks; no TensorFlow), onnx, numpy.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..graph.ir import Graph
-from ..ops.recorded import LEGACY_OPSET
+from ..frontends import LEGACY_OPSET
 from ..ops.registry import registry_of
 from . import tf_code
 from .onnx_emit import DTYPES, EMITTERS, IR_VERSION, build

@@ -11,7 +11,7 @@ same IR always yields the same model bytes.  The solver's adapters (Cast,
 Reshape, Slice, Pad, Tanh, Sigmoid) come with their TensorFlow-style params
 (``begin``/``size`` for a Slice, no mode for a Pad) and are emitted here too.
 
-No TensorFlow.  May import: graph.ir, ops, reference.weights, onnx, numpy.
+No TensorFlow.
 """
 
 from __future__ import annotations

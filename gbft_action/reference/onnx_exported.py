@@ -5,8 +5,7 @@ converter's fusion pass checks by value written as the exporters write them.
 Every helper tensor is ``<id>_<suffix>`` and the last node's output is the node's tensor, as
 in ``onnx_emit``.  Registered into ``onnx_emit.EMITTERS`` when that module loads.
 
-No TensorFlow.  May import: graph.ir, ops, reference.onnx_emit, reference.weights, onnx, numpy, and
-onnxruntime.quantization (ONNX Runtime's own quantiser, for the QDQ forms it writes).
+No TensorFlow.
 """
 
 from __future__ import annotations

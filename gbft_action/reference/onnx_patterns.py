@@ -17,8 +17,6 @@ twice) and infers its shape rule by running it; the records then hold each as an
 its operator, and the emitter inlines it with its names prefixed by the node's id.  The
 engine sees what a converter meets in exported models: a window feeding a multiply, a loop
 over a state, a sequence split and concatenated again.
-
-May import: onnx.
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ ONNX Runtime run on the recorded constants and a drawn value of the fed input, a
 graph would feed it.  What passes is written as a versioned JSON file
 (``ops/data/onnx_records.json``), read by ``ops.recorded`` at start-up and by a reviewer.
 
-Run by ``gbft onnx-records`` (never during a campaign).  May import: ops.recorded, ops.ranges, ops.specs,
-reference.onnx_emit, onnx, onnxruntime, numpy.
+Run by ``gbft onnx-records`` (never during a campaign).
 """
 
 from __future__ import annotations
@@ -32,7 +31,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ..ops.ranges import ONNX_DOMAINS
-from ..ops.recorded import LEGACY_OPSET, MAX_CONST_ELEMS, RECORDS_VERSION, TYPES
+from ..ops.recorded import MAX_CONST_ELEMS, RECORDS_VERSION, TYPES
+from ..frontends import LEGACY_OPSET
 from ..ops.specs import FLOATS
 from .onnx_emit import ir_version
 from .onnx_patterns import PATTERNS, Pattern, op_types, parsed

@@ -21,8 +21,6 @@ values; without them every ONNX key would name the node where a difference surfa
 ``crosscheck`` serves the TensorFlow front end: the TF-IR graph in msg["graph"] as ONNX
 (``reference.tf_as_onnx``), run on msg["inputs"]; the reply says whether the graph could
 be translated (``checkable``, and ``why`` not) and gives ``outputs`` (msg["outputs"]).
-May import: graph.ir, workers.arrays, reference.inputs, reference.onnx_emit,
-reference.tf_as_onnx, onnx, onnxruntime.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ import numpy as np
 import onnxruntime as ort
 
 from ..graph.ir import Graph
-from ..workers.arrays import digest, pack, unpack
+from ..wire.arrays import digest, pack, unpack
 from .inputs import draw_inputs
 from .onnx_emit import build
 from .tf_as_onnx import translate

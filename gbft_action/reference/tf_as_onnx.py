@@ -13,8 +13,7 @@ translation would blame TensorFlow for what the translation got wrong.  Constant
 from ``weights_rng(graph seed, node id)`` in the order ``tf_emit`` draws them, so they are
 bit-identical to the TF model's (transposed where ONNX wants another layout).
 
-No TensorFlow.  May import: graph.ir, reference.weights, reference.onnx_emit (its context
-and checks), onnx, numpy.
+No TensorFlow.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from onnx import TensorProto, helper
 
 from ..graph.ir import Graph
 from . import registrar
-from ..ops.recorded import LEGACY_OPSET
+from ..frontends import LEGACY_OPSET
 from .onnx_emit import DTYPES, IR_VERSION, NP, Ctx, value_info
 from .weights import divisor, uniform, weights_rng
 

@@ -7,7 +7,7 @@ checks this byte for byte on random graphs).  Weights are not pasted: each node
 draws them from ``rng("<node id>")``, the fuzzer's own generator seeded by the
 graph seed and the node id, whose two lines the script carries.
 
-Host side: imports no TensorFlow.  May import: graph.
+Host side: imports no TensorFlow.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ semantics (Softmax over a NaN: oneDNN makes the whole row NaN).  So the referenc
 verdict built on it, would depend on the runner's CPU.  Forcing oneDNN on makes it the same
 on every x86 machine (and oneDNN with ACL on arm64).
 
-Framework-free.  May import: nothing of the package.
+Framework-free.
 """
 
 from __future__ import annotations

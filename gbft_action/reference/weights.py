@@ -4,7 +4,7 @@ Every emitter (TensorFlow's, ONNX's) draws a node's constants from
 ``weights_rng(graph seed, node id)``, so the same IR always yields the same
 model bytes, and one node's draws never move another's.
 
-Numpy only.  May import: nothing of the package.
+Numpy only.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ set_tf_env()
 import tensorflow as tf  # noqa: E402
 
 from ..graph.ir import Graph  # noqa: E402
-from ..workers.arrays import digest, pack, unpack  # noqa: E402
+from ..wire.arrays import digest, pack, unpack  # noqa: E402
 from . import eager  # noqa: E402
 from .inputs import draw_inputs  # noqa: E402  (numpy only: the repro script draws the same)
 from .graphdef import load, lower, lowered  # noqa: E402

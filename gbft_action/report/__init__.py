@@ -1,4 +1,4 @@
 """Reporting: issue trackers (github, files, none), templates, the reporter.
 
-Layer 5 of ``gbft_action.LAYERS``.  May import: bugs (findings, replay), graph; never campaign.
+Layer 5 of ``gbft_action.LAYERS``.
 """

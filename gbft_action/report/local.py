@@ -2,8 +2,6 @@
 whole or not at all, so a killed or failed run never leaves a cut file that a rerun would take
 as done; a write that fails is one ``ReportWriteError`` naming the file, which the entry points
 turn into a one-line error and exit 3 (exitcodes: the run could not finish).
-
-May import: statefile.
 """
 
 from __future__ import annotations

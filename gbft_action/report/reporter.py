@@ -23,7 +23,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..bugs.policy import listed_line
+from ..policy import listed_line
 from ..records import BundleMeta, EngineInfo, FailureRow, Policy, RecordError, RootCauseRow, Summary
 from ..records.report import ReportEntry
 from .filing import UNSETTLED, Bug, Filing, ReportConfig, ReportResult
@@ -51,7 +51,7 @@ def tracking_class(rc: RootCauseRow) -> str:
     diagnosis showed no operator, and no chain of two or three, wrong alone.  Such a key names
     where the difference surfaced, not what is wrong (on ONNX most of them named a control
     operator), and a maintainer closes it as "not a bug": it is listed, never filed one by one.
-    It still fails a pull request that introduces it (the verdict is bugs.policy.fails_check, not this)."""
+    It still fails a pull request that introduces it (the verdict is policy.fails_check, not this)."""
     if rc.policy is Policy.SUMMARY and rc.symptom in TRACKING_TITLES:
         return rc.symptom
     # Garbage read from uninitialised memory is the same class (rootcause.same_class): a guess
@@ -301,7 +301,7 @@ def _check_fixes(cfg: ReportConfig, tracker: IssueTracker, ctx: RunContext, rend
     """Replay the bundle of every open bot issue; comment and close the fixed ones.  A root
     cause's issue replays the first of its fingerprints with a bundle (the canonical one first);
     an issue any of whose ids failed in this run is not fixed; the tracking issue is no bug."""
-    from ..bugs.replay import bundle_key, load_bundle, replay
+    from ..rerun.replay import bundle_key, load_bundle, replay
 
     corpus = cfg.corpus or cfg.out / "bugs"
     seen: set[int] = set()

@@ -1,4 +1,4 @@
-"""Issue trackers behind one interface, chosen by name from ``TRACKERS``.
+"""Issue trackers behind one interface, chosen by name (``report.choose``).
 
 ``github`` files real issues (PyGithub; imported only when chosen), ``files``
 writes each issue and comment as Markdown under ``OUT/issues/`` (a dry run that
@@ -192,24 +192,5 @@ class FilesTracker:
         self._save()
 
 
-def _github(**kw: Any) -> IssueTracker:
-    from .github import GitHubTracker  # PyGithub only when chosen
-
-    return GitHubTracker(**kw)
-
-
-TRACKERS: dict[str, Callable[..., IssueTracker]] = {
-    "github": _github,
-    "files": lambda **kw: FilesTracker(kw["out"]),
-    "none": lambda **kw: NoneTracker(),
-}
-
-
-def make_tracker(name: str, **kw: Any) -> IssueTracker:
-    if name not in TRACKERS:
-        raise ValueError(f"unknown tracker {name!r} (allowed: {', '.join(TRACKERS)})")
-    return TRACKERS[name](**kw)
-
-
-__all__ = ["Comment", "FINGERPRINT_ID", "Issue", "IssueTracker", "MARKER", "ROOT_CAUSE_KEY", "TRACKERS", "TRACKING_KEY",
-           "TrackerError", "make_tracker", "marker_ids"]
+__all__ = ["Comment", "FINGERPRINT_ID", "Issue", "IssueTracker", "MARKER", "ROOT_CAUSE_KEY", "TRACKING_KEY",
+           "TrackerError", "marker_ids"]

@@ -20,7 +20,7 @@ help across machines that never talk to each other.  Each shard's draws are
 also keyed by the shard, so shards differ in structure too (diversity, not
 needed for disjointness).  Shard 1/1 is the unsharded campaign, seed for seed.
 
-Layer 2 of ``gbft_action.LAYERS``.  May import: records, corpus, graph, oracle; never a lane.
+Layer 2 of ``gbft_action.LAYERS``.
 """
 
 from __future__ import annotations
@@ -36,22 +36,6 @@ from ..records.case import CaseRecord
 
 
 SEED_MASK = 0x7FFFFFFF  # case seeds are 31-bit (TensorFlow and NumPy take them as they are)
-
-
-class ShardError(ValueError):
-    """A --shard value that is not I/N with 1 <= I <= N."""
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"I/N"`` -> (I, N), 1-based; anything else is a ShardError naming the value."""
-    i, slash, n = str(text).strip().partition("/")
-    if not slash or not i.isdigit() or not n.isdigit() or not 1 <= int(i) <= int(n):
-        raise ShardError(f"shard must be I/N with 1 <= I <= N (e.g. 1/4), got {text!r}")
-    return int(i), int(n)
-
-
-def shard_text(shard: tuple[int, int]) -> str:
-    return f"{shard[0]}/{shard[1]}"
 
 
 def stream_key(seed: int, index: int, shard: tuple[int, int] = (1, 1)) -> str:

@@ -13,8 +13,6 @@ the reverse of every edge.  An edge's features are its two ends' (message passin
 ``encode`` turns one into the arrays the predictor takes: node features [N, F] and one
 [2, E_r] index array per relation.  The vocabulary of operator tokens is the predictor's own
 (kept in its file); a token it never saw is ``<other>``.
-
-May import: the standard library, numpy, graph (the IR); onnx is imported by ``of_onnx`` only.
 """
 
 from __future__ import annotations

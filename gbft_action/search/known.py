@@ -26,8 +26,6 @@ Deterministic: the counts change only through ``observe``, which the campaign ca
 index order, so the same seed, corpus and engine give the same models.  ``to_json`` /
 ``from_json``: the counts travel in state.json, so ``--state`` starts from what an earlier
 run learned.
-
-May import: graph.ir, ops.domains, oracle (statuses) only.
 """
 
 from __future__ import annotations

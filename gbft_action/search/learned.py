@@ -11,9 +11,6 @@ known defects still counts.  A model of negative value is not run (GuidedSource 
 model so far and of the campaign's coverage; its choice is drawn among the admissible blocks.
 
 Training (learn.policy) builds the same observation and the same value: one definition each.
-
-May import: the standard library, numpy, records, graph, corpus, search.features; onnxruntime
-when a guide is loaded.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ from ..corpus import Block
 from ..records.learned import LearnedMeta, PolicyFile
 from ..records.io import RecordError
 from ..graph.ir import Graph
-from ..search.features import FEATURES_VERSION, RELATIONS, Encoder, FeatureGraph, of_graph
+from .features import FEATURES_VERSION, RELATIONS, Encoder, FeatureGraph, of_graph
 
 MAX_DEGREE = 4  # in- and out-degree one-hot up to this (more: the last)
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "learned"  # the guide the package ships

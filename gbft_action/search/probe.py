@@ -14,8 +14,6 @@ each instance alone, as an ordinary case (judged, fingerprinted, reported: a one
   instances convert, run and agree with the reference, in summary.json and the job summary.
 
 Deterministic: the probes are the source's first cases, in operator and instance order.
-
-May import: corpus, graph, ops, oracle, search.known.
 """
 
 from __future__ import annotations

@@ -1,2 +1,2 @@
-"""Worker processes: framing (layer 0: arrays, zygote) and serving an engine (layer 3 of
-``gbft_action.LAYERS``).  May import: engines (adapters), the standard library."""
+"""Worker processes that serve an engine or a reference framework, and their supervisor (layer 3
+of ``gbft_action.LAYERS``); their framing is ``gbft_action.wire``."""

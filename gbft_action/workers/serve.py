@@ -4,7 +4,7 @@ Runs one handler (the TensorFlow reference, or an engine adapter) in a loop over
 the pipe the supervisor gave it.  Python exceptions become error replies; native
 crashes kill the process, and the supervisor reports them.
 
-With ``--zygote-fd`` it is a fork server instead (``workers.zygote``): it builds the
+With ``--zygote-fd`` it is a fork server instead (``wire.zygote``): it builds the
 handler once, on the first ``fork`` request, and forks a worker for each request, which
 serves the pipe ends passed with it.  Its children are the workers; it runs no model.
 """
@@ -96,7 +96,7 @@ def serve(role: str, target: str, rfd: int, wfd: int, handler: Any = None) -> No
 
 
 def zygote(role: str, target: str, sock: socket.socket) -> None:
-    """The fork server's loop (workers.zygote): ``fork`` and ``wait`` until the supervisor goes."""
+    """The fork server's loop (wire.zygote): ``fork`` and ``wait`` until the supervisor goes."""
     handler = None
     while True:
         try:

@@ -27,7 +27,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from .zygote import ForkedChild, Zygote, ZygoteFailed
+from ..wire.zygote import ForkedChild, Zygote, ZygoteFailed
 
 LOG_TAIL_LINES = 40
 
@@ -66,7 +66,7 @@ class WorkerSpec:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     pythonpath: str = ""
-    # Fork each worker from a process that imported the handler once (workers.zygote): a
+    # Fork each worker from a process that imported the handler once (wire.zygote): a
     # restart after a crash costs a fork, not an interpreter and the engine's import.
     fork_server: bool = False
 

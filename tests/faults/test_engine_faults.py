@@ -9,7 +9,8 @@ import time
 import pytest
 
 from gbft_action.oracle import Status
-from gbft_action.pipeline import Lane, LaneConfig, Timeouts
+from gbft_action.pipeline import Lane, LaneConfig
+from gbft_action.records.config import Timeouts
 
 from ..conftest import relu_sigmoid
 

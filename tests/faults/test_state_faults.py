@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
-from gbft_action.campaign import STATE_FILE, Campaign, FuzzConfig
+from gbft_action.campaign import STATE_FILE, Campaign
+
+from gbft_action.records.config import Config
 from gbft_action.statefile import StateFileError
 
 from ..conftest import gbft_cmd
@@ -31,9 +33,9 @@ def _state_dir(tmp_path, name: str, text: str):
 def test_a_corrupt_state_file_is_named_and_kept(tmp_path, name, text):
     d = _state_dir(tmp_path, name, text)
     if name != STATE_FILE:
-        (d / STATE_FILE).write_text(json.dumps(Campaign(FuzzConfig(out=tmp_path / "x")).source.state()))
+        (d / STATE_FILE).write_text(json.dumps(Campaign(Config(out=tmp_path / "x")).source.state()))
     with pytest.raises(StateFileError) as e:
-        Campaign(FuzzConfig(out=tmp_path / "o", state=str(d)))
+        Campaign(Config(out=tmp_path / "o", state=str(d)))
     msg = str(e.value)
     assert str(d / name) in msg and "\n" not in msg and "corrupt or truncated" in msg
     assert (d / name).read_text() == text and (d / (name + ".corrupt")).read_text() == text

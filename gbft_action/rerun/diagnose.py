@@ -11,8 +11,6 @@ lives in a pattern: the smallest chain of two or three of them that is wrong on 
 (``failing_window``) is the key, else the key names the minimised model's operators.  A crash is
 replayed on fresh workers first: one that does not come back was heap damage left by
 earlier models, not a defect of this model.
-
-May import: bugs (bundle, minimize, replay, rootcause), graph, oracle, pipeline.
 """
 
 from __future__ import annotations
@@ -32,12 +30,12 @@ from ..ops.recorded import RecordedSpec
 from ..ops.registry import registry_of
 from ..oracle import DISCONTINUOUS
 from ..pipeline import CaseResult, Lane
-from .bundle import BugBook
+from ..bugs.bundle import BugBook
 from ..records.bundle import BundleMeta
 from ..records.keys import Fingerprint
 from ..records.summary import Diagnosis
 from .replay import bug_platforms, load_bundle, minimize_bug, needs_base, run_graph, showing
-from .rootcause import (block_producer, crash_class, error_detail, in_pattern, local_key,
+from ..bugs.rootcause import (block_producer, crash_class, error_detail, in_pattern, local_key,
                         FAILING_VALUES, RIGHT_VALUES, UNPROVEN, choice_domain, in_unit, root_key, simpler_choices, spec_of,
                         suspect, suspect_node)
 from ..records import SPECIAL_INPUT, RootKey, Status, Symptom, same_class
@@ -275,7 +273,7 @@ REDRAWS = 2
 
 def still_wrong_redrawn(lane: Lane, trial: Graph, node: str, values: dict[str, np.ndarray], where: list[str] | None,
                         until: float, symptom: str) -> tuple[bool | None, Graph]:
-    """Whether ``node`` alone in ``trial`` is still wrong (bugs.diagnose._still_wrong), and the
+    """Whether ``node`` alone in ``trial`` is still wrong (rerun.diagnose._still_wrong), and the
     trial that said so.  Right with one draw of its constants and real-valued parameters is
     tried with REDRAWS others: a value-dependent defect is not a parameter's when the simpler
     form only drew a positive constant (s3n keyed "Less (operand=scalar)" beside "Less"), or a

@@ -1,19 +1,16 @@
 """The engine registry: each engine's name and what the host knows of it.
 
-One line per engine: its ``EngineKnowledge`` (engines/knowledge.py), which names the
+One line per engine: its ``EngineKnowledge`` (knowledge/base.py), which names the
 adapter's ``module:Class`` (imported by the engine worker only) and says how to read the
 engine's log, how its package is named and how its repro script runs it.  The host (the
 pipeline, builds, bundles, reports, the action) looks engines up here.
-
-May import: engines.knowledge and its per-engine subclasses (the standard library only:
-importing the registry imports no engine).
 """
 
 from __future__ import annotations
 
-from .knowledge import GENERIC, CommandKnowledge, EngineKnowledge
-from .mnn_knowledge import MNNKnowledge
-from .onnxruntime_knowledge import OnnxRuntimeKnowledge
+from .base import GENERIC, CommandKnowledge, EngineKnowledge
+from .mnn import MNNKnowledge
+from .onnxruntime import OnnxRuntimeKnowledge
 
 # One line per engine: its knowledge (a subclass, or EngineKnowledge for an engine whose log
 # has no known patterns) naming its adapter.  tests/test_conformance.py runs every entry.

@@ -1,4 +1,5 @@
-"""What the host knows of Alibaba MNN: its log formats, its package, its repro stage.
+"""What the host knows of Alibaba MNN: its log formats, its package, its repro stage (never
+imports MNN: the host reads it).
 
 MNN's converter and runtime write free-form English to stdout/stderr (the worker's log):
   ``[20:15:00] :220: These Op Not Support: Tensorflow::ResizeArea | Tensorflow::X``
@@ -25,8 +26,6 @@ says ``Create execution error : 7`` with no operator named: left a conversion er
 The patterns are the ones fingerprints were built from before they moved here: a change
 to them changes fingerprint ids, which users' issue markers and state files hold
 (tests/test_engine_knowledge.py pins ids of real MNN logs).
-
-May import: the standard library and engines.knowledge (never MNN: the host uses this).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from .knowledge import ERROR_WORDS, EngineKnowledge, Failure, Package
+from .base import ERROR_WORDS, EngineKnowledge, Failure, Package
 
 _NOT_SUPPORT = re.compile(r"Not Support:\s*((?:\w+::\w+\s*\|?\s*)+)", re.I)
 _CHECK = re.compile(r"Check failed:\s*(.+)")

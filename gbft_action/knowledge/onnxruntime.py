@@ -1,14 +1,13 @@
-"""What the host knows of ONNX Runtime as an engine under test: its package and repro stage.
+"""What the host knows of ONNX Runtime as an engine under test: its package and repro stage
+(never imports onnxruntime: the host reads it).
 
 Its failures are Python exceptions whose first line says what went wrong (the generic
 reading), so there are no log patterns here.
-
-May import: the standard library and engines.knowledge (never onnxruntime: the host uses this).
 """
 
 from __future__ import annotations
 
-from .knowledge import EngineKnowledge, Package
+from .base import EngineKnowledge, Package
 
 
 # The adapter's optimisation levels (engines/onnxruntime.py, GBFT_ORT_LEVEL; "disable" is the

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engines.registry import threads_env
+from ..knowledge.registry import threads_env
 from ..graph.ir import Graph
 from ..oracle import judge_outputs, tolerance_for
 from ..pipeline import CaseResult, Lane
 from ..records.bundle import BundleMeta
 from ..records.summary import Diagnosis
-from .bundle import BugBook
-from .minimize import minimize
-from .rootcause import local_key
-from .triage import BuildOutputs, Round, confirm, round_of
+from ..bugs.bundle import BugBook
+from ..bugs.minimize import minimize
+from ..bugs.rootcause import local_key
+from ..bugs.triage import BuildOutputs, Round, confirm, round_of
 from ..records import Fingerprint, Status, Verdict
 
 # A call the minimiser starts near its time limit may run this much past it, at least

@@ -9,11 +9,11 @@
 ``symptom-policy`` (action) or ``--symptom-policy`` (``gbft fuzz``), both parsed
 here by ``parse_policy`` so the two cannot disagree.  With a base build the policy decides issues
 and tracking issues, and nothing else: what fails a pull request is ``fails_check``.
-
-May import: the standard library only (the action's config reads it).
 """
 
 from __future__ import annotations
+
+from .records.enums import Policy
 
 SYMPTOMS = ("wrong-result", "nan-inf", "crash", "conversion-error", "unsupported", "api-error", "timeout",
             "nondeterministic", "precision", "heap-damage", "tie", "reference-disagreement")
@@ -51,7 +51,7 @@ NOT_DEFECTS = ("tie",)
 
 
 def fails_check(symptom: str, new: bool, list_only: tuple[str, ...] | frozenset[str] = DEFAULT_LIST_ONLY,
-                against_base: bool = True, policy: str = "report") -> bool:
+                against_base: bool = True, policy: Policy = Policy.REPORT) -> bool:
     """The one rule that fails the check (fail-on: new).  ``new``: with a base build
     (``against_base``), a confirmed regression (models the base build passes and this build
     fails, on every replay), whatever its class but those listed (``list_only``), the symptom
@@ -61,7 +61,7 @@ def fails_check(symptom: str, new: bool, list_only: tuple[str, ...] | frozenset[
     old imprecision as likely as a new one."""
     if not new or symptom in NOT_DEFECTS or symptom in list_only:
         return False
-    return against_base or policy == "report" or symptom == "unsupported"
+    return against_base or policy is Policy.REPORT or symptom == "unsupported"
 
 
 def listed_line(list_only: tuple[str, ...] | list[str]) -> str:
@@ -105,7 +105,7 @@ def parse_policy(text: str) -> dict[str, str]:
     return out
 
 
-def policy_for(symptom: str, overrides: dict[str, str] | None = None) -> str:
+def policy_for(symptom: str, overrides: dict[str, str] | None = None) -> Policy:
     """The policy of one symptom class.  A class this version does not know is reported:
     a new kind of defect should reach a maintainer, not vanish."""
-    return (overrides or {}).get(symptom) or DEFAULT_POLICY.get(symptom, "report")
+    return Policy((overrides or {}).get(symptom) or DEFAULT_POLICY.get(symptom, Policy.REPORT))

@@ -5,13 +5,11 @@ The adapter (``engines/<name>.py``) runs in the engine worker and imports the en
 library; the host process never imports it (MNN's converter and TensorFlow abort when
 loaded together).  Everything the engine-neutral modules (fingerprints, repro scripts,
 issues) need to know about one engine lives in an ``EngineKnowledge`` instead, which the
-registry (``engines.registry.ENGINES``) holds beside the adapter's ``module:Class``.
+registry (``knowledge.registry.ENGINES``) holds beside the adapter's ``module:Class``.
 
 ``EngineKnowledge`` itself is the generic engine: no log patterns (a failure is the first
 line of its message), no package name, a repro stage that says it has to be written.  An
-engine with recognisable log formats subclasses it (``engines/mnn_knowledge.py``).
-
-May import: the standard library only.
+engine with recognisable log formats subclasses it (``knowledge/mnn.py``).
 """
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ runner.  ccache serves both builds: ``CCACHE_DIR`` is a folder of the workspace 
 CMake builds pick it up through ``CMAKE_<LANG>_COMPILER_LAUNCHER``.  A build that fails is
 ``BuildFailed``: one line naming the build, its command and the end of its log.  It is never
 a finding about the engine.
-
-May import: the standard library.
 """
 
 from __future__ import annotations

@@ -13,8 +13,6 @@ status once it ended (or null after ``timeout``), since the zygote, not the supe
 is its parent.  ``ForkedChild`` wraps that in the part of ``subprocess.Popen`` the
 supervisor uses (``pid``, ``poll``, ``wait``).  The zygote's own start-up (the engine's
 import, which may hang or crash) is bounded by the first fork's timeout.
-
-May import: the standard library only.
 """
 
 from __future__ import annotations

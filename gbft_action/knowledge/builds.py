@@ -10,9 +10,6 @@ build on disk becomes one:
            environment, with the tool's own packages visible behind it;
   command  a build folder, reached by the adapter as ``{build}``, with the
            converter and runner command templates.
-
-May import: the standard library and engines.registry (import-free: the host side never
-imports an adapter).
 """
 
 from __future__ import annotations
