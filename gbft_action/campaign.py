@@ -46,13 +46,13 @@ from .frontends import FRONTENDS, LEGACY_OPSET, Frontend, parse_frontends
 from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .graph.solver import GenError
-from .records.enums import Policy, StopReason, Symptom, Verdict
+from .records.enums import Policy, Stop, StopReason, Symptom, Verdict
 from .records.bundle import EngineInfo
 from .records.campaign import CampaignIdentity, CampaignRecord, Session, campaign_identity
 from .records.config import Config
 from .records.case import CaseRecord, PlatformRecord
 from .records.engine_coverage import EngineCoverage
-from .records.summary import (Diagnosis, EngineSummary, FailureRow, HarnessErrors, Outcomes, RootCauseRow, Summary,
+from .records.summary import (Diagnosis, FailureRow, HarnessErrors, Outcomes, RootCauseRow, Summary,
                               TriageSummary)
 from .pipeline import CaseResult, Lane, LaneConfig
 from .search import CaseSource
@@ -77,8 +77,7 @@ from .workers.supervisor import WorkerClosed
 from .records import Fingerprint, RecordError, RootKey, Status, Tolerance
 
 GRACE_S = 5.0  # in-flight cases may run this long past the budget before being abandoned
-DISK_FULL = "disk full"  # the stop reason's prefix when the output disk filled (the CLI exits EXIT_ERROR)
-HARNESS_ERROR = "harness error"  # the stop reason's prefix when a bug of ours stopped the loop
+HARNESS_WORDS = 300  # a harness error's stop reason is cut to this many characters
 
 
 # Results of case i reach the generator just before case i + LAG is generated,
@@ -127,13 +126,46 @@ def _corpus_sha(path: str) -> str:
 def cut_short(summary: Summary) -> str:
     """Why the run stopped before its budget on a failure of its own ("" when it did not): a full
     output disk, a harness error.  Its summary covers what was judged; the entry points err."""
-    reason = summary.stop_reason
-    return reason if reason.startswith((DISK_FULL, HARNESS_ERROR)) else ""
+    stop = summary.stop_reason
+    return str(stop) if stop is not None and stop.cut_short else ""
 
 
 def disk_filled(summary: Summary) -> bool:
     """Whether the run stopped because its output disk filled (its summary covers what was judged)."""
-    return summary.stop_reason.startswith(DISK_FULL)
+    return summary.stop_reason is not None and summary.stop_reason.reason is StopReason.DISK_FULL
+
+
+class StopState:
+    """The campaign's one stop state.  ``why`` it stops: the loop's own reason (budget,
+    max-models), which the reserve's work may clear to go on, or one from outside the loop (a
+    signal, a caller, a full disk, a harness error), after which the summary is written from what
+    was judged, at once; the first outside reason wins.  ``hard``: the cases in flight are
+    abandoned too.  ``event`` is what the loop waits on."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.why: Stop | None = None
+        self.outside = False
+        self.hard = False
+
+    def from_outside(self, stop: Stop, hard: bool = False, first: bool = True) -> None:
+        """An outside stop; ``first=False``: it replaces any earlier reason (a failure of ours
+        says why the summary is short, whatever asked to stop before)."""
+        if not self.outside or not first:
+            self.why = stop
+        self.outside = True
+        self.hard = self.hard or hard
+        self.event.set()
+
+    def by_loop(self, reason: StopReason) -> None:
+        """The loop's own stop (budget, max-models): confirming and minimising follow."""
+        self.why = self.why or Stop(reason)
+        self.event.set()
+
+    def go_on(self, why: Stop | None = None) -> None:
+        """The loop may run again (the reserve's work, more models), with ``why`` for now."""
+        self.event.clear()
+        self.why = why
 
 
 class Campaign:
@@ -153,12 +185,11 @@ class Campaign:
         self.bugs = BugBook(cfg.out, cfg.state)
         self.progress = progress
         self.records: list[CaseRecord] = []
-        self.engine_info: dict[str, Any] = {}
+        self.engine_info = EngineInfo()
         self._pending: deque[tuple[int, Graph, CaseRecord]] = deque()  # results owed to the generator
-        self._stop = threading.Event()
-        self._hard_stop = False
+        self.stopping = StopState()
         self._lanes: list[Lane] = []
-        self.platform_info: dict[str, dict[str, Any]] = {}  # per platform: what its worker said of itself
+        self.platform_info: dict[str, EngineInfo] = {}  # per platform: what its worker said of itself
         # Checked before anything runs: a bad platform or arm root is a usage error.
         self.platforms = resolve_platforms(cfg.platforms or parse_platforms(""), cfg.arm_root, cfg.out / ".work")
         if cfg.base is not None and (len(self.platforms) > 1 or self.platforms[0].prefix):
@@ -171,10 +202,8 @@ class Campaign:
         self._rounds: list[float] = []  # wall time of each confirmation round so far
         self._groups: set[tuple[str, str, str]] = set()  # local keys of reportable failures met
         self._diagnosed: set[tuple[str, str, str]] = set()  # ... and those diagnosed
-        self.base_info: dict[str, Any] = {}  # what the base build's worker said of itself
-        self._interrupted = False  # a signal or request_stop, not the loop's own budget
+        self.base_info = EngineInfo()  # what the base build's worker said of itself
         self.run_id = uuid.uuid4().hex[:16]  # one per session: a report of this output is idempotent
-        self.stop_reason = ""
 
     def _coverage_shim(self) -> Path | None:
         """The engine-coverage runtime the engine workers preload (None: coverage is off)."""
@@ -192,7 +221,7 @@ class Campaign:
         blocks = Blocks()
         for lane in self._lanes:
             blocks.add(lane.blocks.by_object)
-        know = knowledge_of(self.cfg.engine, str(self.engine_info.get("engine", "")))
+        know = knowledge_of(self.cfg.engine, self.engine_info.engine)
         placed = place(blocks, know.module_of)
         this = EngineCoverage({m: {o: tuple(sorted(v)) for o, v in objs.items()} for m, objs in placed.items()})
         try:  # a resumed output's blocks; a corrupt file is replaced by what this run saw
@@ -265,12 +294,8 @@ class Campaign:
     # -- public -------------------------------------------------------------------
     def request_stop(self, reason: str = "stopped", hard: bool = False) -> None:
         """Stop starting cases; ``hard`` also abandons the cases in flight (a cancelled job)."""
-        if not self._interrupted:  # the first outside reason wins over the loop's own (budget)
-            self.stop_reason = reason
-        self._interrupted = True
-        self._stop.set()
+        self.stopping.from_outside(Stop(StopReason.OUTSIDE, reason), hard)
         if hard:
-            self._hard_stop = True
             # From a thread of its own: this may run in a signal handler, on the main
             # thread, while that thread is inside a worker's start (which close waits for).
             threading.Thread(target=self._close_lanes, name="gbft-cancel", daemon=True).start()
@@ -305,20 +330,19 @@ class Campaign:
         try:
             self._fuzz_and_minimize(self._start_lanes(deadline), deadline)
         except WorkerClosed:  # cancelled while a worker was starting
-            if not self._hard_stop:
+            if not self.stopping.hard:
                 raise
         except OSError as e:
             if not disk_full(e):
                 raise
             # Stop where the disk filled: what was judged is kept and summarised, nothing is
             # minimised (every bundle would need room), and the entry point says why.
-            self.stop_reason = f"{DISK_FULL}: {e.filename or self.cfg.out}"
-            self._interrupted = True
+            self.stopping.from_outside(Stop(StopReason.DISK_FULL, str(e.filename or self.cfg.out)), first=False)
         except GenError as e:
             # The generator could not build a case (a solver bug, every attempt of one index):
             # what was judged is kept and summarised, and the entry point errs.
-            self.stop_reason = f"{HARNESS_ERROR}: the generator: {e}"[:300]
-            self._interrupted = True
+            words = HARNESS_WORDS - len(StopReason.HARNESS_ERROR.value) - 2
+            self.stopping.from_outside(Stop(StopReason.HARNESS_ERROR, f"the generator: {e}"[:words]), first=False)
         finally:
             for lane in self._lanes:
                 lane.stop()
@@ -334,19 +358,20 @@ class Campaign:
         # The tail too: with minimising off the reserve is nothing, and a loop run to the deadline
         # would leave every new failure unchecked (never blamed: a green check over a regression).
         self._loop(lanes, lambda: deadline - max(self._reserve(share), tail), deadline)
-        reason = self.stop_reason
-        if self._interrupted:  # a signal: the summary from what was judged, at once
+        why = self.stopping.why
+        if self.stopping.outside:  # a signal: the summary from what was judged, at once
             return
-        self._stop.clear()
+        self.stopping.event.clear()
+        budget = why is not None and why.reason is StopReason.BUDGET
         # The reserve the loop kept (with --max-models: at most that much from now).
-        end = deadline - tail if reason == StopReason.BUDGET else \
+        end = deadline - tail if budget else \
             min(deadline, time.monotonic() + self._reserve(share) + GRACE_S)
         self._confirm(lanes, end)
         self._diagnose(lanes, end)
-        if reason == StopReason.BUDGET and not self._interrupted:  # only the reserve was reached
+        if budget and not self.stopping.outside:  # only the reserve was reached
             self._more_models(lanes, deadline, tail)
-        elif not self._interrupted:
-            self.stop_reason = reason
+        elif not self.stopping.outside:
+            self.stopping.go_on(why)
 
     def _more_models(self, lanes: list[Lane], deadline: float, tail: float) -> None:
         """Time the reserve did not need goes to more models, then to what they found, for as
@@ -355,16 +380,17 @@ class Campaign:
         def done() -> int:
             return len(self.records) + len(self.confirmed) + len(self.minimized)
 
-        while not self._interrupted:
-            self.stop_reason = ""
+        while not self.stopping.outside:
+            self.stopping.go_on()
             before = done()
             self._loop(lanes, lambda: deadline - self._reserve(self._confirm_tail(tail)), deadline)
-            if self._interrupted:
+            if self.stopping.outside:
                 return
-            self._stop.clear()
+            self.stopping.event.clear()
             self._confirm(lanes, deadline)
             self._diagnose(lanes, deadline)
-            self.stop_reason = self.stop_reason or StopReason.BUDGET
+            self.stopping.by_loop(StopReason.BUDGET)
+            self.stopping.event.clear()
             if done() == before or deadline - time.monotonic() <= GRACE_S:
                 return  # nothing more fitted: the rest is the grace
 
@@ -418,18 +444,19 @@ class Campaign:
         k = len(self.frontends)
         lanes = [Lane(replace(lcfg, frontend=self.frontends[i % k]), i) for i in range(max(1, self.cfg.jobs, k))]
         self._lanes = lanes
-        if self._hard_stop:  # cancelled before the lanes existed: close them here
+        if self.stopping.hard:  # cancelled before the lanes existed: close them here
             self._close_lanes()
         with ThreadPoolExecutor(len(lanes)) as ex:
             list(ex.map(lambda ln: ln.start(), lanes))
         # What each platform's worker said of itself; a label names a single platform in reports.
         label = self.cfg.platform_label if len(self.platforms) == 1 else ""
-        self.platform_info = {name: {**hello, "platform": label or name} for name, hello in lanes[0].hellos().items()}
-        self.engine_info = dict(next(iter(self.platform_info.values())))
+        self.platform_info = {name: replace(info, platform=label or name) for name, info in lanes[0].hellos().items()}
+        self.engine_info = next(iter(self.platform_info.values()))
         if self.cfg.platform_label:
-            self.engine_info["machine"] = self.cfg.platform_label
+            self.engine_info = replace(self.engine_info, machine=self.cfg.platform_label)
         if lanes[0].base is not None:
-            self.base_info = {k: lanes[0].base.hello.get(k, "") for k in ("engine", "version", "machine")}
+            b = EngineInfo.of_hello(lanes[0].base.hello)
+            self.base_info = EngineInfo(b.engine, b.version, b.machine)
         return lanes
 
     def _reserve(self, share: float) -> float:
@@ -445,7 +472,7 @@ class Campaign:
         if self.cfg.minimize_share <= 0:
             return
         Diagnoser(self.records, self.bugs, self.cfg.minimize_limit, self.cfg.symptom_policy, self.minimized,
-                  self._diagnosed, lambda: self._interrupted).run(lanes, deadline)
+                  self._diagnosed, lambda: self.stopping.outside).run(lanes, deadline)
 
     def _confirm(self, lanes: list[Lane], deadline: float) -> None:
         """Confirmation before blame: each new fingerprint, most frequent first, is replayed on
@@ -461,7 +488,7 @@ class Campaign:
             for k, fid in enumerate(todo):
                 left = deadline - time.monotonic() - GRACE_S
                 need = triage.rounds_needed(verdicts[fid], self.cfg.confirm_rounds) * self._round_estimate() * 1.5
-                if left < min(need, 1.0) or self._interrupted:
+                if left < min(need, 1.0) or self.stopping.outside:
                     return
                 share = min(left, max(need, left / (len(todo) - k)))
                 lane = lane_for(lanes, str(verdicts[fid].fingerprint.get("frontend", "")))
@@ -513,12 +540,12 @@ class Campaign:
 
         with ExitStack() as stack:
             pools = {fe: stack.enter_context(ThreadPoolExecutor(q.qsize())) for fe, q in free.items()}
-            while not self._stop.is_set():
+            while not self.stopping.event.is_set():
                 if self.cfg.max_models and index >= self.cfg.max_models:
-                    self._loop_stop(StopReason.MAX_MODELS)
+                    self.stopping.by_loop(StopReason.MAX_MODELS)
                     break
                 if time.monotonic() + est > deadline():
-                    self._loop_stop(StopReason.BUDGET)
+                    self.stopping.by_loop(StopReason.BUDGET)
                     break
                 while (window and window[0].done()) or len(window) >= LAG:
                     est = self._record(window.popleft().result(), est)
@@ -529,13 +556,8 @@ class Campaign:
             while window:
                 est = self._record(window.popleft().result(), est)
 
-    def _loop_stop(self, reason: str) -> None:
-        """The loop's own stop (budget, max-models): minimising and confirming follow."""
-        self.stop_reason = self.stop_reason or reason
-        self._stop.set()
-
     def _record(self, res: CaseResult, est: float) -> float:
-        if res.aborted or self._hard_stop:  # killed under it by a hard stop: not a result
+        if res.aborted or self.stopping.hard:  # killed under it by a hard stop: not a result
             if res.workdir is not None:
                 shutil.rmtree(res.workdir, ignore_errors=True)
             return est
@@ -545,8 +567,8 @@ class Campaign:
         rec = self.store.append(res)
         self.records.append(rec)
         for r in rec.failures():  # a bundle's worker description only for what it records
-            hello = self.platform_info.get(r.platform, self.engine_info)
-            self.bugs.observe(r, rec.case_dir, res.graph, Found.of_hello(hello, self.cfg.seed, self.cfg.tolerance))
+            engine = self.platform_info.get(r.platform, self.engine_info)
+            self.bugs.observe(r, rec.case_dir, res.graph, Found.of_engine(engine, self.cfg.seed, self.cfg.tolerance))
         self._pending.append((res.index, res.graph, rec))
         self._candidates.note(rec)
         self._groups.update(_local(r) for r in rec.failures()
@@ -563,7 +585,7 @@ class Campaign:
 
     def _finish(self, elapsed: float) -> Summary:
         session_models = len(self.records) - sum(s.models for s in self.sessions)
-        self.sessions.append(Session(round(elapsed, 3), session_models, str(self.stop_reason)))
+        self.sessions.append(Session(round(elapsed, 3), session_models, self.stopping.why))
         self._feed_until(len(self.records))  # the state saved below has seen every result
         self.bugs.save()
         done = summarize_all(SummaryInputs(
@@ -591,7 +613,7 @@ class Campaign:
     def _triage_inputs(self) -> TriageInputs | None:
         if self.cfg.base is None:
             return None
-        return TriageInputs(self.cfg.out, self.confirmed, {"source": self.cfg.base.source, **self.base_info})
+        return TriageInputs(self.cfg.out, self.confirmed, replace(self.base_info, source=self.cfg.base.source))
 
 def lane_for(lanes: list[Lane], frontend: str) -> Lane:
     """A lane of the front end a fingerprint was found through ("": tf): its model replays there."""
@@ -718,7 +740,7 @@ class TriageInputs:
 
     out: Path
     confirmed: dict[str, tuple[Verdict, str]]
-    base: dict[str, Any]
+    base: EngineInfo
 
 
 @dataclass(frozen=True)
@@ -729,8 +751,8 @@ class SummaryInputs:
     records: list[CaseRecord]
     sessions: list[Session]
     cfg: Config
-    engine: dict[str, Any]
-    platform_info: dict[str, dict[str, Any]]
+    engine: EngineInfo
+    platform_info: dict[str, EngineInfo]
     book: BugBook
     new_ids: list[str]  # fingerprints not seen before (--state), not flaky
     run_id: str
@@ -794,7 +816,8 @@ def summarize_all(inp: SummaryInputs) -> Summarized:
     rows = tuple(replace(f, root_cause=of[f.key]) for f in failures)
     # Diagnoses the harness failed on count with the results it failed on (_diagnosed_or_error).
     failed = [m.error for m in inp.minimized.values() if m.error]
-    counts = _counts(inp.records, inp.sessions, {"engine": inp.cfg.engine, **inp.engine}, inp.platform_info)
+    counts = _counts(inp.records, inp.sessions, replace(inp.engine, engine=inp.engine.engine or inp.cfg.engine),
+                     inp.platform_info)
     harness = counts.harness_errors
     summary = replace(
         counts, seed=inp.cfg.seed, blocks=tuple(inp.cfg.blocks),
@@ -887,22 +910,21 @@ def _local(r: PlatformRecord) -> tuple[str, str, str]:
     return local_key(r.symptom_text, _fp(r), r.direction)
 
 
-def _counts(records: list[CaseRecord], sessions: list[Session], engine: dict[str, Any],
-            platform_info: dict[str, dict[str, Any]]) -> Summary:
+def _counts(records: list[CaseRecord], sessions: list[Session], engine: EngineInfo,
+            platform_info: dict[str, EngineInfo]) -> Summary:
     """summary.json's counts: models, statuses, distinct failures, platforms, sessions."""
     by = Counter(r.status.value for r in records)
     flat = [r for rec in records for r in rec.per_platform()]
-    last = sessions[-1] if sessions else Session(0.0, 0, "")
+    last = sessions[-1] if sessions else Session(0.0, 0, None)
     return Summary(
         tool_version=__version__, models=len(records), elapsed_s=round(sum(s.elapsed_s for s in sessions), 3),
         models_per_s=round(last.models / last.elapsed_s, 3) if last.elapsed_s else 0.0,
         by_status={s.value: by.get(s.value, 0) for s in Status},
         unique_failures=len({r.key for r in flat if r.failed}),
-        engine=EngineSummary(str(engine.get("engine", "")), str(engine.get("version", "")),
-                             str(engine.get("machine", "")), EngineInfo.of_hello(engine).settings),
+        engine=EngineInfo(engine.engine, engine.version, engine.machine, engine.settings),
         platforms=platform_counts(flat, platform_info),
         platform_order=tuple(platform_info),  # summary.json's keys are sorted
-        stop_reason=sessions[-1].stop_reason if sessions else "", sessions=len(sessions),
+        stop_reason=sessions[-1].stop_reason if sessions else None, sessions=len(sessions),
         harness_errors=harness_errors(flat))
 
 
@@ -944,14 +966,14 @@ def frontend_counts(records: list[CaseRecord], names: list[str],
     return out
 
 
-def platform_counts(flat: list[PlatformRecord], info: dict[str, dict[str, Any]]) -> dict[str, Outcomes]:
+def platform_counts(flat: list[PlatformRecord], info: dict[str, EngineInfo]) -> dict[str, Outcomes]:
     """Per platform: models judged there, outcomes, distinct failures, what its worker ran on."""
     out: dict[str, Outcomes] = {}
     for name in dict.fromkeys([*info, *(r.platform for r in flat)]):
         mine = [r for r in flat if r.platform == name]
         by = Counter(r.status.value for r in mine)
         out[name or "?"] = Outcomes(len(mine), {s.value: by.get(s.value, 0) for s in Status},
-                                    len({r.key for r in mine if r.failed}), str(info.get(name, {}).get("machine", "")))
+                                    len({r.key for r in mine if r.failed}), info[name].machine if name in info else "")
     return out
 
 

@@ -497,7 +497,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
                        key=bundle_key(meta) if model is small else None)
         finally:
             lane.stop()
-    print(f"{info.get('engine')} {info.get('version')} ({info.get('machine')}): {v.outcome}")
+    print(f"{info.engine} {info.version} ({info.machine}): {v.outcome}")
     print(f"  recorded: {target.title}")
     if v.fingerprint is not None and v.outcome != "same":
         print(f"  now:      {v.fingerprint.title}")
@@ -626,8 +626,8 @@ def _coverage_line(cov: dict[str, Any]) -> str:
 
 def print_summary(s: Summary, out: Path) -> None:
     eng = s.engine
-    print(f"\n{eng.name} {eng.version} ({eng.machine}): {s.models} models in {s.elapsed_s:.1f} s "
-          f"({s.models_per_s:.1f}/s), stopped: {s.stop_reason}")
+    print(f"\n{eng.engine} {eng.version} ({eng.machine}): {s.models} models in {s.elapsed_s:.1f} s "
+          f"({s.models_per_s:.1f}/s), stopped: {s.stop_reason or '-'}")
     plats = {p: s.platforms[p] for p in s.platform_order if p in s.platforms}
     if len(plats) > 1:  # one column per platform
         print(f"{'status':8s}" + "".join(f" {p:>12s}" for p in plats))

@@ -32,14 +32,14 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
 from .bugs import triage
 from .bugs.bundle import BugBook, known_of
-from .records import BundleMeta, RecordError, Summary, Verdict
+from .records import BundleMeta, EngineInfo, RecordError, Summary, Verdict
 from .records.summary import Diagnosis, ShardRun
 from .records.known import KnownBug
 from .records.campaign import CampaignIdentity, CampaignRecord, ShardPart
@@ -182,6 +182,11 @@ def _check_one_campaign(parts: list[Part]) -> None:
 def _pick(candidates: list[dict[str, Any]]) -> dict[str, Any]:
     """One of equal-keyed records, whatever the order of the inputs (canonical JSON order)."""
     return min(candidates, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _pick_build(candidates: list[EngineInfo]) -> EngineInfo:
+    """One of the shards' descriptions of a build, whatever the order of the inputs."""
+    return min(candidates, key=lambda e: json.dumps(asdict(e), sort_keys=True))
 
 
 # -- writing ------------------------------------------------------------------------
@@ -375,13 +380,12 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
     cfg = configure({"out": out}, on=rec.config)
     sessions = [s for v in shards.values() for s in v.sessions]
     summaries = [p.summary for p in parts if p.summary is not None]
-    platform_info = {name: {"machine": s.platforms[name].machine or "" if name in s.platforms else ""}
+    platform_info = {name: EngineInfo(machine=s.platforms[name].machine or "" if name in s.platforms else "")
                      for s in summaries for name in s.platform_order}
-    eng = min((s.engine for s in summaries), key=lambda e: json.dumps(e.to_json(), sort_keys=True), default=None)
-    engine = {"engine": (eng.name if eng else "") or rec.config.engine, "version": eng.version if eng else "",
-              "machine": eng.machine if eng else "", "settings": dict(eng.settings) if eng else {}}
+    eng = _pick_build([s.engine for s in summaries] or [EngineInfo()])
+    engine = replace(eng, engine=eng.engine or rec.config.engine)
     elapsed = sum(s.elapsed_s for s in sessions)
-    base = _pick([s.triage.base for s in summaries if s.triage is not None] or [{}])
+    base = _pick_build([s.triage.base for s in summaries if s.triage is not None] or [EngineInfo()])
     done = summarize_all(SummaryInputs(
         records=records, sessions=sessions, cfg=cfg, engine=engine, platform_info=dict(sorted(platform_info.items())),
         book=book, new_ids=[f for f in sorted(book.seen_this_run) if f not in book.before and not book.flaky(f)],

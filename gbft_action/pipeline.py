@@ -200,20 +200,21 @@ class Lane:
     def _engines(self) -> list[Worker]:
         return [*self.engs.values(), *(w for w in (self.base, self.threaded) if w is not None)]
 
-    def start(self) -> dict[str, Any]:
-        """Start the workers; returns the first engine's hello (name, version, machine)."""
+    def start(self) -> EngineInfo:
+        """Start the workers; returns what the first engine's worker says of itself."""
         self.ref.start()
         for w in self._engines():
             w.start()
         # Settings that make the engine compute in float16 (MNN's precision low), as it says them.
-        settings = EngineInfo.of_hello(self.eng.hello).settings
+        info = EngineInfo.of_hello(self.eng.hello)
+        settings = info.settings
         self.half_arithmetic = self.knowledge.half_arithmetic(settings)
         self.weight_bits = self.knowledge.weight_bits(settings)
-        fe, formats = self.cfg.frontend, self.eng.hello.get("formats")
+        fe, formats = self.cfg.frontend, info.formats
         if formats is not None and fe.format not in formats:  # a usage error, before any model
-            raise FrontendError(f"engine {self.eng.hello.get('engine')!r} does not read {fe.name} models "
-                             f"(it reads: {', '.join(formats)})")
-        return self.eng.hello
+            raise FrontendError(f"engine {info.engine!r} does not read {fe.name} models "
+                                f"(it reads: {', '.join(formats)})")
+        return info
 
     def workers(self) -> dict[str, list[Worker]]:
         """The lane's workers by what they do: reference, second reference, engine (the run at
@@ -222,8 +223,9 @@ class Lane:
                 "engine": [*self.engs.values(), *([self.threaded] if self.threaded else [])],
                 "base build": [self.base] if self.base else []}
 
-    def hellos(self) -> dict[str, dict[str, Any]]:
-        return {name: w.hello for name, w in self.engs.items()}
+    def hellos(self) -> dict[str, EngineInfo]:
+        """What each platform's engine worker says of itself."""
+        return {name: EngineInfo.of_hello(w.hello) for name, w in self.engs.items()}
 
     def stop(self) -> None:
         self.ref.stop()

@@ -20,6 +20,7 @@ import pytest
 
 from gbft_action.records.case import CaseRecord
 from gbft_action.records.campaign import Session
+from gbft_action.records.enums import Stop, StopReason
 from gbft_action.bugs.bundle import BugBook
 from gbft_action.campaign import SummaryInputs, summarize
 from gbft_action.records.config import Config
@@ -28,6 +29,7 @@ from gbft_action.oracle import Status
 from gbft_action.pipeline import CaseResult, Lane, LaneConfig
 from gbft_action.platforms import Platform, PlatformError, host_machine, parse_platforms, resolve
 from gbft_action.platforms.armroot import KEY_FILE, ArmRootError, build_arm_root, check_root, content_key
+from gbft_action.records.bundle import EngineInfo
 
 from .conftest import ROOT, gbft_cmd
 
@@ -141,9 +143,9 @@ def test_summary_counts_each_platform_and_lists_where_a_bug_happens(tmp_path):
                      "key": "k2", "fingerprint": {"id": "k2", "title": "MCF"}}]},
         {"index": 2, "status": "REF", "op": "", "message": "tf", "platform": "x86_64"},  # never reached ARM
     ]]
-    info = {"x86_64": {"machine": "x86_64"}, "arm64-qemu": {"machine": "aarch64"}}
-    s = summarize(SummaryInputs(records=recs, sessions=[Session(1.0, 3, "x")],
-                                cfg=Config(out=tmp_path), engine={"engine": "mnn"}, platform_info=info,
+    info = {"x86_64": EngineInfo(machine="x86_64"), "arm64-qemu": EngineInfo(machine="aarch64")}
+    s = summarize(SummaryInputs(records=recs, sessions=[Session(1.0, 3, Stop(StopReason.OUTSIDE, "x"))],
+                                cfg=Config(out=tmp_path), engine=EngineInfo("mnn"), platform_info=info,
                                 book=BugBook(tmp_path), new_ids=[], run_id="r", minimized={}, bugs_dir="")).to_json()
     assert s["models"] == 3 and s["unique_failures"] == 2
     assert s["platforms"]["x86_64"]["models"] == 3 and s["platforms"]["arm64-qemu"]["models"] == 2
@@ -180,9 +182,9 @@ def test_arm_worker_runs_aarch64_code(arm_root, tmp_path):
         hello = lane.hellos()
     finally:
         lane.stop()
-    assert hello["x86_64"]["machine"] == "x86_64"
-    assert hello["arm64-qemu"]["machine"] == "aarch64"  # platform.machine() inside the worker
-    assert hello["arm64-qemu"]["version"] == hello["x86_64"]["version"]
+    assert hello["x86_64"].machine == "x86_64"
+    assert hello["arm64-qemu"].machine == "aarch64"  # platform.machine() inside the worker
+    assert hello["arm64-qemu"].version == hello["x86_64"].version
 
 
 @pytest.mark.slow

@@ -141,7 +141,7 @@ def test_hello_names_the_engine_and_its_version(engine, tmp_path):
     finally:
         w.stop()
     assert hello["engine"] == name and str(hello["version"]).strip()
-    assert lane.hellos()[lane.primary]["engine"] == name  # the wrapper passes it on
+    assert lane.hellos()[lane.primary].engine == name  # the wrapper passes it on
     assert lane.knowledge is ENGINES[name]  # so its log is read with its knowledge
 
 

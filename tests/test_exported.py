@@ -331,7 +331,8 @@ def test_the_job_summary_names_the_settings_and_the_forms_reached():
     and the coverage line the exported forms the models reached; a summary.json without them
     (an older one, or a TensorFlow campaign) renders as before."""
     from gbft_action.corpus import ONNX_CORPUS, load_corpus
-    from gbft_action.records.summary import EngineSummary, Summary
+    from gbft_action.records.bundle import EngineInfo
+    from gbft_action.records.summary import Summary
     from gbft_action.report.render import Renderer
     from gbft_action.search.coverage import Coverage
 
@@ -352,14 +353,14 @@ def test_the_job_summary_names_the_settings_and_the_forms_reached():
     shown["operators"] = ["Add", "Div", "Erf", "Mul"]
     shown["operators_by_opset"] = by_opset(shown["operators"])  # as search.guided adds it for ONNX
     assert shown["operators_by_opset"] == {"13": 1, "14": 3}  # Erf-13; Add, Div, Mul-14
-    eng = EngineSummary("mnn", "3.6.1", "x86_64", {"precision": "low", "threads": "4", "x": "<script>"})
+    eng = EngineInfo("mnn", "3.6.1", "x86_64", {"precision": "low", "threads": "4", "x": "<script>"})
     back = Summary.from_json(Summary(1, engine=eng, coverage=shown).to_json())
     assert back.engine.settings == eng.settings
     md = Renderer().summary(back, "", [], [], [])
     assert md.splitlines()[0] == "## gbft-action: mnn 3.6.1 (precision low, threads 4)"
     assert "4 operators in the models (by operator-set version: 13: 1, 14: 3)" in md
     assert "exported forms reached: GeluPattern." in md
-    plain = Renderer().summary(Summary(1, engine=EngineSummary("mnn", "3.6.1")), "", [], [], [])
+    plain = Renderer().summary(Summary(1, engine=EngineInfo("mnn", "3.6.1")), "", [], [], [])
     assert plain.splitlines()[0] == "## gbft-action: mnn 3.6.1" and "exported forms" not in plain
     tf = {k: v for k, v in shown.items() if k not in ("forms", "operators_by_opset")}  # a TensorFlow campaign's
     assert "operators in the models." in Renderer().summary(Summary(1, coverage=tf), "", [], [], [])

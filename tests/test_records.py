@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from gbft_action.records import BundleMeta, EngineInfo, Fingerprint, RecordError, Status, Summary, Symptom
+from gbft_action.records import (BundleMeta, EngineInfo, Fingerprint, RecordError, Status, Stop, StopReason, Summary,
+                                 Symptom)
 from gbft_action.records.campaign import CampaignIdentity, CampaignRecord, Session
 from gbft_action.records.config import Config
 from gbft_action.records.known import KnownBug, read_known, write_known
@@ -25,7 +26,7 @@ def test_each_record_reads_back_what_it_wrote_and_today_s_files_as_version_0(tmp
     assert BundleMeta.read(tmp_path / "b") == meta
     old = {k: v for k, v in meta.to_json().items() if k != "version"}  # version 0: no version key
     assert BundleMeta.from_json(old) == meta and BundleMeta.read(tmp_path / "none") is None
-    rec = CampaignRecord(CampaignIdentity(3), Config(tmp_path, seed=3, shard=(2, 4)), (Session(1.5, 10, "budget reached"),),
+    rec = CampaignRecord(CampaignIdentity(3), Config(tmp_path, seed=3, shard=(2, 4)), (Session(1.5, 10, Stop(StopReason.BUDGET)),),
                          "0.1.0")
     rec.write(tmp_path)
     back = CampaignRecord.read(tmp_path)
@@ -33,7 +34,7 @@ def test_each_record_reads_back_what_it_wrote_and_today_s_files_as_version_0(tmp
     known = {FP.id: KnownBug(FP, FP.title, "2026-11-26T00:00:00Z", count=2, platforms=("x86_64",))}
     write_known(tmp_path / "known_bugs.json", known)
     assert read_known(tmp_path / "known_bugs.json") == known
-    s = Summary(4, stop_reason="budget reached", new_failures=(FP.id,))
+    s = Summary(4, stop_reason=Stop(StopReason.BUDGET), new_failures=(FP.id,))
     s.write(tmp_path)
     assert Summary.read(tmp_path) == s and Summary.from_json({"models": 4}).version == 1
 
@@ -119,3 +120,15 @@ def test_a_case_line_that_is_not_a_case_names_its_line_and_field(tmp_path, field
     (tmp_path / "cases.jsonl").write_text(good + json.dumps(_line(**{field: value})) + "\n")
     with pytest.raises(RecordError, match=f"cases.jsonl: line 2: {words}"):
         read_cases(tmp_path / "cases.jsonl")
+
+
+@pytest.mark.parametrize("words, reason, cut", [
+    ("budget reached", StopReason.BUDGET, False), ("max-models reached", StopReason.MAX_MODELS, False),
+    ("disk full: /out/cases.jsonl", StopReason.DISK_FULL, True),
+    ("harness error: the generator: no solution", StopReason.HARNESS_ERROR, True),
+    ("cancelled (SIGTERM)", StopReason.OUTSIDE, False), ("signal SIGINT", StopReason.OUTSIDE, False),
+    ("disk fullness", StopReason.OUTSIDE, False)])
+def test_a_stop_reads_back_from_the_words_the_files_keep(words, reason, cut):
+    stop = Stop.of_text(words)
+    assert stop is not None and stop.reason is reason and stop.cut_short is cut and str(stop) == words
+    assert Stop.of_text("") is None

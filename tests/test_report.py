@@ -27,6 +27,7 @@ from gbft_action.report.sanitize import BODY_LIMIT, ZWSP, code_block, neutralise
 from gbft_action.report.choose import make_tracker
 from gbft_action.report.trackers import FilesTracker, marker_ids
 from gbft_action.records.case import CaseRecord
+from gbft_action.records.bundle import EngineInfo
 
 from .conftest import ROOT, case_meta, gbft_cmd
 from .github_fake import GitHubFake
@@ -58,8 +59,7 @@ def make_out(tmp: Path, bugs: list[tuple[Fingerprint, int, str, Graph]]) -> Path
         rec = CaseRecord.from_json({
             "index": i, "hash": g.structure_hash(), "status": fp.status, "stage": fp.stage, "op": fp.op, "node": "n0",
             "message": log.splitlines()[0] if log else "", "fingerprint": fp.to_json(), "key": fp.id})
-        book.observe(rec, f"cases/{i:06d}", g, Found.of_hello({"engine": "mnn", "version": "3.6.1", "machine": "x86_64"},
-                                                              1))
+        book.observe(rec, f"cases/{i:06d}", g, Found.of_engine(EngineInfo("mnn", "3.6.1", "x86_64"), 1))
         failures.append({"key": fp.id, "count": count, "title": fp.title, "message": rec.message,
                          "status": fp.status, "op": fp.op})
     book.save()

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from gbft_action.records import FailureRow, Fingerprint, MinimizeStats, Verdict
+from gbft_action.records import FailureRow, Fingerprint, MinimizeStats, Policy, Verdict
 from gbft_action.records.summary import Diagnosis
 from gbft_action.rerun.diagnose import Blame, _from_blame, blame, candidates, needed_params, single_node
 from gbft_action.policy import policy_for
@@ -737,7 +737,7 @@ def test_a_pattern_no_chain_of_which_fails_alone_is_tracked_a_proven_chain_is_fi
              "fingerprint": fp, "verdict": ""}, {**_fp_row("f2")}]
     chain = RootKey(Symptom.WRONG.value, ("Squeeze", "Less"), "", True)  # failing_window's key
     causes = assemble(_sightings(rows), {"f1": Diagnosed(in_pattern(Symptom.WRONG.value, F(fp), g, "n2"), 3),
-                             "f2": Diagnosed(chain, 2)}, lambda s: "report")
+                             "f2": Diagnosed(chain, 2)}, lambda s: Policy.REPORT)
     listed = {rc.key.ops: tracking_class(rc.to_row()) for rc in causes}
     assert listed == {("Relu",): UNISOLATED, ("Squeeze", "Less"): ""}
     # Garbage at the sink is the same class: the guess is tracked too.
@@ -1079,7 +1079,7 @@ def test_a_crash_no_operator_gives_alone_is_the_proven_crashers_of_its_model():
         return {"key": fid, "count": 1, "platforms": [], "symptom": crash, "local": [crash, "X", "memory error"],
                 "fingerprint": {"op": "X", "kind": "signal", "code": "SIGSEGV"}, "verdict": ""}
     causes = assemble(_sightings([row("f1"), row("f2"), row("f3")]), {"f1": Diagnosed(alone, 1), "f2": Diagnosed(damage, 3),
-                                                          "f3": Diagnosed(other, 2)}, lambda s: "report")
+                                                          "f3": Diagnosed(other, 2)}, lambda s: Policy.REPORT)
     assert sorted((rc.key.title, sorted(rc.fingerprints)) for rc in causes) == [
         ("memory error with Batchtospacend", ["f1", "f2"]),
         ("memory error: no operator crashes alone (damage done earlier in the model)", ["f3"])]
@@ -1089,7 +1089,7 @@ def test_a_crash_no_operator_gives_alone_is_the_proven_crashers_of_its_model():
     strided = RootKey(crash, ("Stridedslice",), "memory error", True)
     causes = assemble(_sightings([row("f1"), row("f2"), row("f3"), row("f4")]),
                       {"f1": Diagnosed(alone, 1), "f2": Diagnosed(abort, 1), "f3": Diagnosed(strided, 1),
-                       "f4": Diagnosed(both, 3)}, lambda s: "report")
+                       "f4": Diagnosed(both, 3)}, lambda s: Policy.REPORT)
     assert len(causes) == 4
 
 
@@ -1215,7 +1215,7 @@ def _keyed(keys: dict[str, RootKey]) -> dict[str, list[str]]:
     rows = [{"key": f, "count": 1, "platforms": [], "symptom": k.symptom, "local": [k.symptom, "X", ""],
              "fingerprint": {"op": "X"}, "verdict": ""} for f, k in keys.items()]
     causes = assemble(_sightings(rows), {f: Diagnosed(k, 1 + len(k.ops or k.pattern)) for f, k in keys.items()},
-                      lambda s: "report")
+                      lambda s: Policy.REPORT)
     return {rc.key.title: sorted(rc.fingerprints) for rc in causes}
 
 

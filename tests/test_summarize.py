@@ -12,14 +12,15 @@ from gbft_action.records.campaign import Session
 from gbft_action.bugs.bundle import BugBook, Found
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.bugs.triage import tally
-from gbft_action.campaign import SummaryInputs, StopReason, summarize, summarize_all
+from gbft_action.campaign import SummaryInputs, summarize, summarize_all
 from gbft_action.records.config import Config
 from gbft_action.graph.ir import Graph, Node, TensorType
-from gbft_action.records import HarnessErrors, Summary
+from gbft_action.records import HarnessErrors, Stop, StopReason, Summary
 from gbft_action.records.case import CaseRecord, PlatformRecord
 from gbft_action.records.summary import Diagnosis
+from gbft_action.records.bundle import EngineInfo
 
-ENGINE = {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}
+ENGINE = EngineInfo("mnn", "3.6.1", "x86_64")
 
 
 def _graph(op: str) -> Graph:
@@ -39,15 +40,15 @@ def _records(book: BugBook) -> list[CaseRecord]:
             rec.update(fingerprint=fp.to_json(), key=fp.id, symptom=symptom, case_dir=f"cases/{i:06d}")
         out.append(CaseRecord.from_json(rec))
         if op:
-            book.observe(out[-1], out[-1].case_dir, _graph(op), Found.of_hello(ENGINE, 1))
+            book.observe(out[-1], out[-1].case_dir, _graph(op), Found.of_engine(ENGINE, 1))
     return out
 
 
 def test_summarize_is_one_build_over_records(tmp_path: Path):
     book = BugBook(tmp_path)
     records = _records(book)
-    inp = SummaryInputs(records=records, sessions=[Session(2.0, 4, StopReason.BUDGET)],
-                        cfg=Config(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}}, book=book,
+    inp = SummaryInputs(records=records, sessions=[Session(2.0, 4, Stop(StopReason.BUDGET))],
+                        cfg=Config(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": EngineInfo()}, book=book,
                         new_ids=sorted(book.seen_this_run), run_id="r", minimized={}, bugs_dir=str(tmp_path / "bugs"))
     before = copy.deepcopy(records)
     files = sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
@@ -56,7 +57,7 @@ def test_summarize_is_one_build_over_records(tmp_path: Path):
     assert sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == files  # pure: nothing written
     summarize_all(inp).write(tmp_path, book)  # the caller writes
     assert (tmp_path / "summary.json").exists()
-    assert s.models == 4 and s.unique_failures == 2 and s.stop_reason == "budget reached"
+    assert s.models == 4 and s.unique_failures == 2 and str(s.stop_reason) == "budget reached"
     by_op = {f.op: f for f in s.failures}
     assert by_op["Tanh"].count == 2 and by_op["Tanh"].symptom == "wrong-result"
     assert all(f.root_cause in {rc.key for rc in s.root_causes} for f in s.failures)
@@ -109,8 +110,8 @@ def test_a_diagnosis_the_harness_fails_on_is_counted_not_fatal(tmp_path: Path, m
     assert "broken" in stats.trace  # where it raised, for the harness's maintainers
     book = BugBook(tmp_path)
     records = _records(book)
-    s = summarize(SummaryInputs(records=records, sessions=[Session(1.0, 4, "x")],
-                                cfg=Config(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": {}},
+    s = summarize(SummaryInputs(records=records, sessions=[Session(1.0, 4, Stop(StopReason.OUTSIDE, "x"))],
+                                cfg=Config(out=tmp_path, seed=1), engine=ENGINE, platform_info={"x86_64": EngineInfo()},
                                 book=book, new_ids=sorted(book.seen_this_run), run_id="r",
                                 minimized={"f1": stats}, bugs_dir=""))
     assert s.harness_errors == HarnessErrors(1, stats.error)  # shown in the job summary

@@ -17,15 +17,16 @@ from gbft_action.bugs.bundle import BugBook, Found
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.policy import fails_check, listed_line, parse_list_only
 from gbft_action.bugs.triage import case_verdict, headline, tally
-from gbft_action.campaign import StopReason, SummaryInputs, TriageInputs, summarize
+from gbft_action.campaign import SummaryInputs, TriageInputs, summarize
 from gbft_action.records.config import Config
 from gbft_action.graph.ir import Graph, Node, TensorType
-from gbft_action.records import Summary
+from gbft_action.records import Policy, Stop, StopReason, Summary
 from gbft_action.records.campaign import Session
 from gbft_action.records.case import CaseRecord
 from gbft_action.records.enums import Verdict
+from gbft_action.records.bundle import EngineInfo
 
-ENGINE = {"engine": "mnn", "version": "3.6.1", "machine": "x86_64"}
+ENGINE = EngineInfo("mnn", "3.6.1", "x86_64")
 
 
 def fp(op: str, status: str = "DCF", kind: str = "mismatch", code: str = "values") -> Fingerprint:
@@ -59,7 +60,7 @@ class Run:
         if pr is not None:
             t = TensorType((1, 2, 3, 3))
             g = Graph({"in0": t}, [Node("n0", "Relu", ["in0"], {}, t, "Relu")], ["n0"], 1)  # the bundle's model
-            self.book.observe(self.records[-1], rec["case_dir"], g, Found.of_hello(ENGINE, 1))
+            self.book.observe(self.records[-1], rec["case_dir"], g, Found.of_engine(ENGINE, 1))
 
     def summary(self, list_only: tuple[str, ...] | None = None) -> Summary:
         """The summary, every candidate confirmed by its replays (what bugs.triage.confirm gives
@@ -70,10 +71,10 @@ class Run:
                  if bv.verdict in triage.CONFIRMED}
         cfg = Config(out=self.tmp, seed=1, **({"list_only": list_only} if list_only is not None else {}))
         return summarize(SummaryInputs(
-            records=self.records, sessions=[Session(2.0, len(self.records), StopReason.BUDGET)], cfg=cfg,
-            engine=ENGINE, platform_info={"x86_64": {}}, book=self.book, new_ids=sorted(self.book.seen_this_run),
+            records=self.records, sessions=[Session(2.0, len(self.records), Stop(StopReason.BUDGET))], cfg=cfg,
+            engine=ENGINE, platform_info={"x86_64": EngineInfo()}, book=self.book, new_ids=sorted(self.book.seen_this_run),
             run_id="r", minimized={}, bugs_dir=str(self.tmp / "bugs"),
-            triage=TriageInputs(self.tmp, cands, {"engine": "mnn", "version": "3.5.0"})))
+            triage=TriageInputs(self.tmp, cands, EngineInfo("mnn", "3.5.0"))))
 
 
 def red(s: Summary) -> bool:
@@ -89,9 +90,9 @@ def test_the_rule_is_one_function_over_class_and_newness():
     assert not fails_check("precision", True, ("precision",))
     # Without a base build nothing says the engine changed: only what the policy files (and a lost
     # operator) fails a run on what was not seen before.
-    assert not fails_check("precision", True, against_base=False, policy="summary")
-    assert fails_check("unsupported", True, against_base=False, policy="summary")
-    assert fails_check("crash", True, against_base=False, policy="report")
+    assert not fails_check("precision", True, against_base=False, policy=Policy.SUMMARY)
+    assert fails_check("unsupported", True, against_base=False, policy=Policy.SUMMARY)
+    assert fails_check("crash", True, against_base=False, policy=Policy.REPORT)
     assert parse_list_only("none") == () and parse_list_only("precision, nan-inf") == ("precision", "nan-inf")
     with pytest.raises(ValueError, match="unknown symptom class 'precison'"):
         parse_list_only("precison")

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 from ..bugs.triage import tally
 from ..records.summary import Summary
+from ..records.enums import Stop, StopReason
 from ..knowledge.source import BuildFailed, BuildPlan, BuildRecord
 from ..report.sanitize import code_block, inline
 from ..exitcodes import ActionExit
@@ -110,7 +111,7 @@ def _run(cfg: ActionConfig, t0: float, builds: list[BuildRecord]) -> int:
     out = cfg.path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     cancel = _Cancel()
-    summary = Summary(0, stop_reason="cancelled (SIGTERM) during set-up")
+    summary = Summary(0, stop_reason=Stop(StopReason.OUTSIDE, "cancelled (SIGTERM) during set-up"))
     filed, report_failed = 0, False
     try:
         summary = cancel.during(_campaign(cfg, out, t0))
@@ -129,7 +130,7 @@ def _run(cfg: ActionConfig, t0: float, builds: list[BuildRecord]) -> int:
 
     if cut_short(summary):  # a verdict over fewer models than the budget allowed: the step errs
         what = "output disk full" if disk_filled(summary) else "the run stopped on a harness error"
-        print(f"::error title=gbft-action: {what}::{inline(summary.stop_reason, 300)}; "
+        print(f"::error title=gbft-action: {what}::{inline(str(summary.stop_reason), 300)}; "
               f"the summary covers the {summary.models} models judged")
     t = tally(summary)
     return exit_code(cfg.fail_on, t.failures, t.new, report_failed or bool(cut_short(summary)))
@@ -282,7 +283,7 @@ def _plain_summary(summary: Summary) -> str:
     from ..bugs.triage import headline
 
     eng = summary.engine
-    return (f"## gbft-action: {eng.name} {eng.version}\n\n{headline(summary)}\n\n"
+    return (f"## gbft-action: {eng.engine} {eng.version}\n\n{headline(summary)}\n\n"
             f"{summary.models} models, {summary.unique_failures} distinct failures ({summary.stop_reason}).\n")
 
 

@@ -53,9 +53,9 @@ class Found:
     platform: str = ""  # the platform's label or name (bundles and issues list where a bug shows)
 
     @staticmethod
-    def of_hello(hello: dict[str, Any], seed: int | None = None, tolerance: Tolerance = Tolerance()) -> Found:
-        """From an engine worker's hello: its label or platform name, else its machine."""
-        return Found(seed, tolerance, EngineInfo.of_hello(hello), str(hello.get("platform") or hello.get("machine", "")))
+    def of_engine(engine: EngineInfo, seed: int | None = None, tolerance: Tolerance = Tolerance()) -> Found:
+        """Where an engine worker ran: its label or platform name, else its machine."""
+        return Found(seed, tolerance, replace(engine, platform="", source="", formats=None), engine.where)
 
 
 class BugBook:

@@ -91,8 +91,8 @@ def run_jobs(cfg: CollectConfig, jobs: Sequence[tuple[str, Job]], say: Callable[
     for fe, job in jobs:
         lane = Lane(LaneConfig(cfg.engine, cfg.out / ".work", engine_python=cfg.build.python if cfg.build else "",
                                engine_env=env, frontend=FRONTENDS[fe], cross_reference=False), 0)
-        hello = lane.start()
-        _check_meta(cfg.out, f"{hello.get('engine', cfg.engine)} {hello.get('version', '')}".strip())
+        info = lane.start()
+        _check_meta(cfg.out, f"{info.engine or cfg.engine} {info.version}".strip())
         # The engine's rules for its source folders, as the engine its worker names (a module:Class
         # adapter of MNN places by MNN's).
         placer = placer or ModulePlacer(lane.knowledge.module_of)

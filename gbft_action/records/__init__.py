@@ -4,7 +4,7 @@ Every file the campaign, merge and the reporter exchange is a frozen dataclass h
 schema version, ``to_json`` and ``from_json``.  ``from_json`` is where validation lives: a
 file that is not what it should be is a one-line ``RecordError`` naming it and the field;
 today's files without a version are read as version 0.  The enums the records' fields take
-(Status, Symptom, Verdict, Policy, StopReason) live here, at the bottom of the house, so that
+(Status, Symptom, Verdict, Policy, StopReason and its Stop) live here, at the bottom of the house, so that
 every layer shares one type for them.
 
 Layer 0 (foundation).
@@ -13,14 +13,14 @@ Layer 0 (foundation).
 from __future__ import annotations
 
 from .bundle import BUNDLE_VERSION, BundleMeta, EngineInfo, MinimizeStats
-from .enums import Policy, Status, StopReason, Symptom, Verdict
+from .enums import Policy, Status, Stop, StopReason, Symptom, Verdict
 from .io import RecordError, read_record, write_record
 from .keys import SPECIAL_INPUT, Fingerprint, RootKey, same_class
-from .summary import (SUMMARY_VERSION, EngineSummary, FailureRow, HarnessErrors, RootCauseRow, Summary, TriageSummary,
+from .summary import (SUMMARY_VERSION, FailureRow, HarnessErrors, RootCauseRow, Summary, TriageSummary,
                       VerdictRow)
 from .tolerance import Tolerance
 
-__all__ = ["BUNDLE_VERSION", "BundleMeta", "EngineInfo", "EngineSummary", "FailureRow", "Fingerprint", "HarnessErrors",
+__all__ = ["BUNDLE_VERSION", "BundleMeta", "EngineInfo", "FailureRow", "Fingerprint", "HarnessErrors",
            "MinimizeStats", "Policy", "RecordError", "RootCauseRow", "RootKey", "SPECIAL_INPUT", "SUMMARY_VERSION",
-           "Status", "StopReason", "Summary", "Symptom", "Tolerance", "TriageSummary", "Verdict", "VerdictRow",
+           "Status", "Stop", "StopReason", "Summary", "Symptom", "Tolerance", "TriageSummary", "Verdict", "VerdictRow",
            "read_record", "same_class", "write_record"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .enums import Status, Symptom
 from .io import Fields, RecordError, read_record, write_record
@@ -23,20 +23,32 @@ BUNDLE_VERSION = 1  # 0: written before records (no "version" key), read the sam
 
 @dataclass(frozen=True)
 class EngineInfo:
-    """What a bundle keeps of the engine worker's hello: name, version, machine, and how to run
-    the build again where the adapter says (a command engine's commands, an engine's settings)."""
+    """What an engine worker says of itself (its hello, read once here): name, version, machine,
+    how to run the build again where the adapter says (a command engine's commands, an engine's
+    settings), the model formats it reads.  The campaign adds which platform it ran on and where
+    the build came from.  Bundles, the summary (its ``engine``, its platforms' machines, the base
+    build of its verdict) and reports all hold this one record, each file in its own form."""
 
     engine: str = ""
     version: str = ""
     machine: str = ""
     settings: dict[str, str] = field(default_factory=dict)  # e.g. MNN's precision mode
     commands: dict[str, str] = field(default_factory=dict)
+    formats: tuple[str, ...] | None = None  # None: the adapter did not say (it reads any)
+    platform: str = ""  # the platform it ran on (gbft_action.platforms), or the campaign's label
+    source: str = ""  # where the build came from (a wheel, a folder), as reports show it
 
     @staticmethod
-    def of_hello(hello: dict[str, Any]) -> EngineInfo:
+    def of_hello(hello: Mapping[str, object]) -> EngineInfo:
+        formats = hello.get("formats")
         return EngineInfo(str(hello.get("engine", "")), str(hello.get("version", "")), str(hello.get("machine", "")),
-                          {str(k): str(v) for k, v in dict(hello.get("settings") or {}).items()},
-                          {str(k): str(v) for k, v in dict(hello.get("commands") or {}).items()})
+                          _texts(hello.get("settings")), _texts(hello.get("commands")),
+                          tuple(str(f) for f in formats) if isinstance(formats, (list, tuple)) else None)
+
+    @property
+    def where(self) -> str:
+        """Where it ran, as a bundle names it: the platform, else the machine."""
+        return self.platform or self.machine
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"engine": self.engine, "version": self.version, "machine": self.machine}
@@ -184,3 +196,7 @@ class BundleMeta:
             root_cause=RootKey.from_json(f.d["root_cause"], f"{where}: root_cause") if f.d.get("root_cause") else None,
             alone=f.str("alone"), shard=f.str("shard"), shard_case_index=f.opt_int("shard_case_index"),
             version=BUNDLE_VERSION)
+
+
+def _texts(v: object) -> dict[str, str]:
+    return {str(k): str(x) for k, x in v.items()} if isinstance(v, Mapping) else {}

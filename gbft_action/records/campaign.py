@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from ..frontends import LEGACY_OPSET
 from .config import Config, shard_text
+from .enums import Stop
 from .io import Fields, RecordError, read_record, write_record
 
 CAMPAIGN_VERSION = 1  # 0: written before records (no "version" key), read the same way
@@ -23,15 +24,15 @@ class Session:
 
     elapsed_s: float
     models: int
-    stop_reason: str
+    stop_reason: Stop | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"elapsed_s": self.elapsed_s, "models": self.models, "stop_reason": self.stop_reason}
+        return {"elapsed_s": self.elapsed_s, "models": self.models, "stop_reason": str(self.stop_reason or "")}
 
     @staticmethod
     def from_json(d: Any, where: str) -> Session:
         f = Fields(d, where)
-        return Session(f.float("elapsed_s"), f.int("models", 0, 0), f.str("stop_reason"))
+        return Session(f.float("elapsed_s"), f.int("models", 0, 0), Stop.of_text(f.str("stop_reason")))
 
 
 @dataclass(frozen=True)

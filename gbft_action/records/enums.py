@@ -4,6 +4,7 @@ value is what the files say, so a record reads and writes them as before."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 
 
@@ -61,8 +62,40 @@ class Policy(_Text):
 
 
 class StopReason(_Text):
-    """Why the loop stopped on its own (summary.json keeps the text).  An outside stop (a signal,
-    a full disk) says its own words: request_stop's reason."""
+    """What stopped a campaign: the loop's own reasons, or one from outside it."""
 
     BUDGET = "budget reached"
     MAX_MODELS = "max-models reached"
+    DISK_FULL = "disk full"  # the output disk filled: the entry points err
+    HARNESS_ERROR = "harness error"  # a bug of ours (the generator): the entry points err
+    OUTSIDE = "stopped"  # a signal, a cancelled job, a caller: its own words
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a campaign stopped, as the code reads it (``reason``) and as the files keep it
+    (``words``, the text summary.json and campaign.json have always held)."""
+
+    reason: StopReason
+    detail: str = ""  # what filled, what failed, which signal
+
+    def __str__(self) -> str:
+        if self.reason is StopReason.OUTSIDE:
+            return self.detail or self.reason.value
+        return f"{self.reason.value}: {self.detail}" if self.detail else self.reason.value
+
+    @property
+    def cut_short(self) -> bool:
+        """Stopped before its budget by a failure of its own (its summary covers what was judged)."""
+        return self.reason in (StopReason.DISK_FULL, StopReason.HARNESS_ERROR)
+
+    @staticmethod
+    def of_text(text: str) -> Stop | None:
+        """The stop a file's words say (None: none, ""); words of no reason of the loop's are an
+        outside stop's own."""
+        if not text:
+            return None
+        for r in StopReason:
+            if r is not StopReason.OUTSIDE and (text == r.value or text.startswith(r.value + ": ")):
+                return Stop(r, text[len(r.value) + 2:])
+        return Stop(StopReason.OUTSIDE, text)

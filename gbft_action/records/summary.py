@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..policy import policy_for
-from .bundle import MinimizeStats
-from .enums import Policy, Verdict
+from .bundle import EngineInfo, MinimizeStats
+from .enums import Policy, Stop, Verdict
 from .io import Fields, RecordError, read_record, write_record
 from .keys import Fingerprint
 
@@ -25,20 +25,14 @@ FINGERPRINT_ID = r"[0-9a-f]{6,64}"
 ROOT_CAUSE_KEY = r"rc-[0-9a-z][0-9a-z-]{3,60}"
 
 
-@dataclass(frozen=True)
-class EngineSummary:
-    name: str = ""
-    version: str = ""
-    machine: str = ""
-    settings: dict[str, str] = field(default_factory=dict)  # the adapter's (precision, threads...)
+def _engine_json(e: EngineInfo) -> dict[str, object]:
+    """summary.json's ``engine``: the engine under test as its worker named it (its "name")."""
+    d: dict[str, object] = {"name": e.engine, "version": e.version, "machine": e.machine}
+    return {**d, "settings": dict(e.settings)} if e.settings else d
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"name": self.name, "version": self.version, "machine": self.machine}
-        return {**d, "settings": dict(self.settings)} if self.settings else d
 
-    @staticmethod
-    def from_json(f: Fields) -> EngineSummary:
-        return EngineSummary(f.str("name"), f.str("version"), f.str("machine"), f.str_map("settings"))
+def _engine_of(f: Fields) -> EngineInfo:
+    return EngineInfo(f.str("name"), f.str("version"), f.str("machine"), f.str_map("settings"))
 
 
 @dataclass(frozen=True)
@@ -208,18 +202,22 @@ class TriageSummary:
     """The verdict against the base build: the base build, counts per verdict, the fingerprints
     that fail the step, and the base build's failures this build passes."""
 
-    base: dict[str, Any]
+    base: EngineInfo  # the base build: its source, engine, version, machine
     counts: dict[str, int]
     blamed: tuple[str, ...]
     fixed: tuple[VerdictRow, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"base": dict(self.base), "counts": dict(self.counts), "blamed": list(self.blamed),
+        base = {"source": self.base.source, "engine": self.base.engine, "version": self.base.version,
+                "machine": self.base.machine}
+        return {"base": base, "counts": dict(self.counts), "blamed": list(self.blamed),
                 "fixed": [v.to_json() for v in self.fixed]}
 
     @staticmethod
     def from_json(f: Fields) -> TriageSummary:
-        return TriageSummary(f.mapping("base") or {}, f.int_map("counts"), f.strs("blamed"),
+        b = f.obj("base")
+        base = EngineInfo(b.str("engine"), b.str("version"), b.str("machine"), source=b.str("source"))
+        return TriageSummary(base, f.int_map("counts"), f.strs("blamed"),
                              tuple(VerdictRow.from_json(x, f"{f.where}: fixed[{i}]") for i, x in enumerate(f.list("fixed"))))
 
 
@@ -312,10 +310,10 @@ class Summary:
     unique_failures: int = 0
     seed: int | None = None
     blocks: tuple[int, ...] = ()
-    engine: EngineSummary = EngineSummary()
+    engine: EngineInfo = EngineInfo()
     platforms: Mapping[str, Outcomes] = field(default_factory=dict)  # per platform, with its worker's machine
     platform_order: tuple[str, ...] = ()
-    stop_reason: str = ""
+    stop_reason: Stop | None = None  # None: it did not stop (a summary made before it ran)
     sessions: int = 0
     harness_errors: HarnessErrors = HarnessErrors()
     failures: tuple[FailureRow, ...] = ()
@@ -355,8 +353,8 @@ class Summary:
             "version": self.version, "tool_version": self.tool_version, "models": self.models,
             "elapsed_s": self.elapsed_s, "models_per_s": self.models_per_s, "by_status": dict(self.by_status),
             "unique_failures": self.unique_failures, "seed": self.seed, "blocks": list(self.blocks),
-            "engine": self.engine.to_json(), "platforms": {k: v.to_json() for k, v in self.platforms.items()},
-            "platform_order": list(self.platform_order), "stop_reason": self.stop_reason, "sessions": self.sessions,
+            "engine": _engine_json(self.engine), "platforms": {k: v.to_json() for k, v in self.platforms.items()},
+            "platform_order": list(self.platform_order), "stop_reason": str(self.stop_reason or ""), "sessions": self.sessions,
             "harness_errors": self.harness_errors.to_json(), "failures": [f.to_json() for f in self.failures],
             "new_failures": list(self.new_failures),
             "symptom_policy": {k: v.value for k, v in self.symptom_policy.items()}, "list_only": list(self.list_only),
@@ -379,9 +377,9 @@ class Summary:
         return Summary(
             models=f.int("models", 0, 0), elapsed_s=f.float("elapsed_s"), models_per_s=f.float("models_per_s"),
             by_status=f.int_map("by_status"), unique_failures=f.int("unique_failures", 0, 0),
-            seed=f.opt_int("seed"), blocks=f.ints("blocks"), engine=EngineSummary.from_json(f.obj("engine")),
+            seed=f.opt_int("seed"), blocks=f.ints("blocks"), engine=_engine_of(f.obj("engine")),
             platforms=_outcomes(f, "platforms") or {}, platform_order=f.strs("platform_order"),
-            stop_reason=f.str("stop_reason"), sessions=f.int("sessions", 0, 0),
+            stop_reason=Stop.of_text(f.str("stop_reason")), sessions=f.int("sessions", 0, 0),
             harness_errors=HarnessErrors.from_json(f.obj("harness_errors")),
             failures=tuple(FailureRow.from_json(x, f"{where}: failures[{i}]") for i, x in enumerate(f.list("failures"))),
             new_failures=f.strs("new_failures"), root_causes=_root_causes(f, policy), symptom_policy=policy,

@@ -223,15 +223,15 @@ class Renderer:
         eng = summary.engine
         counts = summary.platforms  # in the order given on the command line
         plats = {p: counts[p] for p in summary.platform_order or counts if p in counts}
-        base = summary.triage.base if summary.triage else {}
+        base = summary.triage.base if summary.triage else EngineInfo()
         return self.env.get_template("summary.md.j2").render(
-            engine={"name": eng.name, "version": eng.version, "settings": _settings(eng.settings)},
+            engine={"name": eng.engine, "version": eng.version, "settings": _settings(eng.settings)},
             models=summary.models,
-            base=" ".join(str(x) for x in (base.get("engine", ""), base.get("version", "")) if x)[:80],
+            base=" ".join(x for x in (base.engine, base.version) if x)[:80],
             headline=Markup(headline), sections=sections, ids=ids,
             elapsed_s=summary.elapsed_s, models_per_s=summary.models_per_s,
             platforms=list(plats) or [eng.machine or "?"], per_platform=plats if len(plats) > 1 else {},
-            stop_reason=summary.stop_reason,
+            stop_reason=str(summary.stop_reason or ""),
             by_status=summary.by_status, coverage=summary.coverage, not_filed=not_filed,
             frontends=summary.frontends or {}, harness=summary.harness_errors.to_json(),
             refused=list(refused), declined=list(declined), by_root_cause=by_root_cause, ignored=ignored, listed=listed,
