@@ -170,7 +170,7 @@ class StopState:
 
 class Campaign:
     def __init__(self, cfg: Config, source: CaseSource | None = None,
-                 progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 progress: Callable[[dict[str, object]], None] | None = None) -> None:
         self.cfg = cfg
         self.frontends: tuple[Frontend, ...] = parse_frontends(cfg.frontend)
         self.frontend = self.frontends[0]
@@ -213,7 +213,7 @@ class Campaign:
             raise ValueError("--engine-coverage: on this machine's platform only (an emulator has its own loader)")
         return build_shim(self.cfg.out / ".work")
 
-    def _engine_coverage(self) -> dict[str, Any]:
+    def _engine_coverage(self) -> dict[str, object]:
         """The engine's blocks the lanes' models ran, joined with a resumed output's, written to
         engine-coverage.json; summary.json's ``coverage.engine`` ({}: coverage is off)."""
         if self.shim is None:
@@ -263,7 +263,7 @@ class Campaign:
                  for o in self.cfg.opsets[1:] for c in [load_corpus(path, o, placeable_only=True)]}
         return OpsetSource({self.cfg.opset: guided(main), **older})
 
-    def _saved_state(self) -> dict[str, Any] | None:
+    def _saved_state(self) -> dict[str, object] | None:
         if not self.cfg.state:
             return None
         path = Path(self.cfg.state) / STATE_FILE
@@ -271,7 +271,7 @@ class Campaign:
             raise ValueError(f"--state {self.cfg.state}: no {STATE_FILE} there")
         return read_state(path, "search state (coverage, MCTS)")
 
-    def _load_state(self, src: GuidedSource | OpsetSource, data: dict[str, Any], frontend: str) -> None:
+    def _load_state(self, src: GuidedSource | OpsetSource, data: dict[str, object], frontend: str) -> None:
         path = Path(self.cfg.state) / STATE_FILE
         try:
             mine = state_for(data, frontend, self.mixed)
@@ -579,7 +579,7 @@ class Campaign:
         return 0.9 * est + 0.1 * spent
 
     # -- results --------------------------------------------------------------------
-    def counts(self) -> dict[str, Any]:
+    def counts(self) -> dict[str, object]:
         by = Counter(r.status.value for r in self.records)
         return {"models": len(self.records), "by_status": {s.value: by.get(s.value, 0) for s in Status}}
 
@@ -759,7 +759,7 @@ class SummaryInputs:
     minimized: dict[str, Diagnosis]
     bugs_dir: str
     triage: TriageInputs | None = None
-    coverage: dict[str, Any] | None = None
+    coverage: dict[str, object] | None = None
     frontends: dict[str, Any] | None = None
     models_per_s: float | None = None  # merge: over every shard's sessions (default: the last session's)
     shards: dict[str, Any] | None = None

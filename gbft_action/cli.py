@@ -620,7 +620,7 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def _coverage_line(cov: dict[str, Any]) -> str:
+def _coverage_line(cov: dict[str, object]) -> str:
     return "  ".join(f"{k} {cov[k]:.3f}" for k in ("OTC", "IDC", "ODC", "SEC", "DEC", "SPC", "ATC", "OLC") if k in cov)
 
 

@@ -179,7 +179,7 @@ def _check_one_campaign(parts: list[Part]) -> None:
                              f"corpus and engine")
 
 
-def _pick(candidates: list[dict[str, Any]]) -> dict[str, Any]:
+def _pick(candidates: list[dict[str, object]]) -> dict[str, Any]:
     """One of equal-keyed records, whatever the order of the inputs (canonical JSON order)."""
     return min(candidates, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
@@ -307,7 +307,7 @@ def _known(parts: list[Part], records: list[CaseRecord], occurrences: dict[str, 
     return known, before
 
 
-def _state(parts: list[Part], shards: dict[str, ShardPart]) -> dict[str, Any]:
+def _state(parts: list[Part], shards: dict[str, ShardPart]) -> dict[str, object]:
     """state.json of the campaign: coverage unioned, each shard's search state kept, combined;
     for a campaign of several opsets (search.opsets), so for each opset's state."""
     opsets = list(dict.fromkeys(o for p in parts for o in (p.state.get("opsets") or {})))
@@ -354,7 +354,7 @@ def _own_search(p: Part) -> dict[str, ShardSearch]:
     return {next(iter(p.shards)): replace(own, graph=graph, models=len(p.cases))}
 
 
-def _engine_coverage(parts: list[Part], stage: Path) -> dict[str, Any]:
+def _engine_coverage(parts: list[Part], stage: Path) -> dict[str, object]:
     """The shards' engine coverage joined (a block counts once) into engine-coverage.json; the
     summary's ``coverage.engine`` ({}: no shard took it)."""
     read = []
@@ -373,7 +373,7 @@ def _engine_coverage(parts: list[Part], stage: Path) -> dict[str, Any]:
 
 
 def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, ShardPart],
-             book: BugBook, state: dict[str, Any], stage: Path, out: Path, engine_cov: dict[str, Any]) -> Summary:
+             book: BugBook, state: dict[str, object], stage: Path, out: Path, engine_cov: dict[str, object]) -> Summary:
     """summary.json of the campaign, written as the campaign writes its own."""
     head = _head(parts)
     rec = head.record
@@ -407,7 +407,7 @@ def _head(parts: list[Part]) -> Part:
                                      json.dumps(p.record.to_json(), sort_keys=True)))
 
 
-def _coverage_summary(state: dict[str, Any], main: int = LEGACY_OPSET) -> dict[str, Any]:
+def _coverage_summary(state: dict[str, Any], main: int = LEGACY_OPSET) -> dict[str, object]:
     """The summary's coverage: the union's metrics, each shard's graph-level means weighted by its models.
     Of several opsets (search.opsets): the ``main`` one's, with the operators, element types
     and forms of all, and the operators at each schema version.  (state.json's keys are sorted:

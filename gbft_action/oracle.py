@@ -33,9 +33,9 @@ class OutputDiff:
     ok: bool
     ratio: float  # share of elements within tolerance
     reason: str = ""
-    worst: list[dict[str, Any]] = field(default_factory=list)  # index, expected, actual
+    worst: list[dict[str, object]] = field(default_factory=list)  # index, expected, actual
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"name": self.name, "ok": self.ok, "ratio": self.ratio, "reason": self.reason, "worst": self.worst}
 
 
@@ -303,7 +303,7 @@ DISCONTINUOUS = frozenset({"Argmax", "Greater", "Ceil", "Cast", "TopKV2",
 VIEWS = frozenset({"Squeeze", "Reshape", "Expanddims"})
 
 
-def judge_node(op: str, params: dict[str, Any], inputs: list[np.ndarray], expected: np.ndarray,
+def judge_node(op: str, params: dict[str, object], inputs: list[np.ndarray], expected: np.ndarray,
                actual: np.ndarray, name: str = "", tol: Tolerance = Tolerance(),
                signed_zero: bool = False) -> OutputDiff:
     """Compare one node's output knowing what computed it (``inputs``: the reference's values of
@@ -321,7 +321,7 @@ def judge_node(op: str, params: dict[str, Any], inputs: list[np.ndarray], expect
                    excused=excused_elements(op, params, inputs, expected, actual, tol))
 
 
-def excused_elements(op: str, params: dict[str, Any], inputs: list[np.ndarray], expected: np.ndarray,
+def excused_elements(op: str, params: dict[str, object], inputs: list[np.ndarray], expected: np.ndarray,
                      actual: np.ndarray, tol: Tolerance = Tolerance()) -> np.ndarray | None:
     """The elements the node rules excuse (None: none).  Shapes an engine gave in another
     form (a view's input unsqueezed) excuse nothing, never raise."""
@@ -337,7 +337,7 @@ def _overflowed(e: np.ndarray) -> np.ndarray:
     return (e == info.min) | (e == info.max)
 
 
-def undefined_anywhere(op: str, params: dict[str, Any], inputs: list[np.ndarray], expected: np.ndarray) -> bool:
+def undefined_anywhere(op: str, params: dict[str, object], inputs: list[np.ndarray], expected: np.ndarray) -> bool:
     """Whether the node rules leave some element of this node undefined for these inputs,
     whatever the engine gave: for a node the engine fused away (no value to judge), whose
     undefined elements still reach what it feeds (a NaN cast to int, then back to float)."""

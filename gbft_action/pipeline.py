@@ -360,7 +360,7 @@ class Lane:
 
     def _reference(self, res: CaseResult, left: float, inputs: dict[str, np.ndarray] | None = None) -> bool:
         """TensorFlow builds the model, draws inputs (or takes ``inputs``), computes the expected outputs."""
-        msg: dict[str, Any] = {"op": "build", "graph": res.graph.to_json(), "dir": str(res.workdir),
+        msg: dict[str, object] = {"op": "build", "graph": res.graph.to_json(), "dir": str(res.workdir),
                                "tflite": self.cfg.frontend.format == "tflite"}
         if inputs is not None:
             msg["inputs"] = pack(inputs)

@@ -17,7 +17,7 @@ class StateFileError(ValueError):
     """A state file that cannot be read: the message names it and where its copy is."""
 
 
-def read_state(path: Path, what: str) -> dict[str, Any]:
+def read_state(path: Path, what: str) -> dict[str, object]:
     """The JSON object in ``path`` (``what`` it holds, for the message)."""
     try:
         data = json.loads(path.read_text())

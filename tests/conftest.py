@@ -77,7 +77,7 @@ def render_repro_of(meta_changes: dict, case: str = "mcf-resize-area") -> str:
     from gbft_action.bugs.bundle import TEMPLATES
     from gbft_action.bugs.repro import render_repro
     from gbft_action.graph.ir import Graph
-    from gbft_action.oracle import Tolerance
+    from gbft_action.records import Tolerance
     from gbft_action.records import BundleMeta
 
     data = json.loads((TESTS / "data" / "repro" / f"{case}.json").read_text())

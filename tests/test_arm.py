@@ -25,7 +25,7 @@ from gbft_action.bugs.bundle import BugBook
 from gbft_action.campaign import SummaryInputs, summarize
 from gbft_action.records.config import Config
 from gbft_action.graph.ir import Graph, Node, TensorType
-from gbft_action.oracle import Status
+from gbft_action.records import Status
 from gbft_action.pipeline import CaseResult, Lane, LaneConfig
 from gbft_action.platforms import Platform, PlatformError, host_machine, parse_platforms, resolve
 from gbft_action.platforms.armroot import KEY_FILE, ArmRootError, build_arm_root, check_root, content_key

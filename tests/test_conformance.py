@@ -33,7 +33,7 @@ import pytest
 from gbft_action.knowledge.registry import ENGINES, resolve
 from gbft_action.frontends import DEFAULT_FRONTEND, FRONTENDS, Frontend
 from gbft_action.graph.ir import Graph, Node, TensorType
-from gbft_action.oracle import Status
+from gbft_action.records import Status
 from gbft_action.pipeline import CaseResult, Lane, LaneConfig
 from gbft_action.records.config import Timeouts
 from gbft_action.workers.supervisor import Worker, WorkerSpec

@@ -23,7 +23,8 @@ from gbft_action.bugs.rootcause import Symptom, root_key, wants_second_reference
 from gbft_action.corpus import load_corpus
 from gbft_action.graph.generate import GenOptions, generate
 from gbft_action.graph.ir import Graph, Node, TensorType
-from gbft_action.oracle import LOOSE, Status, references_disagree
+from gbft_action.oracle import LOOSE, references_disagree
+from gbft_action.records import Status
 from gbft_action.pipeline import FOUND, Lane, LaneConfig, _located
 from gbft_action.reference import tf_as_onnx
 from gbft_action.reference.onnx_emit import check

@@ -26,7 +26,7 @@ from gbft_action.knowledge.builds import BuildError, EngineBuild, build_of_bundl
 from gbft_action.knowledge.base import GENERIC, CommandKnowledge, EngineKnowledge, Package
 from gbft_action.knowledge.mnn import MNNKnowledge
 from gbft_action.graph.ir import Graph
-from gbft_action.oracle import Tolerance
+from gbft_action.records import Tolerance
 
 from .conftest import TESTS, render_repro_of
 

@@ -137,7 +137,7 @@ def test_a_replay_the_reference_cannot_judge_is_never_a_pass():
     result: that says nothing of the bug, and a "passes" would close its issue as fixed."""
     from gbft_action.rerun.replay import replay
     from gbft_action.graph.ir import Graph, Node, TensorType
-    from gbft_action.oracle import Status
+    from gbft_action.records import Status
     from gbft_action.pipeline import CaseResult
 
     t = TensorType((1, 4))
@@ -165,7 +165,7 @@ def test_a_replay_runs_again_when_heap_damage_crashes_a_bug_of_wrong_values():
     fresh process.  A memory error is run again on fresh workers; the crash is kept and said."""
     from gbft_action.rerun.replay import MEMORY_RUNS, is_flaky, replay
     from gbft_action.graph.ir import Graph, Node, TensorType
-    from gbft_action.oracle import Status
+    from gbft_action.records import Status
     from gbft_action.pipeline import CaseResult
 
     t = TensorType((1, 4))

@@ -243,7 +243,7 @@ def test_intermediates_of_the_model_just_built_are_a_fresh_builds_bit_for_bit(tm
 def test_a_lanes_localisation_takes_the_kept_models_values_not_a_second_build(nan_lane):
     """A wrong result is localised with the reference's kept values: one build for the case,
     one ``intermediates`` call, no second build (which would still give the same answer)."""
-    from gbft_action.oracle import Status
+    from gbft_action.records import Status
 
     res = nan_lane.run(0, relu_sigmoid(), 60)
     assert res.status == Status.DCF and res.localised and res.node == "n0"

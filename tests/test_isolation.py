@@ -107,7 +107,7 @@ def test_close_while_calling_ends_the_call_as_a_crash(tmp_path, fake_engines_pat
 
 def test_an_engine_writing_to_a_relative_path_writes_into_the_work_folder(tmp_path, monkeypatch, fake_engines_path):
     from gbft_action.graph.ir import Graph, Node, TensorType
-    from gbft_action.oracle import Status
+    from gbft_action.records import Status
     from gbft_action.pipeline import Lane, LaneConfig
 
     monkeypatch.chdir(tmp_path)

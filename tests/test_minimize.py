@@ -13,7 +13,7 @@ from gbft_action.bugs.minimize import GRAPH_INPUT, Program, Shrinker, Step, mini
 from gbft_action.corpus import load_corpus
 from gbft_action.rerun.replay import CALL_MIN_S, CALL_SLACK_S, bundle_key, minimize_bug, replay, run_graph
 from gbft_action.graph.generate import GenOptions, generate
-from gbft_action.oracle import Status
+from gbft_action.records import Status
 from gbft_action.pipeline import CaseResult
 
 from .conftest import case_meta, relu_sigmoid

@@ -17,7 +17,7 @@ pytest.importorskip("onnxruntime")
 from gbft_action.rerun.diagnose import _key, blame  # noqa: E402
 from gbft_action.frontends import FRONTENDS  # noqa: E402
 from gbft_action.graph.ir import Graph, Node, TensorType  # noqa: E402
-from gbft_action.oracle import Status  # noqa: E402
+from gbft_action.records import Status  # noqa: E402
 from gbft_action.pipeline import Lane, LaneConfig  # noqa: E402
 from gbft_action.reference.onnx_worker import OnnxReferenceHandler  # noqa: E402
 from gbft_action.wire.arrays import digest, unpack  # noqa: E402

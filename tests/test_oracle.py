@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gbft_action.oracle import ENGINE_FAILURES, OutputDiff, Status, Tolerance, compare, judge_outputs
+from gbft_action.oracle import ENGINE_FAILURES, OutputDiff, compare, judge_outputs
+
+from gbft_action.records import Status, Tolerance
 
 TOL = Tolerance()
 NAN, INF = np.nan, np.inf

@@ -21,7 +21,7 @@ import pytest
 
 from gbft_action.bugs.repro import STATUS_TEXT
 from gbft_action.graph.ir import Graph
-from gbft_action.oracle import Tolerance
+from gbft_action.records import Tolerance
 from gbft_action.records import BundleMeta
 from gbft_action.report.render import Renderer, RunContext
 

@@ -18,7 +18,8 @@ from gbft_action.policy import policy_for
 from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Sighting, Symptom, assemble, classify, in_pattern, local_key,
                                         root_key)
 from gbft_action.graph.ir import Graph, Node, TensorType
-from gbft_action.oracle import Status, Tolerance, judge_node, judge_outputs
+from gbft_action.oracle import judge_node, judge_outputs
+from gbft_action.records import Status, Tolerance
 from gbft_action.pipeline import CaseResult, _first_difference
 from gbft_action.report.reporter import UNISOLATED, tracking_class
 from gbft_action.records.case import CaseRecord

@@ -10,7 +10,7 @@ from gbft_action.rerun.replay import replay_threads_env
 from gbft_action.records.config import Config
 from gbft_action.knowledge.registry import threads_env
 from gbft_action.graph.ir import Graph, Node, TensorType
-from gbft_action.oracle import Status
+from gbft_action.records import Status
 from gbft_action.records.bundle import BundleMeta, EngineInfo
 from gbft_action.records.keys import Fingerprint
 

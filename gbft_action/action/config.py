@@ -118,7 +118,7 @@ class ActionConfig:
     def shard_pair(self) -> tuple[int, int]:
         return parse_shard(self.shard)
 
-    def knob_values(self) -> dict[str, Any]:
+    def knob_values(self) -> dict[str, object]:
         """The shared knobs' values by Config field (records.config.KNOBS), the guide's folder
         taken in the workspace; a ConfigError names the bad input."""
         try:
@@ -195,7 +195,7 @@ class ActionConfig:
     def base_build_dir(self) -> str:
         return self.base_build or ("gbft-build/base" if self.build_command and self.base_ref else "")
 
-def repr_safe(cfg: ActionConfig) -> dict[str, Any]:
+def repr_safe(cfg: ActionConfig) -> dict[str, object]:
     return {f.name: ("***" if f.name == "github_token" and getattr(cfg, f.name) else getattr(cfg, f.name))
             for f in fields(cfg)}
 

@@ -59,7 +59,7 @@ class Program:
         for i, s in enumerate(self.steps):
             names[i] = b.add_op(s.op, [names[j] for j in s.inputs], None, block=s.block, gnode=i,
                                 fixed=json.loads(s.params))
-        meta: dict[str, Any] = {"minimized": True, "blocks": [s.block for s in self.steps]}
+        meta: dict[str, object] = {"minimized": True, "blocks": [s.block for s in self.steps]}
         return b.finish({**meta, **self.registry.meta()})
 
     @property

@@ -380,7 +380,7 @@ class RootCause:
     # the verdict: a regression stays red however far it was diagnosed).
     settled: bool = True
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"key": self.key.id, "symptom": self.key.symptom, "policy": self.policy, "title": self.key.title,
                 "ops": list(self.key.ops), "detail": self.key.detail, "fingerprints": list(self.fingerprints),
                 "canonical": self.canonical, "count": self.count, "platforms": list(self.platforms),

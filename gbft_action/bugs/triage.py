@@ -99,12 +99,12 @@ class BugVerdict:
     case_dir: str = ""  # a case showing it (fixed: the base build's failure)
     case_dirs: dict[str, str] = field(default_factory=dict)  # case verdict -> its first case (what to replay)
     confirmation: str = ""  # how the replays went, for a new, changed or fixed one
-    fingerprint: dict[str, Any] = field(default_factory=dict)
+    fingerprint: dict[str, object] = field(default_factory=dict)
     # The worst new case's error against the reference on (the base build, this build): how much
     # a precision regression lost.  None where a build gave no outputs to measure.
     errors: tuple[float | None, float | None] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         d = {**asdict(self), "verdict": self.verdict.value}
         if self.errors is None:  # written only for a new one (older files do without)
             del d["errors"]

@@ -53,7 +53,7 @@ class EngineHandler:
         shim = os.environ.get(SHIM_ENV, "")
         self.blocks = BlockReader(shim) if shim else None
 
-    def hello(self) -> dict[str, Any]:
+    def hello(self) -> dict[str, object]:
         if self.blocks is not None:  # what importing and starting the engine ran is no model's
             self.blocks.take()
         # An adapter may say more of itself (the command engine: its commands, for bundles).
@@ -61,7 +61,7 @@ class EngineHandler:
         return {**extra, "engine": self.adapter.name, "version": self.adapter.version(),
                 "formats": list(self.adapter.formats)}
 
-    def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, msg: dict[str, object]) -> dict[str, object]:
         try:
             reply = self._handle(msg)
         except Exception as e:

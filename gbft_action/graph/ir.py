@@ -39,7 +39,7 @@ class TensorType:
             n *= d
         return n
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"shape": list(self.shape), "dtype": self.dtype}
 
     @staticmethod
@@ -65,7 +65,7 @@ class Node:
     role: str = "block"  # "block" | "adapter"
     gnode: int = -1  # index of the random-graph node it realises (-1: adapter)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "op": self.op,
@@ -148,8 +148,8 @@ class Graph:
             raise ValueError(f"values must be one of {', '.join(VALUES)}, got {self.values!r}")
 
     # -- serialisation -----------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_dict(self) -> dict[str, object]:
+        d: dict[str, object] = {
             "ir_version": IR_VERSION,
             "seed": self.seed,
             "inputs": {k: v.to_json() for k, v in self.inputs.items()},

@@ -66,7 +66,7 @@ class Builder:
         """The interval every element of the tensor lies in (conservative)."""
         return self._ranges[name]
 
-    def _emit(self, op: str, inputs: list[str], params: dict[str, Any], out: TensorType,
+    def _emit(self, op: str, inputs: list[str], params: dict[str, object], out: TensorType,
               block: str = "", gnode: int = -1) -> str:
         # Rank 0 flows in ONNX models (a Det, a loss's mean, Size), not in TensorFlow's: its
         # emitters and specs assume a dimension.
@@ -84,13 +84,13 @@ class Builder:
         self._ranges[nid] = self._out_range(op, inputs, params, out)
         return nid
 
-    def _out_range(self, op: str, inputs: list[str], params: dict[str, Any], out: TensorType) -> ranges.Interval:
+    def _out_range(self, op: str, inputs: list[str], params: dict[str, object], out: TensorType) -> ranges.Interval:
         return ranges.out_range(op, [self._ranges[i] for i in inputs], [self._types[i] for i in inputs], params, out,
                                 self.reg.rules)
 
     # -- operators ----------------------------------------------------------------
     def add_op(self, op: str, inputs: list[str], doms: dict[str, Domain] | None = None,
-               block: str = "", gnode: int = -1, fixed: dict[str, Any] | None = None) -> str:
+               block: str = "", gnode: int = -1, fixed: dict[str, object] | None = None) -> str:
         """Place ``op`` on ``inputs``; returns the tensor later ops should read."""
         spec = self.reg.specs[op]
         if len(inputs) not in spec.arity:
@@ -124,7 +124,7 @@ class Builder:
         return self._slice(name, [0] * len(size), size)
 
     # -- guards -------------------------------------------------------------------
-    def _guard(self, op: str, names: list[str], params: dict[str, Any], out: TensorType) -> list[str]:
+    def _guard(self, op: str, names: list[str], params: dict[str, object], out: TensorType) -> list[str]:
         """Inputs in ``op``'s domain and an output far from overflow (``ops.ranges``).
 
         Guards come after the shape adapters: a Pad's zeros must not reach a divisor.
@@ -162,7 +162,7 @@ class Builder:
         return name
 
     # -- hinge values ---------------------------------------------------------------
-    def _hinged(self, op: str, names: list[str], block: str, params: dict[str, Any]) -> list[str]:
+    def _hinged(self, op: str, names: list[str], block: str, params: dict[str, object]) -> list[str]:
         """``names`` with, half the time, a hinge adapter before the first (ops.onnx_specs.HINGES):
         ties for an ArgMax, NaN and Inf for an IsNaN, integer edges for a comparison.  After the
         guards: the values are meant, and they reach only this operator.  Drawn from the graph
@@ -233,7 +233,7 @@ class Builder:
         return self._emit("Reshape", [name], {"shape": list(shape), "rank": len(shape)}, out)
 
     # -- finish -------------------------------------------------------------------
-    def finish(self, meta: dict[str, Any]) -> Graph:
+    def finish(self, meta: dict[str, object]) -> Graph:
         consumed = {src for n in self.g.nodes for src in n.inputs}
         self.g.outputs = [n.id for n in self.g.nodes if n.id not in consumed]
         self.g.meta = meta

@@ -60,7 +60,7 @@ class CollectConfig:
         return self
 
 
-Job = Callable[[Lane], Iterator[tuple[str, Callable[[], tuple[CaseResult, dict[str, Any]]]]]]
+Job = Callable[[Lane], Iterator[tuple[str, Callable[[], tuple[CaseResult, dict[str, object]]]]]]
 
 
 def collect(cfg: CollectConfig, say: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> int:
@@ -75,7 +75,7 @@ def collect_graphs(cfg: CollectConfig, frontend: str, graphs: Sequence[tuple[str
                    say: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> int:
     """Rows for models given whole (a catalogue's defects: their repros' blocks say which modules
     the defects are in), keyed as given."""
-    def job(lane: Lane) -> Iterator[tuple[str, Callable[[], tuple[CaseResult, dict[str, Any]]]]]:
+    def job(lane: Lane) -> Iterator[tuple[str, Callable[[], tuple[CaseResult, dict[str, object]]]]]:
         for i, (key, g) in enumerate(graphs):
             yield key, _graph_case(lane, 200_000 + i, g, frontend)
     return run_jobs(cfg, [(frontend, job)], say)
@@ -129,8 +129,8 @@ def run_jobs(cfg: CollectConfig, jobs: Sequence[tuple[str, Job]], say: Callable[
     return written
 
 
-def _graph_case(lane: Lane, index: int, g: Graph, frontend: str) -> Callable[[], tuple[CaseResult, dict[str, Any]]]:
-    def run() -> tuple[CaseResult, dict[str, Any]]:
+def _graph_case(lane: Lane, index: int, g: Graph, frontend: str) -> Callable[[], tuple[CaseResult, dict[str, object]]]:
+    def run() -> tuple[CaseResult, dict[str, object]]:
         return lane.run(index, g, CASE_BUDGET), of_graph(g, frontend).to_json()
     return run
 
@@ -147,7 +147,7 @@ def _check_meta(out: Path, engine: str) -> None:
 
 def _generated(cfg: CollectConfig, fe: str) -> Job:
     """The front end's generated models, in the order the seed draws them."""
-    def models(lane: Lane) -> Iterator[tuple[str, Callable[[], tuple[CaseResult, dict[str, Any]]]]]:
+    def models(lane: Lane) -> Iterator[tuple[str, Callable[[], tuple[CaseResult, dict[str, object]]]]]:
         corpus = corpus_of(Config(out=cfg.out, frontend=fe), fe)
         src = GuidedSource(corpus, GenOptions(blocks=cfg.blocks), cfg.seed, "random")
         for i in range(cfg.models):
@@ -159,13 +159,13 @@ def _generated(cfg: CollectConfig, fe: str) -> Job:
 def _node_tests(cfg: CollectConfig) -> Job:
     """The models the onnx package ships with data: its node tests (``collect_testcases``) and
     the small models of its backend test data, each run with its first inputs."""
-    def models(lane: Lane) -> Iterator[tuple[str, Callable[[], tuple[CaseResult, dict[str, Any]]]]]:
+    def models(lane: Lane) -> Iterator[tuple[str, Callable[[], tuple[CaseResult, dict[str, object]]]]]:
         cases = _package_models()
         if cfg.node_test_limit:
             cases = cases[:cfg.node_test_limit]
         scratch = cfg.out / ".work" / "package-model.onnx"
         for k, (name, load) in enumerate(cases):
-            def run(load: Callable[[], tuple[Any, list[Any]]] = load, k: int = k) -> tuple[CaseResult, dict[str, Any]]:
+            def run(load: Callable[[], tuple[Any, list[Any]]] = load, k: int = k) -> tuple[CaseResult, dict[str, object]]:
                 import onnx
 
                 m, arrays = load()

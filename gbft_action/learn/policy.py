@@ -57,7 +57,7 @@ class BlockEnv(gym.Env[np.ndarray, int]):
         d_in, d_out, tails = self._node()
         return observation(self.ops, self.placed, tails, d_in, d_out, self.value.deficit())
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, object] | None = None) -> tuple[np.ndarray, dict[str, object]]:
         super().reset(seed=seed)
         if seed is not None:
             self.rng = random.Random(seed)
@@ -66,7 +66,7 @@ class BlockEnv(gym.Env[np.ndarray, int]):
         self.placed = []
         return self._obs(), {}
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, object]]:
         assert self.sk is not None
         d_in, d_out, _ = self._node()
         cands = self.corpus.candidates(d_in, d_out)

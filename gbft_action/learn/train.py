@@ -65,13 +65,13 @@ def train_guide(data: Path, out: Path, frontends: Sequence[str], steps: int, epo
 
 
 def judge(net: P.CoverageNet, data: Sequence[P.Encoded], modules: Sequence[str], scale: np.ndarray,
-          keys: Sequence[str]) -> dict[str, Any]:
+          keys: Sequence[str]) -> dict[str, object]:
     """The predictor on models it never saw: R² per module, Spearman of the total, both also for
     the package models alone (``node:`` keys: not the generator's)."""
     pred = P.predict(net, data)
     true = np.stack([d.y for d in data])
     r2 = {m: round(_r2(true[:, k], pred[:, k]), 3) for k, m in enumerate(modules)}
-    out: dict[str, Any] = {"held_out": len(data), "r2": r2, "mean_r2": round(float(np.mean(list(r2.values()))), 3)}
+    out: dict[str, object] = {"held_out": len(data), "r2": r2, "mean_r2": round(float(np.mean(list(r2.values()))), 3)}
 
     def totals(y: np.ndarray) -> np.ndarray:
         return np.expm1(y * scale).sum(1)

@@ -22,7 +22,7 @@ class IntRange:
     def contains(self, v: Any) -> bool:
         return isinstance(v, int) and not isinstance(v, bool) and self.lo <= v <= self.hi
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"range": [self.lo, self.hi]}
 
 
@@ -38,7 +38,7 @@ class FloatRange:
     def contains(self, v: Any) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and self.lo <= v <= self.hi
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"range": [self.lo, self.hi]}
 
 
@@ -52,7 +52,7 @@ class Choice:
     def contains(self, v: Any) -> bool:
         return v in self.values
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"choice": list(self.values)}
 
 

@@ -54,7 +54,7 @@ class Instance:
     """One valid single-node instance: attributes, inputs (None: absent; a dict with a
     "value" for a constant, without one for the fed input) and output types."""
 
-    attrs: dict[str, Any]
+    attrs: dict[str, object]
     inputs: tuple[dict[str, Any] | None, ...]
     fed: int
     outputs: tuple[TensorType, ...]
@@ -208,7 +208,7 @@ def _load(path: str) -> dict[str, RecordedSpec]:
         raise RecordsError(f"{path}: malformed operator record ({type(e).__name__}: {e})") from None
 
 
-def schemas(opset: int = LEGACY_OPSET) -> dict[str, dict[str, Any]]:
+def schemas(opset: int = LEGACY_OPSET) -> dict[str, dict[str, object]]:
     """Every operator's schema summary at ``opset``, instances or not (the support matrix lists
     them all): that opset's file, else the newest's schemas already in force at ``opset``."""
     own = records_file(opset)

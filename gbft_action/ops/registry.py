@@ -41,7 +41,7 @@ class Registry:
     hinge: Callable[[str, str], str | None] = field(default=lambda op, dtype: None, compare=False)
     opset: int = LEGACY_OPSET  # the ONNX opset its operators are written at (TensorFlow's: unused)
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> dict[str, object]:
         """What a graph of this registry's operators says of them in its meta (``registry_of``
         reads it back): nothing for TensorFlow, so its graphs keep their bytes; the front end;
         the opset but 17, as graphs made before opsets were chosen."""

@@ -50,8 +50,8 @@ class EngineInfo:
         """Where it ran, as a bundle names it: the platform, else the machine."""
         return self.platform or self.machine
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"engine": self.engine, "version": self.version, "machine": self.machine}
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {"engine": self.engine, "version": self.version, "machine": self.machine}
         return {**d, **{k: v for k, v in (("commands", self.commands), ("settings", self.settings)) if v}}
 
     @staticmethod
@@ -72,7 +72,7 @@ class MinimizeStats:
     sizes_to: tuple[int, ...] = ()
     note: str = ""  # e.g. no smaller model reproduces
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         d = {"calls": self.calls, "seconds": self.seconds, "complete": self.complete,
              "from": list(self.sizes_from), "to": list(self.sizes_to)}
         return {**d, "note": self.note} if self.note else d
@@ -151,8 +151,8 @@ class BundleMeta:
         """Its root cause is settled: shown alone, or minimised without being cut short."""
         return bool(self.root_cause and self.root_cause.isolated) or (self.minimize is None or self.minimize.complete)
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {
             "version": self.version, "id": self.id, "fingerprint": self.fingerprint.to_json(), "title": self.title,
             "status": self.status.value, "stage": self.stage, "op": self.op, "node": self.node, "message": self.message,
             "seed": self.seed, "symptom": self.symptom.value if self.symptom else "", "direction": self.direction,

@@ -26,7 +26,7 @@ class Session:
     models: int
     stop_reason: Stop | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"elapsed_s": self.elapsed_s, "models": self.models, "stop_reason": str(self.stop_reason or "")}
 
     @staticmethod
@@ -44,7 +44,7 @@ class ShardPart:
     complete: bool
     platforms: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"sessions": [s.to_json() for s in self.sessions], "models": self.models, "complete": self.complete,
                 "platforms": list(self.platforms)}
 
@@ -81,7 +81,7 @@ class CampaignIdentity:
     # Keys this gbft does not know (a newer writer's), kept so that they still count.
     extra: tuple[tuple[str, str], ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in self._known().items() if v is not None}
         return {**d, **{k: json.loads(v) for k, v in self.extra}}
 
@@ -90,7 +90,7 @@ class CampaignIdentity:
         a, b = self.to_json(), other.to_json()
         return sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
 
-    def _known(self) -> dict[str, Any]:
+    def _known(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
 
     @staticmethod
@@ -126,7 +126,7 @@ class CampaignRecord:
     def write(self, out: Path) -> None:
         write_record(out / "campaign.json", self.to_json())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         d = {"version": self.version, "identity": self.identity.to_json(), "config": self.config.to_json(),
              "sessions": [s.to_json() for s in self.sessions], "tool_version": self.tool_version}
         if self.merged is not None:

@@ -70,8 +70,8 @@ class PlatformRecord:
     def ended(self) -> bool:
         return self.signal is not None or self.exit_code is not None
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {
             "index": self.index, "hash": self.hash, "seed": self.seed, "status": self.status.value,
             "stage": self.stage, "op": self.op, "node": self.node, "message": self.message,
             "timings": dict(self.timings), "n_nodes": self.n_nodes, "n_blocks": self.n_blocks,
@@ -134,7 +134,7 @@ class CaseRecord(PlatformRecord):
         return replace(self, index=index, others=tuple(replace(o, index=index) for o in self.others),
                        base=replace(self.base, index=index) if self.base is not None else None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         d = super().to_json()
         if self.others:
             d["others"] = [o.to_json() for o in self.others]

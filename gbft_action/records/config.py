@@ -184,8 +184,8 @@ class Config:
                        engine_env={**old.engine_env, **self.engine_env}, threads_oracle=old.threads_oracle,
                        engine_coverage=self.engine_coverage or old.engine_coverage)
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
         return {**d, "version": CONFIG_VERSION, "out": str(self.out), "blocks": list(self.blocks),
                 "list_only": list(self.list_only), "platforms": list(self.platforms),
                 "shard": shard_text(self.shard), "opsets": list(self.opsets),
@@ -285,7 +285,7 @@ def _argtype(k: Knob) -> Callable[[str], Any]:
     return conv
 
 
-def from_args(args: argparse.Namespace) -> dict[str, Any]:
+def from_args(args: argparse.Namespace) -> dict[str, object]:
     """The knobs' values from parsed flags, by Config field."""
     return {k.field: getattr(args, k.field) for k in KNOBS}
 

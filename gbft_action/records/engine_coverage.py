@@ -33,7 +33,7 @@ class EngineCoverage:
     def total(self) -> int:
         return sum(self.modules.values())
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """What summary.json's ``coverage.engine`` shows: the counts, not the blocks."""
         return {"blocks": self.total, "modules": self.modules, "models": self.models}
 
@@ -47,7 +47,7 @@ class EngineCoverage:
                     joined.setdefault(m, {}).setdefault(obj, set()).update(offs)
         return EngineCoverage({m: {o: tuple(sorted(v)) for o, v in objs.items()} for m, objs in joined.items()}, models)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"version": self.version, "models": self.models,
                 "blocks": {m: {o: list(v) for o, v in sorted(objs.items())} for m, objs in sorted(self.blocks.items())}}
 

@@ -22,7 +22,7 @@ class RecordError(ValueError):
     """A record that is not what it should be: one line naming the file (or record) and field."""
 
 
-def read_record(path: Path, what: str) -> dict[str, Any]:
+def read_record(path: Path, what: str) -> dict[str, object]:
     """The JSON object in ``path``; a RecordError naming it (``what`` it should hold) otherwise."""
     if not path.exists():
         raise RecordError(f"{path}: no such file (the {what})")

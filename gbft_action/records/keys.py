@@ -184,7 +184,7 @@ class RootKey:
             return f"{d or 'a stage'} hangs with {subj}"
         return f"engine error with {subj}" + (f": {d}" if d else "")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         d = {**asdict(self), "ops": list(self.ops), "pattern": list(self.pattern), "key": self.id, "title": self.title}
         if not self.frontend:  # tf: stored as before front ends
             del d["frontend"]

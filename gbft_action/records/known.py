@@ -25,7 +25,7 @@ class KnownBug:
     platforms: tuple[str, ...] = ()
     bundle: str = ""  # its bundle's folder ("" when none was written)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"fingerprint": self.fingerprint.to_json(), "title": self.title, "first_seen": self.first_seen,
                 "last_seen": self.last_seen, "count": self.count, "platforms": list(self.platforms),
                 "bundle": self.bundle}

@@ -30,7 +30,7 @@ class DatasetMeta:
     features_version: int
     version: int = DATASET_VERSION
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"version": self.version, "engine": self.engine, "features_version": self.features_version}
 
     @staticmethod
@@ -53,7 +53,7 @@ class DatasetRow:
     key: str  # what the model is: "generated:onnx:7:123" (front end, seed, index) or "node:test_abs"
     frontend: str
     status: str  # the engine's outcome (records.Status's value; DCP for a package model that ran)
-    features: dict[str, Any]  # search.features.FeatureGraph.to_json()
+    features: dict[str, object]  # search.features.FeatureGraph.to_json()
     modules: dict[str, int] = field(default_factory=dict)  # the engine's blocks it ran, per module
     # Every engine call returned: a crash or a timeout loses the blocks of the call it ended (a
     # partial count: the predictor does not train on it).
@@ -115,7 +115,7 @@ class PolicyFile:
     ops: tuple[str, ...]  # the corpus's operators, in the order of its observation
     steps: int  # the training steps it took
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"file": self.file, "blocks": list(self.blocks), "ops": list(self.ops), "steps": self.steps}
 
 
@@ -129,10 +129,10 @@ class LearnedMeta:
     bug_share: dict[str, float]  # each module's share of the known defects (the test value's weights)
     predictor: str = "predictor.onnx"
     policies: dict[str, PolicyFile] = field(default_factory=dict)  # per front end
-    quality: dict[str, Any] = field(default_factory=dict)  # the predictor on held-out models
+    quality: dict[str, object] = field(default_factory=dict)  # the predictor on held-out models
     version: int = LEARNED_VERSION
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"version": self.version, "engine": self.engine, "features_version": self.features_version,
                 "vocab": list(self.vocab), "modules": list(self.modules), "scale": list(self.scale),
                 "bug_share": dict(self.bug_share), "predictor": self.predictor,

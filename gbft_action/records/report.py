@@ -22,8 +22,8 @@ class ReportEntry:
         """What the issue is keyed by: the root cause, else the fingerprint."""
         return self.root_cause or self.fingerprint
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"fingerprint": self.fingerprint}
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {"fingerprint": self.fingerprint}
         d.update({k: v for k, v in (("title", self.title), ("root_cause", self.root_cause), ("url", self.url),
                                     ("reason", self.reason)) if v})
         return d if self.issue is None else {**d, "issue": self.issue}

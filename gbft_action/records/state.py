@@ -18,14 +18,14 @@ class ShardSearch:
     """One shard's search: its MCTS tree and graph-model arms (as the search writes them), the
     models it generated and discarded, its graph-level coverage means over its ``models``."""
 
-    mcts: dict[str, Any] | None = None
-    graph_arms: list[dict[str, Any]] | None = None
+    mcts: dict[str, object] | None = None
+    graph_arms: list[dict[str, object]] | None = None
     generated: int = 0
     discarded: int = 0
     graph: Mapping[str, float] = field(default_factory=dict)
     models: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"mcts": self.mcts, "graph_arms": self.graph_arms, "generated": self.generated,
                 "discarded": self.discarded, "graph": dict(self.graph), "models": self.models}
 

@@ -42,7 +42,7 @@ class HarnessErrors:
     count: int = 0
     first: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"count": self.count, "first": self.first}
 
     @staticmethod
@@ -59,10 +59,10 @@ class Outcomes:
     by_status: Mapping[str, int] = field(default_factory=dict)
     unique_failures: int = 0
     machine: str | None = None  # a platform's
-    coverage: dict[str, Any] | None = None  # a front end's (search.coverage's metrics)
+    coverage: dict[str, object] | None = None  # a front end's (search.coverage's metrics)
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"models": self.models, "by_status": dict(self.by_status),
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {"models": self.models, "by_status": dict(self.by_status),
                              "unique_failures": self.unique_failures}
         return {**d, **{k: v for k, v in (("machine", self.machine), ("coverage", self.coverage)) if v is not None}}
 
@@ -96,7 +96,7 @@ class Diagnosis:
     def seconds(self) -> float:
         return self.wall if self.wall is not None else self.stats.seconds
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         if self.error:
             return {"complete": True, "error": self.error, "trace": self.trace}
         d = self.stats.to_json()
@@ -121,7 +121,7 @@ class ShardRun:
     models: int = 0
     complete: bool = True
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"models": self.models, "complete": self.complete}
 
     @staticmethod
@@ -147,8 +147,8 @@ class FailureRow:
     symptom: str = ""
     root_cause: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"key": self.key, "fingerprint": self.key, "title": self.title, "count": self.count,
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {"key": self.key, "fingerprint": self.key, "title": self.title, "count": self.count,
                              "status": self.status, "op": self.op, "first_index": self.first_index,
                              "case_dir": self.case_dir, "message": self.message, "platforms": list(self.platforms),
                              "symptom": self.symptom, "root_cause": self.root_cause}
@@ -182,7 +182,7 @@ class VerdictRow:
     confirmation: str = ""
     fingerprint: Fingerprint | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"key": self.key, "verdict": self.verdict.value, "title": self.title, "op": self.op,
                 "count": self.count, "cases": dict(self.cases), "case_dir": self.case_dir,
                 "case_dirs": dict(self.case_dirs), "confirmation": self.confirmation,
@@ -207,7 +207,7 @@ class TriageSummary:
     blamed: tuple[str, ...]
     fixed: tuple[VerdictRow, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         base = {"source": self.base.source, "engine": self.base.engine, "version": self.base.version,
                 "machine": self.base.machine}
         return {"base": base, "counts": dict(self.counts), "blamed": list(self.blamed),
@@ -252,14 +252,14 @@ class RootCauseRow:
         """Its fingerprints, the canonical one first."""
         return [self.canonical, *(x for x in dict.fromkeys(self.fingerprints) if x != self.canonical)]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"key": self.key, "symptom": self.symptom, "policy": self.policy.value, "title": self.title,
                 "ops": list(self.ops), "detail": self.detail, "fingerprints": list(self.fingerprints),
                 "canonical": self.canonical, "count": self.count, "platforms": list(self.platforms),
                 "verdict": self.verdict.value if self.verdict else "", "minimized": self.minimized, "isolated": self.isolated,
                 "settled": self.settled, **self._regression()}
 
-    def _regression(self) -> dict[str, Any]:
+    def _regression(self) -> dict[str, object]:
         """Written only for a regression (older readers and outputs do without)."""
         if not self.new_models:
             return {}
@@ -348,8 +348,8 @@ class Summary:
         fingerprints; without one: those not seen before (the known bugs of a previous state)."""
         return self.triage.blamed if self.triage is not None else self.new_failures
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {
             "version": self.version, "tool_version": self.tool_version, "models": self.models,
             "elapsed_s": self.elapsed_s, "models_per_s": self.models_per_s, "by_status": dict(self.by_status),
             "unique_failures": self.unique_failures, "seed": self.seed, "blocks": list(self.blocks),

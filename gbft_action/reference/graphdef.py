@@ -102,7 +102,7 @@ class N:
 
 Arg = X | XS | W | C | N
 ArgsFn = Callable[[Params, list[TensorType], Node, np.random.Generator], list[Arg]]
-AttrsFn = Callable[[Params, list[TensorType], Node], dict[str, Any]]
+AttrsFn = Callable[[Params, list[TensorType], Node], dict[str, object]]
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ def _explicit(p: Params) -> list[int]:
     return [0, 0, a, b, c, d, 0, 0]
 
 
-def _conv_attrs(p: Params, ins: list[TensorType], node: Node) -> dict[str, Any]:
+def _conv_attrs(p: Params, ins: list[TensorType], node: Node) -> dict[str, object]:
     explicit = p["padding"] == "EXPLICIT"
     return {"strides": nhwc(p["stride"]), "padding": p["padding"], "dilations": nhwc(p["dilation"]),
             "explicit_paddings": _explicit(p) if explicit else []}
@@ -375,7 +375,7 @@ class Builder:
         self.used: dict[str, int] = {}  # tf.Graph.unique_name's book of automatic names
         self.consts: dict[str, np.ndarray] = {}  # each Const's array (eager runs it without decoding)
 
-    def node(self, op: str, name: str, args: list[list[str]], attrs: dict[str, Any]) -> str:
+    def node(self, op: str, name: str, args: list[list[str]], attrs: dict[str, object]) -> str:
         info = op_info(op)
         nd = self.gd.node.add(op=op, name=name)
         types: dict[str, int] = {}

@@ -84,7 +84,7 @@ class Ctx:
         return out
 
 
-Emitter = Callable[[Ctx, list[str], dict[str, Any]], Any]
+Emitter = Callable[[Ctx, list[str], dict[str, object]], Any]
 EMITTERS: dict[str, Emitter] = {}
 
 
@@ -212,7 +212,7 @@ def _conv(ctx, xs, p):
     c = ctx.type(xs[0]).shape[1]
     w = ctx.const("w", uniform(ctx.rng, (p["out_ch"], c // p["group"], p["kh"], p["kw"])))
     ins = [xs[0], w] + ([ctx.const("bias", uniform(ctx.rng, (p["out_ch"],)))] if p["bias"] else [])
-    attrs: dict[str, Any] = {"kernel_shape": [p["kh"], p["kw"]], "strides": [p["sh"], p["sw"]],
+    attrs: dict[str, object] = {"kernel_shape": [p["kh"], p["kw"]], "strides": [p["sh"], p["sw"]],
                              "dilations": [p["dh"], p["dw"]], "group": p["group"]}
     if p["auto_pad"] == "NOTSET":
         attrs["pads"] = list(p["pads"])
@@ -487,7 +487,7 @@ def _recurrent(ctx, xs, p):
     w = ctx.const("w", uniform(ctx.rng, (d, gates * h, i)))
     r = ctx.const("r", uniform(ctx.rng, (d, gates * h, h)))
     b = ctx.const("bias", uniform(ctx.rng, (d, 2 * gates * h)))
-    attrs: dict[str, Any] = {"hidden_size": h, "direction": p["direction"], "layout": p["layout"]}
+    attrs: dict[str, object] = {"hidden_size": h, "direction": p["direction"], "layout": p["layout"]}
     if ctx.node.op == "GRU":
         attrs["linear_before_reset"] = int(p["linear_before_reset"])
     ctx.op(ctx.node.op, [xs[0], w, r, b], **attrs)
@@ -496,7 +496,7 @@ def _recurrent(ctx, xs, p):
 # --------------------------------------------------------------------------- recorded operators
 
 
-def _recorded(ctx: Ctx, xs: list[str], p: dict[str, Any]) -> None:
+def _recorded(ctx: Ctx, xs: list[str], p: dict[str, object]) -> None:
     """An operator known from its recorded instances (ops.recorded): the instance's attributes
     and constants, its fed input the node's one input; outputs past the first get names of
     their own (an operator with optional outputs computes what it is asked for)."""

@@ -263,7 +263,7 @@ def _recurrent(ctx, xs, p):
         ins += [ctx.const(k, uniform(ctx.rng, (d, b, h))) for k in (("h0", "c0") if lstm else ("h0",))]
     while ins[-1] == "":
         ins.pop()
-    attrs: dict[str, Any] = {"hidden_size": h, "direction": p["direction"]}
+    attrs: dict[str, object] = {"hidden_size": h, "direction": p["direction"]}
     if p["clip"]:
         attrs["clip"] = float(p["clip"])
     if lstm:

@@ -79,7 +79,7 @@ def build_records(opset: int = LEGACY_OPSET, max_per_op: int = MAX_PER_OP,
 
 
 def _of_op(nodes: list[tuple[Any, onnx.NodeProto]], schema: Any, strings: dict[str, set[str]], limit: int,
-           mutate: bool) -> list[dict[str, Any]]:
+           mutate: bool) -> list[dict[str, object]]:
     """One operator's instances from its test cases: the recorded ones, then (``mutate``) mutants."""
     found, grown = [], []  # per test case
     for case, node in nodes:
@@ -89,7 +89,7 @@ def _of_op(nodes: list[tuple[Any, onnx.NodeProto]], schema: Any, strings: dict[s
     return _kept(found, grown, limit)
 
 
-def _isolated(build: Callable[[bool], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def _isolated(build: Callable[[bool], list[dict[str, object]]]) -> list[dict[str, object]]:
     """``build(True)`` in a child process; if a signal kills the child (ONNX Runtime 1.32
     segfaults on a LayerNormalization with axis=0 and no bias, one of NeuRI's mutants),
     ``build(False)``, the recorded instances alone, likewise; nothing if that dies too.  A
@@ -113,7 +113,7 @@ def _isolated(build: Callable[[bool], list[dict[str, Any]]]) -> list[dict[str, A
     return []
 
 
-def _kept(found: list[list[dict[str, Any]]], grown: list[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+def _kept(found: list[list[dict[str, object]]], grown: list[list[dict[str, object]]], limit: int) -> list[dict[str, object]]:
     """The recorded instances, then up to MAX_MUTANTS mutants that are no recorded instance."""
     recorded = _interleaved(found, limit)
     plain = [_bare(i) for i in recorded]
@@ -121,7 +121,7 @@ def _kept(found: list[list[dict[str, Any]]], grown: list[list[dict[str, Any]]], 
     return recorded + _interleaved(fresh, MAX_MUTANTS)
 
 
-def _bare(instance: dict[str, Any]) -> dict[str, Any]:
+def _bare(instance: dict[str, object]) -> dict[str, object]:
     """An instance without what names or describes it: two equal bare ones are one instance."""
     return {k: v for k, v in instance.items() if k not in ("case", "mutation", "rule")}
 
@@ -137,10 +137,10 @@ def _string_values(nodes: Iterable[onnx.NodeProto]) -> dict[str, dict[str, set[s
     return out
 
 
-def _interleaved(per_case: list[list[dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+def _interleaved(per_case: list[list[dict[str, object]]], limit: int) -> list[dict[str, object]]:
     """Every test case's first variant (float32 where it may be) before any case's second: the
     attributes the test cases cover come before their element types."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for rank in range(max((len(v) for v in per_case), default=0)):
         for variants in per_case:
             if rank < len(variants) and variants[rank] not in out and len(out) < limit:
@@ -161,9 +161,9 @@ def _schemas_at(opset: int) -> list[Any]:
     return out
 
 
-def _schema(s: Any) -> dict[str, Any]:
+def _schema(s: Any) -> dict[str, object]:
     """What a reviewer (and attribute coverage) reads of a schema."""
-    def formal(p: Any) -> dict[str, Any]:
+    def formal(p: Any) -> dict[str, object]:
         return {"name": p.name, "option": p.option.name.lower(), "type": p.type_str}
 
     return {"since": s.since_version, "inputs": [formal(p) for p in s.inputs],
@@ -178,7 +178,7 @@ def _schema(s: Any) -> dict[str, Any]:
 
 
 def _variants(case: Any, node: onnx.NodeProto, schema: Any, strings: dict[str, set[str]],
-              mutate: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+              mutate: bool = True) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     """The valid instances of one test case (its fed input in each element type tried), and the
     valid mutants of its first."""
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS, onnx.AttributeProto.SPARSE_TENSOR)
@@ -345,7 +345,7 @@ def _fed_types(schema: Any, fed: int, arrays: list[np.ndarray | None]) -> list[s
 
 
 def _instance(node: onnx.NodeProto, arrays: list[np.ndarray | None], fed: int, dtype: str,
-              schema: Any) -> dict[str, Any] | None:
+              schema: Any) -> dict[str, object] | None:
     """One instance, if the oracle takes it: ``node`` with input ``fed`` cast to ``dtype``
     (inputs sharing its type parameter too) and fed a drawn value, the rest constants."""
     if dtype not in _ONNX_TYPE or _reference_wrong(node):
@@ -433,7 +433,7 @@ def _ours(v: np.ndarray) -> bool:
     return str(v.dtype) in TYPES and v.size > 0
 
 
-def pattern_instance(p: Pattern) -> dict[str, Any] | None:
+def pattern_instance(p: Pattern) -> dict[str, object] | None:
     """A pattern (reference.onnx_patterns) as an instance of its operator, if the oracle takes
     it: its one input fed, its output types, its shape rule inferred by running it as for a
     node ("same" when it follows any shape of its input's rank), its graph and operators."""
@@ -559,7 +559,7 @@ def _static_shape(t: onnx.TypeProto) -> tuple[int, ...] | None:
 # --------------------------------------------------------------------------- JSON forms
 
 
-def _tensor_json(a: np.ndarray) -> dict[str, Any]:
+def _tensor_json(a: np.ndarray) -> dict[str, object]:
     return {"dtype": str(a.dtype), "shape": list(a.shape), "data": np.asarray(a).ravel().tolist()}
 
 

@@ -64,7 +64,7 @@ class OnnxReferenceHandler:
     def hello(self) -> dict[str, Any]:
         return {"framework": "onnxruntime", "version": ort.__version__}
 
-    def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, msg: dict[str, object]) -> dict[str, object]:
         if msg["op"] == "build":
             return self.build(msg)
         if msg["op"] == "crosscheck":
@@ -73,7 +73,7 @@ class OnnxReferenceHandler:
             return self.intermediates(msg)
         raise ValueError(f"unknown op {msg['op']!r}")
 
-    def build(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def build(self, msg: dict[str, Any]) -> dict[str, object]:
         g = Graph.from_json(msg["graph"])
         outdir = Path(msg["dir"])
         outdir.mkdir(parents=True, exist_ok=True)
@@ -106,7 +106,7 @@ class OnnxReferenceHandler:
                 "t_build": t1 - t0, "t_run": time.perf_counter() - t1}
 
 
-    def intermediates(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def intermediates(self, msg: dict[str, Any]) -> dict[str, object]:
         """Every named node's value of the model last built, if ``msg`` names it (its folder,
         graph and inputs' digest); else ``stale``."""
         if self.kept is None or self.kept[:2] != (msg["dir"], msg["graph"]) or digest(self.kept[2]) != msg["inputs"]:
@@ -120,7 +120,7 @@ class OnnxReferenceHandler:
             return _reference(e)
         return {"ok": True, "expected": pack(dict(zip(names, vals)))}
 
-    def crosscheck(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def crosscheck(self, msg: dict[str, Any]) -> dict[str, object]:
         """TensorFlow's graph run by ONNX Runtime: the second opinion on a failing case."""
         g = Graph.from_json(msg["graph"])
         names = list(msg["outputs"])
@@ -156,9 +156,9 @@ def _is_invalid(e: Exception) -> bool:
         any(m in text for m in INVALID_MARKERS)
 
 
-def _invalid(e: Exception) -> dict[str, Any]:
+def _invalid(e: Exception) -> dict[str, object]:
     return {"ok": False, "kind": "invalid", "error": f"{type(e).__name__}: {e}".strip()}
 
 
-def _reference(e: Exception) -> dict[str, Any]:
+def _reference(e: Exception) -> dict[str, object]:
     return {"ok": False, "kind": "reference", "error": f"{type(e).__name__}: {e}".strip()}

@@ -42,7 +42,7 @@ class NotCrossCheckable(Exception):
         self.op = op
 
 
-Emitter = Callable[[Ctx, list[str], dict[str, Any]], Any]
+Emitter = Callable[[Ctx, list[str], dict[str, object]], Any]
 EMITTERS: dict[str, Emitter] = {}
 
 
@@ -223,7 +223,7 @@ def _deconv2d(ctx, xs, p):
 
 @emits("Avgpooling", "Maxpooling")
 def _pool(ctx, xs, p):
-    attrs: dict[str, Any] = {"kernel_shape": [p["kh"], p["kw"]], "strides": [p["stride"]] * 2,
+    attrs: dict[str, object] = {"kernel_shape": [p["kh"], p["kw"]], "strides": [p["stride"]] * 2,
                              "pads": spatial_pads(ctx, p, p["kh"], p["kw"], p["stride"])}
     if ctx.node.op == "Avgpooling":
         attrs["count_include_pad"] = 0  # TF averages over the real pixels of a window only

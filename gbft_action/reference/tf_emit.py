@@ -26,7 +26,7 @@ from .weights import divisor, uniform, weights_rng  # noqa: F401  (re-exported: 
 tf1 = tf.compat.v1
 DTYPES = {"float32": tf.float32, "int32": tf.int32, "int64": tf.int64, "bool": tf.bool}
 
-Emitter = Callable[[list[Any], dict[str, Any], Node, np.random.Generator], Any]
+Emitter = Callable[[list[Any], dict[str, object], Node, np.random.Generator], Any]
 EMITTERS: dict[str, Emitter] = {}
 
 

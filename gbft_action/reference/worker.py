@@ -109,10 +109,10 @@ class ReferenceHandler:
     def __init__(self) -> None:
         self.kept: _Kept | None = None
 
-    def hello(self) -> dict[str, Any]:
+    def hello(self) -> dict[str, object]:
         return {"framework": "tensorflow", "version": tf.__version__}
 
-    def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, msg: dict[str, object]) -> dict[str, object]:
         if msg["op"] == "build":
             return self.build(msg)
         if msg["op"] == "intermediates":
@@ -121,7 +121,7 @@ class ReferenceHandler:
             return self.tflite(msg)
         raise ValueError(f"unknown op {msg['op']!r}")
 
-    def intermediates(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def intermediates(self, msg: dict[str, Any]) -> dict[str, object]:
         """Every node's value of the model last built, if ``msg`` names it (its folder, graph and
         inputs' digest); else ``stale`` (the caller builds it again with ``extra_outputs``)."""
         k = self.kept
@@ -179,7 +179,7 @@ class ReferenceHandler:
             self.kept.run.close()
             self.kept = None
 
-    def tflite(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def tflite(self, msg: dict[str, Any]) -> dict[str, object]:
         g = Graph.from_json(msg["graph"])
         tg, names, _, _ = materialise(g, msg.get("direct", DIRECT))
         return {"ok": True, "path": str(_write_tflite(tg, names, g, Path(msg["dir"]), msg.get("name", "model.tflite")))}
@@ -214,7 +214,7 @@ def _write_tflite(tg: Any, names: dict[str, str], g: Graph, outdir: Path, name: 
     return path
 
 
-def _invalid(e: Exception, what: str = "") -> dict[str, Any]:
+def _invalid(e: Exception, what: str = "") -> dict[str, object]:
     text = getattr(e, "message", None) or str(e)
     if what:  # the TFLite converter's errors run to pages: the first line says which operator
         text = f"{what}: {text.strip().splitlines()[0] if text.strip() else ''}"

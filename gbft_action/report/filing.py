@@ -64,7 +64,7 @@ class ReportResult:
         """Some writes failed: the run finished, but not everything was filed."""
         return bool(self.failed)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {k: [x.to_json() for x in v] for k, v in self.__dict__.items()}
 
     def lines(self) -> list[str]:
@@ -84,7 +84,7 @@ class Bug:
     bundle: Path = Path()
     run_count: int = 1  # cases in this run
     rc: RootCauseRow | None = None
-    merged: list[dict[str, Any]] = field(default_factory=list)  # a root cause's fingerprints, for its issue
+    merged: list[dict[str, object]] = field(default_factory=list)  # a root cause's fingerprints, for its issue
     tracked: list[TrackedRow] | None = None
     tracks: str = ""  # the symptom class of a tracking issue
 

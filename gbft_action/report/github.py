@@ -75,7 +75,7 @@ class GitHubTracker:
         # Pull requests carry no gbft marker, so they fall out of the index by
         # themselves; reading i.pull_request would cost a GET per issue.  Listed, never
         # searched: the search index lags behind creation by seconds to minutes.
-        kw: dict[str, Any] = {"state": "all", "labels": [self.label]}
+        kw: dict[str, object] = {"state": "all", "labels": [self.label]}
         if since is not None:
             kw["since"] = datetime.fromtimestamp(since, timezone.utc)
         with _setup(self.repo_name, self.base_url):
@@ -132,7 +132,7 @@ class GitHubTracker:
             self._write(lambda: self._issue(number).edit(state="open", state_reason="reopened"))
 
     def close(self, number: int, reason: str = "completed", body: str | None = None) -> None:
-        kw: dict[str, Any] = {"state": "closed", "state_reason": reason}
+        kw: dict[str, object] = {"state": "closed", "state_reason": reason}
         if body is not None:
             kw["body"] = body
         with _refused(number):

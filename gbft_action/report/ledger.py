@@ -46,7 +46,7 @@ class Contribution:
     state: IssueState | None = None
     rows: tuple[TrackedRow, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"run": self.run, "state": self.state.to_json() if self.state else None,
                 "rows": [r.to_json() for r in self.rows]}
 

@@ -61,7 +61,7 @@ class IssueState:
     last_seen: str = ""
     platforms: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"occurrences": self.occurrences, "first_seen": self.first_seen, "last_seen": self.last_seen,
                 "platforms": list(self.platforms)}
 
@@ -98,7 +98,7 @@ class TrackedRow:
     first_seen: str  # days (YYYY-MM-DD)
     last_seen: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"key": self.key, "title": self.title, "count": self.count, "ops": list(self.ops),
                 "platforms": list(self.platforms), "first_seen": self.first_seen, "last_seen": self.last_seen}
 

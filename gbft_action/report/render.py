@@ -44,7 +44,7 @@ SYMPTOM_TEXT = {"wrong-result": "wrong result", "nan-inf": "NaN/Inf", "conversio
                 "unsupported": "unsupported operator"}
 
 
-def support_matrix(summary: Summary) -> dict[str, Any] | None:
+def support_matrix(summary: Summary) -> dict[str, object] | None:
     """The support matrix of a campaign's probes (search.probe), from its coverage (one front
     end's, or the ONNX one of a mixed campaign): totals, and the operators whose instances do not
     all agree, worst first.  None when nothing was probed."""
@@ -74,7 +74,7 @@ class RunContext:
     commit: str = ""
     pr_link: str = ""
     run_link: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
     @staticmethod
     def from_env(env: dict[str, str] | None = None, commit: str = "") -> RunContext:
@@ -101,7 +101,7 @@ def stage_text(symptom: str, status: str) -> str:
     return symptom_text(symptom)
 
 
-def _rc_view(rc: RootCauseRow, status: str) -> dict[str, Any]:
+def _rc_view(rc: RootCauseRow, status: str) -> dict[str, object]:
     """What the issue template shows of a root cause (raw values: the template sanitises each)."""
     return {"key": rc.key, "symptom": stage_text(rc.symptom, status), "title": rc.title, "ops": list(rc.ops),
             "detail": rc.detail, "fingerprints": len(rc.fingerprints)}
@@ -123,7 +123,7 @@ class Renderer:
 
     def issue(self, bundle: Path, meta: BundleMeta, ctx: RunContext, aliases: Sequence[str] = (),
               run_key: str = "", rc: RootCauseRow | None = None,
-              merged: Sequence[dict[str, Any]] = ()) -> tuple[str, str]:
+              merged: Sequence[dict[str, object]] = ()) -> tuple[str, str]:
         """(title, body) of the issue for one bug bundle: a fingerprint's, or the one shown for a
         root cause ``rc`` (``merged``: its fingerprints as rows).  The bundle is data (a pull
         request's artifact): its repro and diagram are generated here from its graph, never pasted."""
@@ -217,7 +217,7 @@ class Renderer:
             platforms=platforms or ["?"], closing=closing, run_link=Markup(ctx.run_link))
 
     def summary(self, summary: Summary, headline: str, sections: list[dict[str, Any]],
-                ids: list[dict[str, Any]], not_filed: list[str], refused: Sequence[ReportEntry] = (),
+                ids: list[dict[str, object]], not_filed: list[str], refused: Sequence[ReportEntry] = (),
                 declined: Sequence[ReportEntry] = (), by_root_cause: bool = False, ignored: str = "",
                 listed: str = "") -> str:
         eng = summary.engine
@@ -238,10 +238,10 @@ class Renderer:
             shards=_shards(summary.shards), support=support_matrix(summary), **_coverage_words(summary.coverage))
 
 
-def _engine_words(engine: Any) -> dict[str, Any]:
+def _engine_words(engine: Any) -> dict[str, object]:
     """summary.json's ``coverage.engine`` (engines.coverage) as the job summary's table: module
     names of plain words and whole counts only (an artifact's data)."""
-    none: dict[str, Any] = {"engine_modules": [], "engine_blocks": 0, "engine_models": 0, "engine_uncovered": False}
+    none: dict[str, object] = {"engine_modules": [], "engine_blocks": 0, "engine_models": 0, "engine_uncovered": False}
     if not isinstance(engine, dict) or not isinstance(engine.get("modules"), dict):
         return none
     name = re.compile(r"[A-Za-z0-9 :_-]{1,40}")
@@ -252,7 +252,7 @@ def _engine_words(engine: Any) -> dict[str, Any]:
     return {"engine_modules": rows, "engine_blocks": count[0], "engine_models": count[1], "engine_uncovered": False}
 
 
-def _coverage_words(coverage: Mapping[str, Any] | None) -> dict[str, Any]:
+def _coverage_words(coverage: Mapping[str, Any] | None) -> dict[str, object]:
     """The coverage line's exported forms and operator-set counts, as words ("" when absent or
     not of the written shape: summary.json is data from an artifact, and a TensorFlow campaign
     has neither)."""
@@ -291,7 +291,7 @@ def _settings(settings: Mapping[str, str]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(settings.items()) if ok.fullmatch(k) and ok.fullmatch(v))
 
 
-def _shards(shards: Mapping[str, ShardRun] | None) -> dict[str, Any] | None:
+def _shards(shards: Mapping[str, ShardRun] | None) -> dict[str, object] | None:
     """A merged campaign's shards (gbft merge): how many, and which did not finish.  Only
     names of the form I/N are shown: summary.json is data from an artifact."""
     if not shards:

@@ -167,7 +167,7 @@ def _root_cause_bugs(out: Path, summary: Summary, metas: dict[str, BundleMeta],
     return bugs
 
 
-def _merged_row(fid: str, failure: FailureRow | None, meta: BundleMeta | None) -> dict[str, Any]:
+def _merged_row(fid: str, failure: FailureRow | None, meta: BundleMeta | None) -> dict[str, object]:
     """One fingerprint of a root cause, for its issue's collapsed list (raw: the template sanitises)."""
     return {"id": fid, "title": (failure.title if failure else "") or (meta.title if meta else ""),
             "count": failure.count if failure else "",
@@ -202,8 +202,8 @@ def job_summary(render: Renderer, summary: Summary, metas: dict[str, BundleMeta]
     from ..bugs.triage import headline, tally
 
     blamed = set(tally(summary).new_keys)  # the "new" table holds what fails the check, nothing else
-    rows: dict[str, list[dict[str, Any]]] = {}
-    ids: list[dict[str, Any]] = []
+    rows: dict[str, list[dict[str, object]]] = {}
+    ids: list[dict[str, object]] = []
     rcs = summary.root_causes
     ignored: Counter[str] = Counter()
     covered: set[str] = set()  # fingerprints shown through their root cause
@@ -233,7 +233,7 @@ def _link(issue: Issue | None) -> Markup:
 
 
 def _fingerprint_row(f: FailureRow, summary: Summary, metas: dict[str, BundleMeta],
-                     index: dict[str, Issue], rows: dict[str, list[dict[str, Any]]], ids: list[dict[str, Any]]) -> None:
+                     index: dict[str, Issue], rows: dict[str, list[dict[str, object]]], ids: list[dict[str, object]]) -> None:
     meta = metas.get(f.key)
     verdict = f.verdict.value if f.verdict is not None else ""
     # Raw values: the template makes each a sanitised cell (sanitize.finalize).
@@ -248,7 +248,7 @@ def _fingerprint_row(f: FailureRow, summary: Summary, metas: dict[str, BundleMet
 
 
 def _root_cause_row(rc: RootCauseRow, summary: Summary, metas: dict[str, BundleMeta],
-                    index: dict[str, Issue], rows: dict[str, list[dict[str, Any]]], ids: list[dict[str, Any]],
+                    index: dict[str, Issue], rows: dict[str, list[dict[str, object]]], ids: list[dict[str, object]],
                     blamed: set[str]) -> None:
     fid = _shown(rc, metas)
     meta = metas.get(fid) if fid else None

@@ -90,7 +90,7 @@ def sub_graph(g: Graph, ids: list[str]) -> tuple[Graph, dict[str, str]]:
     names = {src: f"in{i}" for i, src in enumerate(sources)}
     nodes = [Node(n.id, n.op, [names.get(x, x) for x in n.inputs], dict(n.params), n.out, n.block or n.op, "block",
                   n.gnode) for n in keep]
-    meta: dict[str, Any] = {"isolated": ids[0] if len(ids) == 1 else list(ids), "blocks": [n.op for n in keep]}
+    meta: dict[str, object] = {"isolated": ids[0] if len(ids) == 1 else list(ids), "blocks": [n.op for n in keep]}
     meta.update(registry_of(g).meta())  # an ONNX node stays an ONNX node of its opset
     g1 = Graph({names[x]: g.tensor_type(x) for x in sources}, nodes, [keep[-1].id], g.seed, meta, values=g.values)
     return g1, {names[x]: x for x in sources}

@@ -69,7 +69,7 @@ class CaseSource(Protocol):
 
     def feedback(self, index: int, graph: Graph, record: CaseRecord) -> None: ...
 
-    def state(self) -> dict[str, Any]: ...
+    def state(self) -> dict[str, object]: ...
 
 
 class RandomSource:
@@ -87,5 +87,5 @@ class RandomSource:
     def feedback(self, index: int, graph: Graph, record: CaseRecord) -> None:
         return None
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, object]:
         return {"chooser": "random"}

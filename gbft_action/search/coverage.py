@@ -192,7 +192,7 @@ class Coverage:
         out.element_types |= other.element_types
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON-serialisable dict of configuration and state (sorted, stable)."""
         return {
             "version": COVERAGE_VERSION,
@@ -224,7 +224,7 @@ class Coverage:
         cov.element_types = set(d.get("element_types", ()))
         return cov
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """What a summary shows: the metrics, the operators and element types the models held,
         and the exported forms (ops.onnx_exported) among the blocks they reached."""
         forms = sorted(op for op in self.op_types if op in EXPORTED_FORMS and self._seen["OTC"][op])

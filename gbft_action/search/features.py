@@ -58,7 +58,7 @@ class FeatureGraph:
     nodes: tuple[FeatureNode, ...]
     edges: tuple[tuple[int, int, int], ...] = field(default=())  # (producer, consumer, slot)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"nodes": [n.to_json() for n in self.nodes], "edges": [list(e) for e in self.edges]}
 
     @staticmethod
@@ -75,7 +75,7 @@ def _dtype(name: str) -> str:
     return name if name in DTYPES else "other"
 
 
-def attr_buckets(op: str, params: dict[str, Any]) -> tuple[int, ...]:
+def attr_buckets(op: str, params: dict[str, object]) -> tuple[int, ...]:
     """Each attribute as a bucket of a stable hash of (operator, name, value): the same
     attribute value of the same operator always lands in the same bucket."""
     return tuple(_bucket(op, name, repr(params[name]), params[name]) for name in sorted(params))

@@ -85,7 +85,7 @@ class GuidedSource:
         self._rewarded: set[int] = set()
         self._graph_level: dict[str, float] = {}
         self._kept = 0
-        self._base: dict[str, Any] = {"mcts": None, "graph_arms": None}  # what load_state loaded (merge)
+        self._base: dict[str, object] = {"mcts": None, "graph_arms": None}  # what load_state loaded (merge)
         self.known = KnownFailures()  # settled failures: models carrying them are drawn again
         # Recorded operators' instances, each alone, are the first cases (search.probe).
         # ``probe_only``: those of these operators alone (search.opsets: an older opset's source).
@@ -403,11 +403,11 @@ class GraphArms:
         self.n[a] += 1
         self.total[a] += reward
 
-    def to_json(self) -> list[dict[str, Any]]:
+    def to_json(self) -> list[dict[str, object]]:
         return [{"model": m, "k": k, "n": self.n[(m, k)], "total": self.total[(m, k)]} for m, k in self.arms]
 
     @staticmethod
-    def mean(tables: list[list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
+    def mean(tables: list[list[dict[str, Any]]]) -> list[dict[str, object]] | None:
         """Shards' tables (``to_json``) as one: each arm's mean.  Arms discount their past, so
         they hold recent rewards, not totals: the mean is what a merged campaign learned."""
         if not tables:

@@ -210,10 +210,10 @@ class KnownFailures:
         rows = {t: round(self.share(t), 3) for t in {*self.failed, *self.anonymous}}
         return dict(sorted(((t, v) for t, v in rows.items() if v > 0), key=lambda kv: (-kv[1], kv[0])))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {name: (dict(sorted(v.items())) if isinstance(v, dict) else v) for name, v in self._counts().items()}
 
-    def _counts(self) -> dict[str, Any]:
+    def _counts(self) -> dict[str, object]:
         return {"seen": self.seen, "failed": self.failed, "models": self.models, "present": self.present,
                 "anonymous": self.anonymous, "anonymous_total": self.anonymous_total}
 

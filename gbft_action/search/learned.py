@@ -256,6 +256,6 @@ class Learned:
         predicted = self.guide.predict(of_graph(g, self.frontend))
         return self.value(predicted), predicted
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         return {"skipped_negative": self.skipped, "ran": self.value.runs,
                 "mean_predicted": {m: round(float(x), 1) for m, x in zip(self.value.modules, self.value.mean)}}

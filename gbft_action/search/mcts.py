@@ -39,7 +39,7 @@ class TreeNode:
             return math.inf
         return self.v / self.n + E * math.sqrt(math.log(max(parent_n, 1)) / self.n)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"b": self.block, "d": self.depth, "n": self.n, "v": self.v,
                 "c": [c.to_json() for c in self.children]}
 
@@ -99,7 +99,7 @@ class MCTSChooser:
                 node.n += 1
             node.v += reward
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"tc1": self.tc1, "tc2": self.tc2, "max_children": self.max_children, "root": self.root.to_json()}
 
     def load(self, d: dict[str, Any]) -> None:
@@ -114,7 +114,7 @@ class MCTSChooser:
         return n
 
 
-def combine_trees(base: dict[str, Any] | None, trees: list[dict[str, Any]]) -> dict[str, Any] | None:
+def combine_trees(base: dict[str, Any] | None, trees: list[dict[str, Any]]) -> dict[str, object] | None:
     """One tree from shards' trees (``MCTSChooser.to_json``) that all grew from ``base`` (the
     state they loaded; None: an empty tree): ``base + sum(tree - base)``, node by node, a node
     being its path of blocks.  Every visit of every shard counts once and the base once, so
@@ -127,7 +127,7 @@ def combine_trees(base: dict[str, Any] | None, trees: list[dict[str, Any]]) -> d
     return {"tc1": head["tc1"], "tc2": head["tc2"], "max_children": head["max_children"], "root": root}
 
 
-def _combine_node(base: dict[str, Any] | None, nodes: list[dict[str, Any]]) -> dict[str, Any]:
+def _combine_node(base: dict[str, Any] | None, nodes: list[dict[str, Any]]) -> dict[str, object]:
     b_n, b_v = (base["n"], base["v"]) if base else (0, 0.0)
     first = base or nodes[0]
     order: dict[str, None] = {}

@@ -38,15 +38,15 @@ class MixedSource:
     def feedback(self, index: int, graph: Graph, record: CaseRecord) -> None:
         self.sources[self.frontend_of(index)].feedback(index, graph, record)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, object]:
         return {"frontends": {n: s.state() for n, s in self.sources.items()}}
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """Per front end: its source's summary (coverage metrics), never one merged figure."""
         return {n: s.summary() for n, s in self.sources.items() if hasattr(s, "summary")}
 
 
-def state_for(data: dict[str, Any], frontend: str, mixed: bool) -> dict[str, Any] | None:
+def state_for(data: dict[str, object], frontend: str, mixed: bool) -> dict[str, Any] | None:
     """The search state of ``frontend`` in a state file's ``data`` (None: start it fresh).
 
     A mixed run's file holds one state per front end: a front end it lacks starts fresh, and

@@ -57,7 +57,7 @@ class OpsetSource:
     def feedback(self, index: int, graph: Graph, record: CaseRecord) -> None:
         self.sources[self.opset_of(index)].feedback(index, graph, record)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, object]:
         return {"opsets": {str(o): s.state() for o, s in self.sources.items()}}
 
     def load_state(self, st: dict[str, Any]) -> None:
@@ -71,7 +71,7 @@ class OpsetSource:
             if str(o) in per:  # an opset the saved run did not write starts fresh
                 s.load_state(per[str(o)])
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """The main opset's summary (its metrics, MCTS, graph arms), with what the models of
         every opset held together: operators, element types, forms, operators per schema
         version, the support matrix; and per opset its models, operators and OLC."""

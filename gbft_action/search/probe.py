@@ -80,7 +80,7 @@ class SupportMatrix:
                 row[k] += r[k]
             row["failing"] += [f for f in r["failing"] if f not in row["failing"]][:MAX_FAILING - len(row["failing"])]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         rows = dict(sorted(self.rows.items()))
         return {"operators": len(rows), "agree_all": sum(r["agrees"] == r["instances"] for r in rows.values()),
                 "convert_none": sum(r["converts"] == 0 for r in rows.values()), "rows": rows}

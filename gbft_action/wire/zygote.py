@@ -80,7 +80,7 @@ class Zygote:
         self.proc.wait()
         self.sock.close()
 
-    def _ask(self, req: dict[str, Any], timeout: float, fds: list[int] | None = None) -> dict[str, Any]:
+    def _ask(self, req: dict[str, object], timeout: float, fds: list[int] | None = None) -> dict[str, Any]:
         with self._lock:
             try:
                 self.sock.settimeout(max(timeout, 0.001))

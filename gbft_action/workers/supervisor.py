@@ -108,7 +108,7 @@ class Worker:
         self.zygote: Zygote | None = None  # the fork server, with spec.fork_server
         self._whole = False  # the next start is a whole new process, not a fork (renew)
         self.restarts = 0
-        self.hello: dict[str, Any] = {}
+        self.hello: dict[str, object] = {}
         self.closed = False  # closed for good (a cancelled run): no restarts
         self._lock = threading.Lock()  # a process is started, or closed, not both at once
         self._swap = threading.Lock()  # one thread takes the process to stop it, not two
@@ -121,7 +121,7 @@ class Worker:
         self.cpu: dict[str, float] = defaultdict(float)
 
     # -- lifecycle ------------------------------------------------------------------
-    def start(self, timeout: float = 120.0) -> dict[str, Any]:
+    def start(self, timeout: float = 120.0) -> dict[str, object]:
         t0 = time.monotonic()
         with self._lock:
             if self.closed:
@@ -277,7 +277,7 @@ class Worker:
             self._count(str(msg.get("op")), res.elapsed, res.cpu)
         return res
 
-    def _exchange(self, proc: subprocess.Popen[bytes] | ForkedChild, conn: _DuplexConn, msg: dict[str, Any], timeout: float,
+    def _exchange(self, proc: subprocess.Popen[bytes] | ForkedChild, conn: _DuplexConn, msg: dict[str, object], timeout: float,
                   off: int, t0: float) -> CallResult:
         try:
             conn.send(msg)

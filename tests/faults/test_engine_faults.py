@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gbft_action.oracle import Status
+from gbft_action.records import Status
 from gbft_action.pipeline import Lane, LaneConfig
 from gbft_action.records.config import Timeouts
 
