@@ -26,6 +26,7 @@ seeds from shard I's residue class (``search.case_seed``), so shards never share
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import hashlib
 import shutil
 import signal
@@ -954,7 +955,7 @@ def harness_errors(flat: list[PlatformRecord]) -> HarnessErrors:
 
 
 def frontend_counts(records: list[CaseRecord], names: list[str],
-                    coverage: dict[str, Any]) -> dict[str, Outcomes]:
+                    coverage: Mapping[str, Any]) -> dict[str, Outcomes]:
     """Per front end of a mixed campaign: models judged, outcomes, distinct failures, coverage."""
     out: dict[str, Outcomes] = {}
     for name in names:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import argparse
 from collections import Counter
 import json
@@ -603,7 +604,7 @@ class Progress:
         self.last = 0.0
         self.tty = sys.stderr.isatty()
 
-    def update(self, counts: dict[str, Any]) -> None:
+    def update(self, counts: Mapping[str, Any]) -> None:
         now = time.monotonic()
         if not self.enabled or now - self.last < (0.25 if self.tty else 5.0):
             return

@@ -28,6 +28,7 @@ campaign.json) is skipped with such a warning.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import hashlib
 import json
 import os
@@ -407,7 +408,7 @@ def _head(parts: list[Part]) -> Part:
                                      json.dumps(p.record.to_json(), sort_keys=True)))
 
 
-def _coverage_summary(state: dict[str, Any], main: int = LEGACY_OPSET) -> dict[str, object]:
+def _coverage_summary(state: Mapping[str, Any], main: int = LEGACY_OPSET) -> dict[str, object]:
     """The summary's coverage: the union's metrics, each shard's graph-level means weighted by its models.
     Of several opsets (search.opsets): the ``main`` one's, with the operators, element types
     and forms of all, and the operators at each schema version.  (state.json's keys are sorted:
@@ -424,7 +425,7 @@ def _coverage_summary(state: dict[str, Any], main: int = LEGACY_OPSET) -> dict[s
             "discarded": state["discarded"], "mcts_nodes": size, "graph_arms": state["graph_arms"]}
 
 
-def _tree_size(node: dict[str, Any]) -> int:
+def _tree_size(node: Mapping[str, Any]) -> int:
     return 1 + sum(_tree_size(c) for c in node["c"])
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .graph.ir import Graph
+from .graph.ir import Graph, Params
 from .ops.onnx_exported import quantum_of
 from .records.enums import Status
 from .records.tolerance import Tolerance
@@ -346,7 +346,7 @@ def undefined_anywhere(op: str, params: dict[str, object], inputs: list[np.ndarr
     return mask is not None and bool(np.any(mask))
 
 
-def _excused(op: str, params: dict[str, Any], inputs: list[np.ndarray], expected: np.ndarray,
+def _excused(op: str, params: Params, inputs: list[np.ndarray], expected: np.ndarray,
              actual: np.ndarray, tol: Tolerance) -> np.ndarray | None:
     e, a = np.asarray(expected), np.asarray(actual)
     if not inputs or e.shape != a.shape:
@@ -392,7 +392,7 @@ def _excused(op: str, params: dict[str, Any], inputs: list[np.ndarray], expected
 
 # The exported normalisations (ops.onnx_exported): x viewed as [rows, the elements one mean and
 # variance cover].
-NORM_GROUPS: dict[str, Callable[[np.ndarray, dict[str, Any]], np.ndarray]] = {
+NORM_GROUPS: dict[str, Callable[[np.ndarray, Params], np.ndarray]] = {
     "LayerNormPattern": lambda x, p: x.reshape(-1, x.shape[-1]),
     "GroupNormPattern": lambda x, p: x.reshape(x.shape[0] * int(p.get("groups", 1)), -1),
 }
@@ -414,7 +414,7 @@ def _ill_conditioned(rows: np.ndarray, eps: float, tol: Tolerance) -> np.ndarray
     return np.broadcast_to(kappa > tol.rtol, r.shape)
 
 
-def _on_integer_coordinates(params: dict[str, Any], x: np.ndarray, a: np.ndarray) -> np.ndarray | None:
+def _on_integer_coordinates(params: Params, x: np.ndarray, a: np.ndarray) -> np.ndarray | None:
     """The output pixels of an ONNX nearest Resize (NCHW) whose exact source row or column is a
     whole number, where floor and ceil decide nothing, and that hold the neighbouring pixel: the
     engine's and ONNX Runtime's float32 coordinates land a hair either side (seen on random

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from collections.abc import Sequence
 from typing import Any, Callable
 
-from ..graph.ir import Graph, Node
+from ..graph.ir import Graph, Node, Params
 from ..records.enums import Policy, Symptom, Verdict
 from ..records.summary import FailureRow, RootCauseRow
 from ..records.keys import (  # noqa: F401 - SPECIAL_INPUT, same_class re-exported
@@ -29,7 +29,7 @@ from ..records.keys import (  # noqa: F401 - SPECIAL_INPUT, same_class re-export
 from ..ops.domains import Choice
 from ..ops.registry import registry_of
 from ..ops.recorded import RecordedSpec
-from ..ops.specs import Params, Spec
+from ..ops.specs import Spec
 
 
 _MISSING_OUTPUT = re.compile(r"Can't find output|returned (?:\d+|N) of (?:\d+|N) outputs|output missing")

@@ -23,6 +23,7 @@ regression, and two releases differ that way in both directions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import json
 import re
 import time
@@ -122,7 +123,7 @@ class BugVerdict:
         return self.cases.get(Verdict.NEW.value, 0)
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> BugVerdict:
+    def from_json(d: Mapping[str, Any]) -> BugVerdict:
         errors = d.get("errors")
         return BugVerdict(**{**d, "verdict": Verdict(d["verdict"]),
                              "errors": (errors[0], errors[1]) if isinstance(errors, list) and len(errors) == 2 else None})

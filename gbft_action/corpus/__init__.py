@@ -13,6 +13,7 @@ Layer 1 of ``gbft_action.LAYERS``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -142,7 +143,7 @@ def load_corpus(path: str | Path = DEFAULT_CORPUS, opset: int = LEGACY_OPSET, pl
     return parse_corpus(raw, str(p), opset, placeable_only)
 
 
-def _extended(p: Path, raw: dict[str, Any]) -> dict[str, object]:
+def _extended(p: Path, raw: Mapping[str, Any]) -> dict[str, object]:
     """A corpus written as another one (``extends``, a file beside it) less the blocks it
     ``drop``s, with the blocks it lists under ``blocks`` replacing the base's of that name
     (the TFLite front end: the paper's corpus less what TFLite cannot express)."""

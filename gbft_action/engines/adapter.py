@@ -10,6 +10,7 @@ crash on purpose).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import contextlib
 import ctypes
 import os
@@ -72,7 +73,7 @@ class EngineHandler:
             reply["blocks"] = self.blocks.take()
         return reply
 
-    def _handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def _handle(self, msg: Mapping[str, Any]) -> dict[str, Any]:
         op = msg["op"]
         t0 = time.perf_counter()
         if op == "convert":

@@ -10,10 +10,15 @@ same graph always serialises to the same bytes and the same hash.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator
+
+# A node's parameters (its operator's attributes): ints, floats, strings, lists and arrays by
+# operator, typed per operator by its spec (ops.specs) and checked where each is emitted.
+Params = dict[str, Any]
 
 IR_VERSION = 1
 # What the inputs hold: "normal" U[-1, 1] with guards keeping every tensor finite, or
@@ -43,7 +48,7 @@ class TensorType:
         return {"shape": list(self.shape), "dtype": self.dtype}
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> TensorType:
+    def from_json(d: Mapping[str, Any]) -> TensorType:
         return TensorType(tuple(int(x) for x in d["shape"]), str(d["dtype"]))
 
 
@@ -59,7 +64,7 @@ class Node:
     id: str
     op: str
     inputs: list[str]
-    params: dict[str, Any]
+    params: Params
     out: TensorType
     block: str = ""
     role: str = "block"  # "block" | "adapter"
@@ -78,7 +83,7 @@ class Node:
         }
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> Node:
+    def from_json(d: Mapping[str, Any]) -> Node:
         return Node(
             id=d["id"],
             op=d["op"],
@@ -171,7 +176,7 @@ class Graph:
         return hashlib.sha256(canonical_json(d).encode()).hexdigest()[:16]
 
     @staticmethod
-    def from_dict(d: dict[str, Any]) -> Graph:
+    def from_dict(d: Mapping[str, Any]) -> Graph:
         if d.get("ir_version") != IR_VERSION:
             raise ValueError(f"unsupported ir_version {d.get('ir_version')!r}")
         g = Graph(

@@ -25,10 +25,10 @@ import math
 import random
 from typing import Iterable
 
-from ..graph.ir import TensorType
+from ..graph.ir import Params, TensorType
 from .domains import Choice, Domain, IntRange
 from .shapes import MAX_ELEMS, MAX_RANK, divisors, factorize, prod
-from .specs import F32, Params, Spec
+from .specs import F32, Spec
 
 BOOL = Choice((True, False))
 EPSILONS = Choice((1e-5, 1e-6, 1e-12))  # torch's LayerNorm, LLaMA's RMSNorm, BERT's LayerNorm

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 
-from ..graph.ir import TensorType
+from ..graph.ir import Params, TensorType
 from .domains import Choice, Domain, FloatRange, IntRange
 from .onnx_exported import exported_specs
 from .shapes import MAX_ELEMS, MAX_RANK, conv_out, divisors, factorize, prod, same_out, slice_len, to_rank4
@@ -30,7 +30,6 @@ from .specs import (
     Cast,
     Concat,
     ExpandDims,
-    Params,
     Reduce,
     Reshape,
     Softmax,

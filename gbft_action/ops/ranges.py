@@ -18,11 +18,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ..graph.ir import Graph, TensorType
+from ..graph.ir import Graph, Params, TensorType
 from .shapes import MAX_ELEMS, prod
 
 Interval = tuple[float, float]
-Params = dict[str, Any]
 Rule = Callable[[list[Interval], list[TensorType], Params, TensorType], Interval]
 
 INF = math.inf

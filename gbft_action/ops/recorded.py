@@ -20,6 +20,7 @@ Framework-free (JSON only).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import json
 import random
 from dataclasses import dataclass
@@ -30,9 +31,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..frontends import LEGACY_OPSET, NEWEST_OPSET, OPSETS, check_opset
-from ..graph.ir import TensorType
+from ..graph.ir import Params, TensorType
 from .domains import Choice
-from .specs import Params, Spec
+from .specs import Spec
 
 RECORDS_VERSION = 1
 DATA = Path(str(files("gbft_action") / "ops" / "data"))
@@ -77,7 +78,7 @@ class Instance:
         return TensorType(tuple(t["shape"]), t["dtype"])
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> Instance:
+    def from_json(d: Mapping[str, Any]) -> Instance:
         outs = tuple(TensorType(tuple(o["shape"]), o["dtype"]) for o in d["outputs"])
         return Instance(dict(d["attrs"]), tuple(d["inputs"]), int(d["fed"]), outs, int(d["outputs_named"]),
                         str(d.get("case", "")), str(d.get("rule", "")), str(d.get("mutation", "")),

@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..graph.ir import TensorType
+from ..graph.ir import Params, TensorType
 from .domains import Choice, Domain, FloatRange, IntRange
 from .shapes import (
     MAX_ELEMS,
@@ -30,7 +30,6 @@ from .shapes import (
     to_rank4,
 )
 
-Params = dict[str, Any]
 F32 = "float32"
 FLOATS = (F32, "float16")  # the float element types tensors take (the guards squash both)
 

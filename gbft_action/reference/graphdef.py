@@ -51,10 +51,8 @@ try:  # TensorFlow's C import, as importer.import_graph_def calls it
 except ImportError:  # pragma: no cover - another TensorFlow: the public import
     C_IMPORT = False
 
-from ..graph.ir import Graph, Node, TensorType
+from ..graph.ir import Graph, Node, Params, TensorType
 from .weights import divisor, uniform, weights_rng
-
-Params = dict[str, Any]
 
 DT = {"float32": types_pb2.DT_FLOAT, "int32": types_pb2.DT_INT32, "int64": types_pb2.DT_INT64,
       "bool": types_pb2.DT_BOOL}

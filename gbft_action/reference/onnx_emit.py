@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..graph.ir import Graph, Node, TensorType
+from ..graph.ir import Graph, Node, Params, TensorType
 from ..ops.onnx_specs import FLOAT_SPECIALS, INT_EDGES, ONNX_SPECS, MatMul
 from ..ops.recorded import Instance, RecordedSpec
 from ..ops.registry import opset_of, registry_of
@@ -134,7 +134,7 @@ def check(model: onnx.ModelProto) -> onnx.ModelProto:
 BINARY = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Greater", "Less"}
 
 
-def operand(ctx: Ctx, x: str, p: dict[str, Any]) -> str:
+def operand(ctx: Ctx, x: str, p: Params) -> str:
     """The constant second operand of a one-input binary op (broadcast as exporters write it)."""
     s = ctx.type(x).shape
     shape = {"same": s, "scalar": (), "row": s[-1:],

@@ -10,6 +10,7 @@ No TensorFlow.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import contextlib
 import logging
 import math
@@ -317,7 +318,7 @@ def _qdq(ctx, xs, p):
     _qdq_pair(ctx, y, "y", QDQPattern.quantum(p), p["act"], out=ctx.node.id)
 
 
-def _ort_quantised(ctx: Ctx, x: str, op: str, w: np.ndarray, b: np.ndarray | None, attrs: dict[str, Any],
+def _ort_quantised(ctx: Ctx, x: str, op: str, w: np.ndarray, b: np.ndarray | None, attrs: Mapping[str, Any],
                    p: dict) -> None:
     """The float layer quantised by ONNX Runtime's own quantiser (``quantize_static``, QDQ
     format), its nodes and initialisers inlined under this node's names.  The input's and the

@@ -25,6 +25,7 @@ be translated (``checkable``, and ``why`` not) and gives ``outputs`` (msg["outpu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import time
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ class OnnxReferenceHandler:
             return self.intermediates(msg)
         raise ValueError(f"unknown op {msg['op']!r}")
 
-    def build(self, msg: dict[str, Any]) -> dict[str, object]:
+    def build(self, msg: Mapping[str, Any]) -> dict[str, object]:
         g = Graph.from_json(msg["graph"])
         outdir = Path(msg["dir"])
         outdir.mkdir(parents=True, exist_ok=True)
@@ -106,7 +107,7 @@ class OnnxReferenceHandler:
                 "t_build": t1 - t0, "t_run": time.perf_counter() - t1}
 
 
-    def intermediates(self, msg: dict[str, Any]) -> dict[str, object]:
+    def intermediates(self, msg: Mapping[str, Any]) -> dict[str, object]:
         """Every named node's value of the model last built, if ``msg`` names it (its folder,
         graph and inputs' digest); else ``stale``."""
         if self.kept is None or self.kept[:2] != (msg["dir"], msg["graph"]) or digest(self.kept[2]) != msg["inputs"]:
@@ -120,7 +121,7 @@ class OnnxReferenceHandler:
             return _reference(e)
         return {"ok": True, "expected": pack(dict(zip(names, vals)))}
 
-    def crosscheck(self, msg: dict[str, Any]) -> dict[str, object]:
+    def crosscheck(self, msg: Mapping[str, Any]) -> dict[str, object]:
         """TensorFlow's graph run by ONNX Runtime: the second opinion on a failing case."""
         g = Graph.from_json(msg["graph"])
         names = list(msg["outputs"])

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ..graph.ir import Graph
+from ..graph.ir import Graph, Params
 from . import registrar
 from ..frontends import LEGACY_OPSET
 from .onnx_emit import DTYPES, IR_VERSION, NP, Ctx, value_info
@@ -100,7 +100,7 @@ def same_pads(i: int, o: int, k: int, s: int, d: int = 1) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def spatial_pads(ctx: Ctx, p: dict[str, Any], kh: int, kw: int, s: int, d: int = 1) -> list[int]:
+def spatial_pads(ctx: Ctx, p: Params, kh: int, kw: int, s: int, d: int = 1) -> list[int]:
     """ONNX pads [top, left, bottom, right] for TF's padding of this node (NHWC shapes)."""
     _, h, w, _ = ctx.type(ctx.node.inputs[0]).shape
     _, oh, ow, _ = ctx.node.out.shape

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Collection
 
-from ..graph.ir import Graph, Node
+from ..graph.ir import Graph, Node, Params
 from . import registrar
 
 # The helpers a script needs for the lines below (SEED is the graph's seed).
@@ -89,7 +89,7 @@ def _w(n: Node, shape: list[int], lo: str = "") -> str:
     return f'tf.constant(U(rng("{n.id}"), {shape}{lo}))'
 
 
-def _padding(p: dict[str, Any]) -> Any:
+def _padding(p: Params) -> Any:
     if p["padding"] == "EXPLICIT":
         a, b, c, d = p["pads"]
         return [[0, 0], [a, b], [c, d], [0, 0]]

@@ -23,6 +23,7 @@ in the worker's environment (tests and benchmarks compare the two).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import os
 import time
 from pathlib import Path
@@ -74,7 +75,7 @@ class _Kept:
 class SessionRunner:
     """A built model's values by IR tensor name, in a session (op layer, TFLite)."""
 
-    def __init__(self, tg: Any, names: dict[str, str], inputs: dict[str, Any]) -> None:
+    def __init__(self, tg: Any, names: dict[str, str], inputs: Mapping[str, Any]) -> None:
         self.tg, self.names, self.inputs = tg, names, inputs
         self.session = tf1.Session(graph=tg, config=session_config())
 
@@ -179,7 +180,7 @@ class ReferenceHandler:
             self.kept.run.close()
             self.kept = None
 
-    def tflite(self, msg: dict[str, Any]) -> dict[str, object]:
+    def tflite(self, msg: Mapping[str, Any]) -> dict[str, object]:
         g = Graph.from_json(msg["graph"])
         tg, names, _, _ = materialise(g, msg.get("direct", DIRECT))
         return {"ok": True, "path": str(_write_tflite(tg, names, g, Path(msg["dir"]), msg.get("name", "model.tflite")))}

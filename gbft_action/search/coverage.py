@@ -29,6 +29,7 @@ reads it twice counts twice, mirroring the in-degree), 0 for a pure output.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import hashlib
 import json
 from collections import Counter
@@ -210,7 +211,7 @@ class Coverage:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | str) -> Coverage:
+    def from_json(cls, data: Mapping[str, Any] | str) -> Coverage:
         d = json.loads(data) if isinstance(data, str) else data
         if d.get("version") not in (1, COVERAGE_VERSION):
             raise ValueError(f"unsupported coverage version {d.get('version')!r}")

@@ -16,6 +16,7 @@ its case seeds alone (``search.case_seed``), never by what it learned.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import math
 import random
 from typing import Any
@@ -211,7 +212,7 @@ class GuidedSource:
             st["base"] = dict(self._base)
         return st
 
-    def load_state(self, st: dict[str, Any]) -> None:
+    def load_state(self, st: Mapping[str, Any]) -> None:
         """Start from a saved state (``--state``): coverage and the MCTS tree."""
         self.coverage = Coverage.from_json(st["coverage"])
         self.known = KnownFailures.from_json(st.get("known"))

@@ -30,6 +30,7 @@ run learned.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import random
 from typing import Any
 
@@ -218,7 +219,7 @@ class KnownFailures:
                 "anonymous": self.anonymous, "anonymous_total": self.anonymous_total}
 
     @staticmethod
-    def from_json(d: dict[str, Any] | None) -> KnownFailures:
+    def from_json(d: Mapping[str, Any] | None) -> KnownFailures:
         k = KnownFailures()
         d = d or {}
         for name in ("seen", "failed", "present", "anonymous"):

@@ -11,6 +11,7 @@ or an engine failure) to every node on the path.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import math
 import random
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ class TreeNode:
                 "c": [c.to_json() for c in self.children]}
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> TreeNode:
+    def from_json(d: Mapping[str, Any]) -> TreeNode:
         node = TreeNode(d["b"], d["d"], d["n"], d["v"])
         node.children = [TreeNode.from_json(c) for c in d["c"]]
         return node
@@ -102,7 +103,7 @@ class MCTSChooser:
     def to_json(self) -> dict[str, object]:
         return {"tc1": self.tc1, "tc2": self.tc2, "max_children": self.max_children, "root": self.root.to_json()}
 
-    def load(self, d: dict[str, Any]) -> None:
+    def load(self, d: Mapping[str, Any]) -> None:
         self.root = TreeNode.from_json(d["root"])
 
     def size(self) -> int:
@@ -127,7 +128,7 @@ def combine_trees(base: dict[str, Any] | None, trees: list[dict[str, Any]]) -> d
     return {"tc1": head["tc1"], "tc2": head["tc2"], "max_children": head["max_children"], "root": root}
 
 
-def _combine_node(base: dict[str, Any] | None, nodes: list[dict[str, Any]]) -> dict[str, object]:
+def _combine_node(base: Mapping[str, Any] | None, nodes: list[dict[str, Any]]) -> dict[str, object]:
     b_n, b_v = (base["n"], base["v"]) if base else (0, 0.0)
     first = base or nodes[0]
     order: dict[str, None] = {}

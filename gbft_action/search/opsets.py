@@ -60,7 +60,7 @@ class OpsetSource:
     def state(self) -> dict[str, object]:
         return {"opsets": {str(o): s.state() for o, s in self.sources.items()}}
 
-    def load_state(self, st: dict[str, Any]) -> None:
+    def load_state(self, st: Mapping[str, Any]) -> None:
         per = st.get("opsets")
         if per is None:  # one opset's: the opset it names (written before they were named: the main)
             self.sources.get(st.get("opset"), self.sources[self.main]).load_state(st)  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ under qemu with another numpy speaks it too; an object dtype cannot be made from
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import hashlib
 from typing import Any
 
@@ -21,7 +22,7 @@ def pack(d: dict[str, np.ndarray]) -> dict[str, Wire]:
     return {k: _wire(np.asarray(v)) for k, v in d.items()}
 
 
-def unpack(d: dict[str, Any]) -> dict[str, np.ndarray]:
+def unpack(d: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Writable arrays (a copy of each buffer: the receiver may change them in place)."""
     return {k: np.frombuffer(b, np.dtype(dt)).reshape(shape).copy() for k, (dt, shape, b) in d.items()}
 
