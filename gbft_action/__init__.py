@@ -18,7 +18,8 @@ layer: there are no per-module exceptions, so where a file lives says what it ma
 2. findings: ``bugs`` (fingerprints, root-cause keys, triage, bundles, repros, the minimiser)
    and ``search`` (coverage, MCTS, steering);
 3. running engines: ``engines`` (adapters), ``workers``, ``pipeline`` (the lanes);
-4. work over a lane: ``rerun`` (diagnosis, replay), ``store`` (the case store);
+4. work over a lane and its results: ``rerun`` (diagnosis, replay), ``store`` (the case store),
+   ``summarize`` (summary.json and the verdict, from the records);
 5. ``campaign``, and beside it ``report`` and ``learn`` (training the learned guidance);
 6. ``merge`` (shards into one campaign's outputs);
 7. entry points: ``cli`` and ``action``.
@@ -32,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("graph", "ops", "corpus", "oracle", "reference"),
     ("bugs", "search"),
     ("engines", "workers", "pipeline"),
-    ("rerun", "store"),
+    ("rerun", "store", "summarize"),
     ("campaign", "report", "learn"),
     ("merge",),
     ("cli", "action"),

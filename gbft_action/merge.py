@@ -47,7 +47,8 @@ from .records.campaign import CampaignIdentity, CampaignRecord, ShardPart
 from .records.engine_coverage import EngineCoverage
 from .records.case import CASES_FILE, CaseRecord, read_cases
 from .records.state import ShardSearch
-from .campaign import STATE_FILE, SummaryInputs, TriageInputs, first_records, summarize_all
+from .records.state import STATE_FILE
+from .summarize import SummaryInputs, TriageInputs, first_records, summarize_all
 from .frontends import LEGACY_OPSET
 from .records.config import configure, parse_shard, shard_text
 from .search.coverage import Coverage

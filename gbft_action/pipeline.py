@@ -28,7 +28,7 @@ from .bugs.fingerprint import fingerprint, op_named_in
 from .bugs.rootcause import classify, wants_second_reference, with_second_reference
 from .bugs.triage import case_verdict
 from .engines.coverage import Blocks
-from .knowledge.registry import knowledge_of, resolve
+from .knowledge.registry import knowledge_of, resolve, threads_env
 from .knowledge.builds import EngineBuild
 from .knowledge.base import EngineKnowledge
 from .frontends import DEFAULT_FRONTEND, Frontend
@@ -40,7 +40,7 @@ from .platforms import Platform, host_machine
 from .records.bundle import MORE_THREADS, EngineInfo
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
 from .records import Fingerprint, Status, Symptom, Tolerance
-from .records.config import Timeouts
+from .records.config import Config, Timeouts
 
 
 # GBFT_FORK_SERVER=off starts every engine worker whole (A/B benchmarks; an engine that
@@ -137,6 +137,15 @@ class LaneConfig:
     def __post_init__(self) -> None:
         # Absolute: the workers run inside it (see Lane), so a relative path would not reach them.
         self.workdir = Path(self.workdir).resolve()
+
+    @staticmethod
+    def of(cfg: Config, platforms: tuple[Platform, ...], frontend: Frontend, engine_env: dict[str, str]) -> LaneConfig:
+        """A campaign's lanes: its engine, limits, tolerance, builds and thread oracle, on
+        ``platforms`` for ``frontend``, the engine with ``engine_env`` (its settings, and the
+        coverage runtime when that is preloaded)."""
+        return LaneConfig(cfg.engine, cfg.out / ".work", cfg.timeouts, cfg.tolerance, cfg.engine_mem_mb,
+                          engine_python=cfg.engine_python, engine_env=engine_env, platforms=platforms, base=cfg.base,
+                          frontend=frontend, threads_env=threads_env(cfg.engine) if cfg.threads_oracle else {})
 
 
 class Lane:

@@ -22,7 +22,7 @@ from gbft_action.records.case import CaseRecord
 from gbft_action.records.campaign import Session
 from gbft_action.records.enums import Stop, StopReason
 from gbft_action.bugs.bundle import BugBook
-from gbft_action.campaign import SummaryInputs, summarize
+from gbft_action.summarize import SummaryInputs, summarize
 from gbft_action.records.config import Config
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.records import Status

@@ -1,4 +1,4 @@
-"""summary.json is built once, by campaign.summarize over records (no Campaign needed): what
+"""summary.json is built once, by summarize.summarize over records (no Campaign needed): what
 fails the step is only what the policy reports, and a second call on the same inputs gives
 the same summary (nothing is patched in place)."""
 
@@ -12,7 +12,7 @@ from gbft_action.records.campaign import Session
 from gbft_action.bugs.bundle import BugBook, Found
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.bugs.triage import tally
-from gbft_action.campaign import SummaryInputs, summarize, summarize_all
+from gbft_action.summarize import SummaryInputs, summarize, summarize_all
 from gbft_action.records.config import Config
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.records import HarnessErrors, Stop, StopReason, Summary

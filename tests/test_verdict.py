@@ -17,7 +17,7 @@ from gbft_action.bugs.bundle import BugBook, Found
 from gbft_action.bugs.fingerprint import Fingerprint
 from gbft_action.policy import fails_check, listed_line, parse_list_only
 from gbft_action.bugs.triage import case_verdict, headline, tally
-from gbft_action.campaign import SummaryInputs, TriageInputs, summarize
+from gbft_action.summarize import SummaryInputs, TriageInputs, summarize
 from gbft_action.records.config import Config
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.records import Policy, Stop, StopReason, Summary

@@ -12,6 +12,8 @@ from typing import Any
 
 from .io import Fields, RecordError
 
+STATE_FILE = "state.json"  # a campaign's search state (coverage, MCTS), read again by --state and merge
+
 
 @dataclass(frozen=True)
 class ShardSearch:

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from gbft_action.campaign import STATE_FILE, Campaign
+from gbft_action.campaign import Campaign
+from gbft_action.records.state import STATE_FILE
 
 from gbft_action.records.config import Config
 from gbft_action.statefile import StateFileError
