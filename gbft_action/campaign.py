@@ -21,7 +21,7 @@ The reserve grows with the distinct failures met, so that each is diagnosed.
 
 With ``shard`` (I, N) the campaign is part I of N of one campaign: the source draws its case
 seeds from shard I's residue class (``search.case_seed``), so shards never share a model;
-``merge`` makes their outputs one, with ``summarize`` from here.
+``merge`` makes their outputs one, with the same ``summarize``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from .frontends import FRONTENDS, LEGACY_OPSET, Frontend, parse_frontends
 from .graph.generate import GenOptions
 from .graph.ir import Graph
 from .graph.solver import GenError
-from .records.enums import Stop, StopReason, Symptom, Verdict
+from .records.enums import Policy, Stop, StopReason, Symptom, Verdict
 from .records.bundle import EngineInfo
 from .records.campaign import CampaignIdentity, CampaignRecord, Session, campaign_identity
 from .records.config import Config
@@ -161,7 +161,10 @@ class StopState:
         self.event.set()
 
     def go_on(self, why: Stop | None = None) -> None:
-        """The loop may run again (the reserve's work, more models), with ``why`` for now."""
+        """The loop may run again (the reserve's work, more models), with ``why`` for now; not
+        after an outside stop (a signal between the loop's check and here still stops it)."""
+        if self.outside:
+            return
         self.event.clear()
         self.why = why
 
@@ -566,7 +569,7 @@ class Campaign:
         self._pending.append((res.index, res.graph, rec))
         self._candidates.note(rec)
         self._groups.update(local_of(r) for r in rec.failures()
-                            if policy_for(r.symptom_text, self.cfg.symptom_policy) == "report")
+                            if policy_for(r.symptom_text, self.cfg.symptom_policy) is Policy.REPORT)
         if self.progress:
             self.progress(self.counts())
         spent = sum(res.timings.values())
@@ -714,7 +717,7 @@ def diagnosis_order(firsts: dict[str, PlatformRecord], seen: dict[str, int],
     undiagnosed key seen in dozens of cases heads the report under the wrong operator), then
     the smallest models.  Not hangs: each replay would take the stage limit and overrun."""
     order = sorted((f for f in seen if f in firsts and firsts[f].symptom is not Symptom.TIMEOUT),
-                   key=lambda f: (policy_for(firsts[f].symptom_text, overrides) != "report",
+                   key=lambda f: (policy_for(firsts[f].symptom_text, overrides) is not Policy.REPORT,
                                   seen[f] < FREQUENT, firsts[f].n_nodes, f))
     met: set[tuple[str, str, str]] = set()
     heads: list[str] = []

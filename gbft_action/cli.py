@@ -388,9 +388,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                   shard=shard,
                   threads_oracle=args.threads_oracle, opsets=args.opset, engine_coverage=args.engine_coverage)
     try:
-        cfg = configure(values)
-        if args.resume:  # a missing or corrupt record: one line, exit 2
-            cfg = configure({}, on=cfg.resumed(_resumed(args.resume)))
+        # A missing or corrupt record to resume: one line, exit 2.
+        cfg = configure(values, resume=_resumed(args.resume) if args.resume else None)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -628,7 +627,7 @@ def _coverage_line(cov: dict[str, object]) -> str:
 def print_summary(s: Summary, out: Path) -> None:
     eng = s.engine
     print(f"\n{eng.engine} {eng.version} ({eng.machine}): {s.models} models in {s.elapsed_s:.1f} s "
-          f"({s.models_per_s:.1f}/s), stopped: {s.stop_reason or '-'}")
+          f"({s.models_per_s:.1f}/s), stopped: {s.stop_reason or ''}")
     plats = {p: s.platforms[p] for p in s.platform_order if p in s.platforms}
     if len(plats) > 1:  # one column per platform
         print(f"{'status':8s}" + "".join(f" {p:>12s}" for p in plats))

@@ -12,7 +12,7 @@ a shard twice, or a merged output with one of its inputs, gives the same files.
 - Bundles: one per fingerprint id, the canonical one kept (minimised first, then diagnosed,
   then the smallest model, then the earliest case); occurrences are the merged cases'
   count, platforms the union.  Root causes are assembled again over the merged failures
-  (``campaign.summarize``): one per root-cause key, with its canonical bundle.
+  (``summarize.summarize_all``): one per root-cause key, with its canonical bundle.
 - Known bugs: counts are what was known before the campaign (the same ``--state`` for
   every shard) plus the merged cases, never the inputs' counts summed.
 - Search state: coverage is the union; each shard's MCTS tree and graph arms are kept per

@@ -33,8 +33,7 @@ from .knowledge.builds import EngineBuild
 from .knowledge.base import EngineKnowledge
 from .frontends import DEFAULT_FRONTEND, Frontend
 from .graph.ir import Graph
-from .oracle import (ENGINE_FAILURES, VIEWS, Bounds, OutputDiff, bounds_for, compare, judge_node,
-                     judge_outputs, precision_only, references_disagree, relative_error, undefined_anywhere)
+from .oracle import (VIEWS, Bounds, OutputDiff, bounds_for, compare, judge_node, judge_outputs, precision_only, references_disagree, relative_error, undefined_anywhere)
 from .wire.arrays import digest, pack, unpack
 from .platforms import Platform, host_machine
 from .records.bundle import MORE_THREADS, EngineInfo

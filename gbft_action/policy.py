@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from .records.enums import Policy
 
+# Replays on both builds before a new failure is blamed on a pull request (bugs.triage says why 6).
+CONFIRM_ROUNDS = 6
+
 SYMPTOMS = ("wrong-result", "nan-inf", "crash", "conversion-error", "unsupported", "api-error", "timeout",
             "nondeterministic", "precision", "heap-damage", "tie", "reference-disagreement")
 POLICIES = ("report", "summary", "ignore")
@@ -61,7 +64,7 @@ def fails_check(symptom: str, new: bool, list_only: tuple[str, ...] | frozenset[
     old imprecision as likely as a new one."""
     if not new or symptom in NOT_DEFECTS or symptom in list_only:
         return False
-    return against_base or policy is Policy.REPORT or symptom == "unsupported"
+    return against_base or Policy(policy) is Policy.REPORT or symptom == "unsupported"
 
 
 def listed_line(list_only: tuple[str, ...] | list[str]) -> str:

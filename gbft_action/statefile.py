@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 
 class StateFileError(ValueError):

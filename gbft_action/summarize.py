@@ -20,7 +20,7 @@ from .records.bundle import EngineInfo
 from .records.campaign import Session
 from .records.case import CaseRecord, PlatformRecord
 from .records.config import Config
-from .records.enums import Policy, Verdict
+from .records.enums import Verdict
 from .records.summary import (Diagnosis, FailureRow, HarnessErrors, Outcomes, RootCauseRow, Summary,
                               TriageSummary)
 
@@ -118,7 +118,7 @@ def summarize_all(inp: SummaryInputs) -> Summarized:
         models_per_s=counts.models_per_s if inp.models_per_s is None else inp.models_per_s,
         failures=rows, new_failures=tuple(f for f in new if f in blamable),
         root_causes=tuple(_with_regression(rc.to_row(), verdicts) for rc in causes),
-        symptom_policy={s: Policy(policy_for(s, inp.cfg.symptom_policy)) for s in SYMPTOMS},
+        symptom_policy={s: policy_for(s, inp.cfg.symptom_policy) for s in SYMPTOMS},
         list_only=tuple(inp.cfg.list_only),
         run_id=inp.run_id, minimized=dict(inp.minimized), bugs_dir=inp.bugs_dir, triage=tri,
         coverage=inp.coverage, frontends=inp.frontends, shards=inp.shards)

@@ -99,7 +99,8 @@ def test_resume_takes_the_identity_from_the_record_and_the_rest_from_the_command
     old = configure({"out": tmp_path, "seed": 7, "blocks": (3, 4), "frontend": "onnx", "opsets": (20,),
                      "engine_env": {"A": "old"}, "budget": 10.0})
     now = configure({"out": tmp_path, "seed": 1, "budget": 99.0, "jobs": 1, "engine_env": {"B": "new"}})
-    cfg = configure({}, on=now.resumed(old))
+    cfg = configure({"out": tmp_path, "seed": 1, "budget": 99.0, "jobs": 1, "engine_env": {"B": "new"}}, resume=old)
+    assert cfg == now.resumed(old)
     assert (cfg.seed, cfg.blocks, cfg.frontend, cfg.opsets) == (7, (3, 4), "onnx", (20,))
     assert (cfg.budget, cfg.jobs) == (99.0, 1) and cfg.engine_env == {"A": "old", "B": "new"}
 
@@ -108,3 +109,12 @@ def test_a_campaign_record_without_a_config_is_refused_in_one_line(tmp_path: Pat
     (tmp_path / "campaign.json").write_text('{"identity": {}, "config": {}}')
     with pytest.raises(RecordError, match="no config in it"):
         CampaignRecord.read(tmp_path)
+
+
+def test_a_stored_config_is_taken_as_stored_a_new_one_is_checked(tmp_path: Path):
+    """merge builds its config over the shards' record without checking it again: a range
+    tightened since an output was made must not refuse that output."""
+    stored = replace(Config(tmp_path), blocks=(1, 200))
+    assert configure({"out": tmp_path / "merged"}, on=stored).blocks == (1, 200)
+    with pytest.raises(ValueError, match="--blocks"):
+        configure({"out": tmp_path, "blocks": (1, 200)})

@@ -4,6 +4,10 @@ of the package's modules, so a module that would fail to import is still checked
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -114,6 +118,27 @@ def test_imports_form_no_cycle():
 def test_every_module_is_in_a_layer():
     for path in PACKAGE.rglob("*.py"):
         layer(module_name(path))  # raises for a module no prefix names
+
+
+# A module that imports one of these at its top is a leaf the package's own imports never pass through.
+HEAVY = re.compile(r"^(import|from) (tensorflow|torch|torch_geometric|sb3_contrib|gymnasium)\b", re.M)
+
+
+def test_each_module_imports_first_in_a_fresh_interpreter():
+    """Whichever module of the package is imported first must load.  A cycle through a package's
+    __init__ (policy -> records.enums runs records/__init__ -> records.summary -> policy) shows only
+    then, whatever order the rest of the suite happens to import in; the module graph above cannot
+    see it, since importing records.enums is not an import of records.summary."""
+    mods = sorted("gbft_action" + (f".{m}" if m else "") for p in PACKAGE.rglob("*.py")
+                  if not HEAVY.search(p.read_text()) for m in [module_name(p)])
+
+    def first(mod: str) -> str:
+        r = subprocess.run([sys.executable, "-c", f"import {mod}"], capture_output=True, text=True, timeout=300)
+        return "" if r.returncode == 0 else f"{mod}: {(r.stderr.strip().splitlines() or ['?'])[-1]}"
+
+    with ThreadPoolExecutor(4) as pool:
+        failed = [f for f in pool.map(first, mods) if f]
+    assert len(mods) > 80 and failed == []
 
 
 def test_a_module_no_layer_names_fails_the_check():

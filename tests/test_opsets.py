@@ -201,7 +201,7 @@ def test_a_resumed_campaign_keeps_its_opset_and_an_old_output_resumes_at_17(tmp_
     from gbft_action.cli import _resumed
 
     def resumed() -> Config:
-        return configure({}, on=Config(out=out).resumed(_resumed(out)))
+        return configure({"out": out}, resume=_resumed(out))
 
     out = tmp_path / "o"
     Campaign(Config(out=out, engine="mnn", budget=30, max_models=2, seed=1, frontend="onnx", opsets=(22, 18),

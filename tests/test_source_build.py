@@ -1,4 +1,4 @@
-"""Engine builds from source (engines/source.py, input build-command): real git, real bash.
+"""Engine builds from source (knowledge/source.py, input build-command): real git, real bash.
 
 The builds here are toy commands on a toy repository; the container test builds a C engine
 inside the image, and BENCHMARKS records MNN 3.6.1 built from source there."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
 from ..knowledge.registry import ENGINES as _REGISTRY
 from ..frontends import corpus_file, parse_frontends
@@ -59,7 +58,7 @@ class ConfigError(ValueError):
 class ActionConfig:
     engine: str = "mnn"
     frontend: str = "tf"  # frontends.FRONTENDS, or a comma list of them (a mixed campaign)
-    onnx_opset: str = ""  # the opsets the onnx front end writes, e.g. 27 or 27,17 ("": ops.recorded.DEFAULT_OPSETS)
+    onnx_opset: str = ""  # the opsets the onnx front end writes, e.g. 27 or 27,17 ("": frontends.DEFAULT_OPSETS)
     engine_build: str = ""
     base_build: str = ""
     build_command: str = ""  # builds the engine inside the image (knowledge.source)
@@ -68,7 +67,7 @@ class ActionConfig:
     converter_command: str = ""
     runner_command: str = ""
     budget_seconds: str = "300"
-    shard: str = "1/1"  # I/N (search.parse_shard)
+    shard: str = "1/1"  # I/N (records.config.parse_shard)
     corpus: str = ""
     state_dir: str = ""
     report: str = "summary"

@@ -284,7 +284,7 @@ def _plain_summary(summary: Summary) -> str:
 
     eng = summary.engine
     return (f"## gbft-action: {eng.engine} {eng.version}\n\n{headline(summary)}\n\n"
-            f"{summary.models} models, {summary.unique_failures} distinct failures ({summary.stop_reason}).\n")
+            f"{summary.models} models, {summary.unique_failures} distinct failures ({summary.stop_reason or ''}).\n")
 
 
 def _annotate(summary: Summary, new: set[str]) -> None:

@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
 
 import jinja2
 

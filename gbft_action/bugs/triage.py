@@ -37,6 +37,7 @@ import numpy as np
 from ..records.case import CaseRecord, PlatformRecord
 from ..records.enums import Policy, Symptom, Verdict
 from ..records.summary import RootCauseRow, Summary, VerdictRow
+from ..policy import CONFIRM_ROUNDS
 from ..records import Fingerprint
 
 VERDICTS_FILE = "verdicts.json"
@@ -45,7 +46,7 @@ VERDICTS_FILE = "verdicts.json"
 # (1 - p) p <= 1/4, so all ROUNDS rounds with at most 1 in 4,096.  The campaign's own
 # cases count as rounds too (each ran both builds, the base build never showing it), but
 # at least MIN_FRESH rounds are on fresh workers, where no earlier model left damage.
-ROUNDS = 6
+ROUNDS = CONFIRM_ROUNDS
 MIN_FRESH = 3
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Callable
+from typing import Callable
 
 from ..ops import ranges
 from ..ops.domains import Domain

@@ -16,7 +16,7 @@ reference computes lies in [lo, hi] (``tests/test_values.py`` checks this).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Callable
 
 from ..graph.ir import Graph, Params, TensorType
 from .shapes import MAX_ELEMS, prod

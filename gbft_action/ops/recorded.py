@@ -30,7 +30,7 @@ from pathlib import Path
 from collections.abc import Iterable
 from typing import Any
 
-from ..frontends import LEGACY_OPSET, NEWEST_OPSET, OPSETS, check_opset
+from ..frontends import LEGACY_OPSET, NEWEST_OPSET, check_opset
 from ..graph.ir import Params, TensorType
 from .domains import Choice
 from .specs import Spec

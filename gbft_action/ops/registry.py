@@ -8,7 +8,7 @@ and everything that looks a spec up goes through it.  A registry also carries
 the value-range rules of its operators (``ops.ranges``) and the names of the
 adapters the solver inserts, which every registry must define.
 
-The ONNX registry is also keyed by the opset the front end writes (``ops.recorded.OPSETS``):
+The ONNX registry is also keyed by the opset the front end writes (``frontends.OPSETS``):
 its recorded operators are those of that opset's records, and a node's ``instance`` indexes
 them.  A graph names both in its meta (``registry_of``); a graph without an opset was made at
 17, before opsets were chosen.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Callable
 
 from ..graph.ir import Graph
 from . import ranges

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..graph.ir import Params, TensorType
 from .domains import Choice, Domain, FloatRange, IntRange

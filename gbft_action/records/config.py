@@ -22,12 +22,11 @@ from ..knobs import (CHOOSERS, MAX_BLOCKS, MAX_SEED, Knob, blocks_check, choice,
                      parse_blocks, policy_check, text, text_check)
 from ..knowledge.builds import EngineBuild
 from ..knowledge.registry import knowledge_of, threads_env
-from ..policy import DEFAULT_LIST_ONLY, parse_list_only, parse_policy
+from ..policy import CONFIRM_ROUNDS, DEFAULT_LIST_ONLY, parse_list_only, parse_policy
 from .io import Fields, RecordError
 from .tolerance import Tolerance
 
 CONFIG_VERSION = 1  # 0: campaign.json's config before it was a record (no "version"), read the same way
-CONFIRM_ROUNDS = 6  # replays on both builds before a new failure is blamed (bugs.triage says why 6)
 GRAPHS = ("ws", "rn", "both")
 
 
@@ -247,11 +246,17 @@ def _opsets(f: Fields) -> tuple[int, ...]:
         raise RecordError(str(e)) from None
 
 
-def configure(values: Mapping[str, Any], on: Config | None = None) -> Config:
-    """The one way a configuration is made: ``values`` by field, over ``on`` (a stored or a
-    resumed one) or the defaults, checked (a ValueError naming the bad setting)."""
-    cfg = replace(on, **values) if on is not None else Config(**values)
-    return cfg.validate()
+def configure(values: Mapping[str, Any], on: Config | None = None, resume: Config | None = None) -> Config:
+    """The one way a configuration is made, ``values`` by field.  From the command line or the
+    action's inputs (over the defaults): checked, a ValueError naming the bad setting.  Over a
+    stored one (``on``: merge's, from its shards' record): as stored, since it was checked when it
+    was made and a check added since must not refuse an old output.  ``resume``: the campaign a
+    run continues, whose identity replaces the command line's (``Config.resumed``) once the
+    command line is checked, as before there was one function."""
+    if on is not None:
+        return replace(on, **values)
+    cfg = Config(**values).validate()
+    return cfg.resumed(resume) if resume is not None else cfg
 
 
 # -- the knobs (gbft_action.knobs), read from the fields above --------------------------------

@@ -73,8 +73,9 @@ class StopReason(_Text):
 
 @dataclass(frozen=True)
 class Stop:
-    """Why a campaign stopped, as the code reads it (``reason``) and as the files keep it
-    (``words``, the text summary.json and campaign.json have always held)."""
+    """Why a campaign stopped, as the code reads it (``reason``, ``detail``) and as the files keep
+    it (``str()``: the words summary.json and campaign.json have always held; ``of_text`` reads
+    them back)."""
 
     reason: StopReason
     detail: str = ""  # what filled, what failed, which signal

@@ -1,5 +1,5 @@
 """A campaign's summary (``summary.json``): the counts, each fingerprint and root cause with its
-verdict, and what fails the step.  ``campaign.summarize`` is its one writer (a campaign's and a
+verdict, and what fails the step.  ``summarize.summarize_all`` is its one writer (a campaign's and a
 merge's alike); the reporter, the action, the CLI and the triage tally read it through
 ``Summary.read``.  Nothing patches it after it is built.
 
@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..policy import policy_for
 from .bundle import EngineInfo, MinimizeStats
 from .enums import Policy, Stop, Verdict
 from .io import Fields, RecordError, read_record, write_record
@@ -440,4 +439,8 @@ def _root_causes(f: Fields, policy: dict[str, Policy]) -> tuple[RootCauseRow, ..
 
 
 def _default_policy(symptom: str) -> Policy:
-    return Policy(policy_for(symptom))
+    # Here, not at the top: policy imports records.enums, and so the records package, this module
+    # among them (records sit below policy; only a summary from before policies were written asks).
+    from ..policy import policy_for
+
+    return policy_for(symptom)

@@ -16,7 +16,6 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from ..records import BundleMeta, RootCauseRow, Summary
 from ..records.report import ReportEntry

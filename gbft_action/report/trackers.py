@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..records.summary import FINGERPRINT_ID, ROOT_CAUSE_KEY  # noqa: F401 - the forms markers take
 from .local import make_dir, write_file

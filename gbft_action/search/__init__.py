@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..corpus import Corpus
 from ..graph.generate import GenOptions, generate
