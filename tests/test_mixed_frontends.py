@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -134,7 +135,7 @@ def test_a_mixed_campaign_judges_both_front_ends_apart_and_resumes(tmp_path):
     cfg = Config(out=out, engine="mnn", budget=60, max_models=10, seed=2, jobs=2, frontend="tf,onnx",
                      minimize_share=0.0)
     Campaign(cfg).run()
-    cfg.max_models = 16  # resumed: the first 10 cases must regenerate exactly (else it raises)
+    cfg = replace(cfg, max_models=16)  # resumed: the first 10 cases must regenerate exactly (else it raises)
     s = Campaign(cfg).run().to_json()
     recs = _records(out)
     assert [r["frontend"] for r in recs] == ["tf", "onnx"] * 8 and s["models"] == 16 and s["sessions"] == 2
