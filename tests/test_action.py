@@ -200,7 +200,9 @@ def test_sigterm_in_any_phase_still_writes_the_outputs(monkeypatch, tmp_path, wh
     if base:  # a base build (the installed MNN), without building a venv for it
         monkeypatch.setattr(builds, "prepare_build", lambda engine, path, d, c=None: builds.EngineBuild("mnn"))
         (tmp_path / "base").mkdir()
-    env = action_env(tmp_path, **{"budget-seconds": "15", "seed": "3", "fail-on": "never",
+    # With a base build a tail of the budget is kept for confirming: 30 s leaves the loop time for a
+    # model even when the workers start slowly (a loaded machine), so that the cancel meets one.
+    env = action_env(tmp_path, **{"budget-seconds": "30" if base else "15", "seed": "3", "fail-on": "never",
                                   **({"base-build": "base"} if base else {})})
     for k, v in env.items():
         monkeypatch.setenv(k, v)
