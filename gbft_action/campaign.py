@@ -390,8 +390,7 @@ class Campaign:
             self.stopping.event.clear()
             self._confirm(lanes, deadline)
             self._diagnose(lanes, deadline)
-            self.stopping.by_loop(StopReason.BUDGET)
-            self.stopping.event.clear()
+            self.stopping.go_on(self.stopping.why or Stop(StopReason.BUDGET))  # the reason, not a stop
             if done() == before or deadline - time.monotonic() <= GRACE_S:
                 return  # nothing more fitted: the rest is the grace
 

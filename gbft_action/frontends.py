@@ -7,6 +7,8 @@ corpus of exported-model operators, ONNX Runtime as the reference).  Each conver
 separate code path with its own bugs, so fingerprints and reports name the front end.
 A campaign may mix front ends (``tf,onnx``, ``parse_frontends``): each keeps its own corpus,
 generator and coverage, since an ONNX operator is not the TensorFlow one of the same name.
+The ONNX opsets the onnx front end writes (``OPSETS``, ``DEFAULT_OPSETS``) and their checks live
+here too, at layer 0, since the configuration (``records.config``) checks them.
 """
 
 from __future__ import annotations

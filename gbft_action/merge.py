@@ -35,7 +35,7 @@ import os
 import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from . import __version__
 from .bugs import triage
@@ -181,14 +181,13 @@ def _check_one_campaign(parts: list[Part]) -> None:
                              f"corpus and engine")
 
 
-def _pick(candidates: list[dict[str, object]]) -> dict[str, Any]:
-    """One of equal-keyed records, whatever the order of the inputs (canonical JSON order)."""
-    return min(candidates, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+T = TypeVar("T")
 
 
-def _pick_build(candidates: list[EngineInfo]) -> EngineInfo:
-    """One of the shards' descriptions of a build, whatever the order of the inputs."""
-    return min(candidates, key=lambda e: json.dumps(asdict(e), sort_keys=True))
+def _pick(candidates: list[T], view: Callable[[T], object] | None = None) -> T:
+    """One of equal records (or ``view`` of each), whatever the order of the inputs: the least
+    in canonical JSON order."""
+    return min(candidates, key=lambda r: json.dumps(view(r) if view else r, sort_keys=True, default=str))
 
 
 # -- writing ------------------------------------------------------------------------
@@ -384,10 +383,10 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
     summaries = [p.summary for p in parts if p.summary is not None]
     platform_info = {name: EngineInfo(machine=s.platforms[name].machine or "" if name in s.platforms else "")
                      for s in summaries for name in s.platform_order}
-    eng = _pick_build([s.engine for s in summaries] or [EngineInfo()])
+    eng = _pick([s.engine for s in summaries] or [EngineInfo()], asdict)
     engine = replace(eng, engine=eng.engine or rec.config.engine)
     elapsed = sum(s.elapsed_s for s in sessions)
-    base = _pick_build([s.triage.base for s in summaries if s.triage is not None] or [EngineInfo()])
+    base = _pick([s.triage.base for s in summaries if s.triage is not None] or [EngineInfo()], asdict)
     done = summarize_all(SummaryInputs(
         records=records, sessions=sessions, cfg=cfg, engine=engine, platform_info=dict(sorted(platform_info.items())),
         book=book, new_ids=[f for f in sorted(book.seen_this_run) if f not in book.before and not book.flaky(f)],
