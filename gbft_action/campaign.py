@@ -530,9 +530,8 @@ class Campaign:
                 res = lane.run(i, g, hard_deadline + GRACE_S - time.monotonic())
             finally:
                 free[fe].put(lane)
-            if self.mixed:  # single front end records stay as they were
-                res.frontend = fe
-            return res
+            # Named only in a mixed campaign: a single front end's records stay as they were.
+            return replace(res, frontend=fe) if self.mixed else res
 
         with ExitStack() as stack:
             pools = {fe: stack.enter_context(ThreadPoolExecutor(q.qsize())) for fe, q in free.items()}

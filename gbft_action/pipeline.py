@@ -18,9 +18,9 @@ import shutil
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from .wire.arrays import digest, pack, unpack
 from .platforms import Platform, host_machine
 from .records.bundle import MORE_THREADS, EngineInfo
 from .workers.supervisor import CallResult, Worker, WorkerClosed, WorkerSpec
-from .records import Fingerprint, Status, Symptom, Tolerance
+from .records import Fingerprint, Status, Symptom, Tolerance, Verdict
 from .records.config import Config, Timeouts
 
 
@@ -51,8 +51,12 @@ class FrontendError(ValueError):
     """The engine's converter does not read the front end's format (a usage error)."""
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class CaseResult:
+    """One model's judged result on one platform (or build), as ``Lane.run`` returns it: a record
+    nothing changes afterwards (a mixed campaign names its front end with ``replace``).  The lane
+    builds it as a ``Draft`` while it judges; equality is identity (arrays have no plain ``==``)."""
+
     index: int
     graph: Graph
     status: Status
@@ -63,20 +67,20 @@ class CaseResult:
     signal: int | None = None
     exit_code: int | None = None
     log: str = ""
-    timings: dict[str, float] = field(default_factory=dict)
-    diffs: list[dict[str, Any]] = field(default_factory=list)
-    arrays: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # inputs/expected/actual
+    timings: Mapping[str, float] = field(default_factory=dict)
+    diffs: tuple[Mapping[str, Any], ...] = ()  # oracle.OutputDiff.to_json, one per output
+    arrays: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)  # inputs/expected/actual
     workdir: Path | None = None
     aborted: bool = False  # cut off by the campaign's deadline: not a result
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     mismatch: str = ""  # DCF: shape | nan | inf | values
     fingerprint: Fingerprint | None = None
     platform: str = ""  # where the engine ran
-    others: list[CaseResult] = field(default_factory=list)  # the same model on the other platforms
+    others: tuple[CaseResult, ...] = ()  # the same model on the other platforms
     build: str = ""  # "" the build under test, "base" the base build, "threads" it at more threads
     base: CaseResult | None = None  # the same model on the base build (first platform)
     threads: CaseResult | None = None  # the same model at more threads (the thread-count oracle)
-    verdict: str = ""  # against the base build (bugs.triage.Verdict), "" when there is none
+    verdict: Verdict | None = None  # against the base build (bugs.triage.case_verdict); None without one
     error: float | None = None  # the worst relative error against the reference (oracle.relative_error)
     symptom: Symptom | None = None  # a failure's class (bugs.rootcause.classify); None for a pass
     direction: str = ""  # nan-inf: which special value went where, e.g. "NaN->finite"
@@ -85,13 +89,13 @@ class CaseResult:
     # agrees | disagrees, or "uncheckable: <op>" / "failed: <error>" (no second opinion).
     crosscheck: str = ""
     localised: bool = False  # node is where the outputs first differ (not just a failing output)
-    after: list[int] = field(default_factory=list)  # cases these engine workers ran before this one
+    after: tuple[int, ...] = ()  # cases these engine workers ran before this one
     # How the engine call that failed ended: timeout | crash, or its error reply's kind (the
     # exception the worker raised, "convert": the converter made no model, "memory").
     failed_call: str = ""
     frontend: str = ""  # the case's front end in a mixed campaign ("" otherwise: records as before)
-    # Reference values of every node from localisation (not kept on disk): isolation reads them.
-    intermediates: dict[str, np.ndarray] = field(default_factory=dict)
+    # Reference values of every node from localisation (not kept on disk): diagnosis reads them.
+    intermediates: Mapping[str, np.ndarray] = field(default_factory=dict)
     # The harness failed itself on this case (a reference that cannot give intermediates): the
     # judgement stands, but its localisation is missing; the summary counts and shows these.
     harness: str = ""
@@ -106,6 +110,69 @@ class CaseResult:
     def every_result(self) -> list[CaseResult]:
         """Every platform's result, then the base build's and the one at more threads."""
         return [*self.per_platform(), *(r for r in (self.base, self.threads) if r is not None)]
+
+
+@dataclass(eq=False)
+class Draft:
+    """A case while the lane judges it: CaseResult's fields (documented there), written stage by
+    stage; ``freeze`` makes the record that leaves the lane."""
+
+    index: int
+    graph: Graph
+    status: Status
+    stage: str = ""
+    message: str = ""
+    op: str = ""
+    node: str = ""
+    signal: int | None = None
+    exit_code: int | None = None
+    log: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    diffs: list[dict[str, Any]] = field(default_factory=list)
+    arrays: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    workdir: Path | None = None
+    aborted: bool = False
+    notes: list[str] = field(default_factory=list)
+    mismatch: str = ""
+    fingerprint: Fingerprint | None = None
+    platform: str = ""
+    others: list[Draft] = field(default_factory=list)
+    build: str = ""
+    base: Draft | None = None
+    threads: Draft | None = None
+    verdict: Verdict | None = None
+    error: float | None = None
+    symptom: Symptom | None = None
+    direction: str = ""
+    nondeterministic: bool = False
+    crosscheck: str = ""
+    localised: bool = False
+    after: list[int] = field(default_factory=list)
+    failed_call: str = ""
+    frontend: str = ""
+    intermediates: dict[str, np.ndarray] = field(default_factory=dict)
+    harness: str = ""
+    engine_blocks: Blocks = field(default_factory=Blocks)
+
+    def per_platform(self) -> list[Draft]:
+        return [self, *self.others]
+
+    def every_result(self) -> list[Draft]:
+        return [*self.per_platform(), *(r for r in (self.base, self.threads) if r is not None)]
+
+    def freeze(self) -> CaseResult:
+        """The judged record: the containers copied (nothing the lane still holds is shared),
+        the other platforms' and builds' drafts frozen with it."""
+        plain = {f.name: getattr(self, f.name) for f in fields(self)
+                 if f.name not in _COPIED}
+        return CaseResult(**plain, timings=dict(self.timings), diffs=tuple(self.diffs), arrays=dict(self.arrays),
+                          notes=tuple(self.notes), others=tuple(o.freeze() for o in self.others),
+                          base=self.base.freeze() if self.base else None,
+                          threads=self.threads.freeze() if self.threads else None, after=tuple(self.after))
+
+
+# Draft's fields that freeze() converts rather than passes on.
+_COPIED = frozenset({"timings", "diffs", "arrays", "notes", "others", "base", "threads", "after"})
 
 
 # Resident memory an emulator (qemu-user) adds to the engine's own, beyond the engine's cap.
@@ -166,7 +233,9 @@ class Lane:
         if cfg.frontend.reference == "tf" and cfg.cross_reference:
             self.second_ref = Worker(WorkerSpec("reference", "onnx", cwd=cwd), logs / f"reference-onnx-{lane_id}.log")
         # The second reference's answer for the case being run: (case, crosscheck, outputs).
-        self._second: tuple[CaseResult, str, dict[str, np.ndarray] | None] | None = None
+        self._second: tuple[Draft, str, dict[str, np.ndarray] | None] | None = None
+        # The reference's intermediates asked for a judged case (diagnosis): (case, values).
+        self._values: tuple[CaseResult, Mapping[str, np.ndarray]] | None = None
         self.platforms = {p.name: p for p in (cfg.platforms or (Platform(host_machine()),))}
         pr = EngineBuild(cfg.engine, cfg.engine_python, dict(cfg.engine_env))
         self.engs: dict[str, Worker] = {}
@@ -188,6 +257,7 @@ class Lane:
         # The cases the current engine workers ran: heap damage one leaves can crash a later one.
         self.history: deque[int] = deque(maxlen=8)
         self.blocks = Blocks()  # the engine's basic blocks its models ran (with engine coverage on)
+        self.info: EngineInfo | None = None  # what the first engine's worker said of itself (start)
 
     def _engine_worker(self, p: Platform, build: EngineBuild, log: Path) -> Worker:
         # Forked from a fork server (wire.zygote): a restart after a crash costs a fork, not
@@ -203,7 +273,7 @@ class Lane:
     @property
     def knowledge(self) -> EngineKnowledge:
         """How to read the engine's log (a module:Class adapter: as the engine its hello names)."""
-        return knowledge_of(self.cfg.engine, str(self.eng.hello.get("engine", "")))
+        return knowledge_of(self.cfg.engine, self.info.engine if self.info is not None else "")
 
     def _engines(self) -> list[Worker]:
         return [*self.engs.values(), *(w for w in (self.base, self.threaded) if w is not None)]
@@ -214,7 +284,7 @@ class Lane:
         for w in self._engines():
             w.start()
         # Settings that make the engine compute in float16 (MNN's precision low), as it says them.
-        info = EngineInfo.of_hello(self.eng.hello)
+        self.info = info = EngineInfo.of_hello(self.eng.hello)
         settings = info.settings
         self.half_arithmetic = self.knowledge.half_arithmetic(settings)
         self.weight_bits = self.knowledge.weight_bits(settings)
@@ -284,7 +354,7 @@ class Lane:
             shutil.rmtree(d)
             d.mkdir()
         names = platforms or list(self.platforms)
-        res = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0], after=list(self.history))
+        res = Draft(index, g, Status.DCP, workdir=d, platform=names[0], after=list(self.history))
         self._second = None
         self.history.append(index)
         t0 = time.monotonic()
@@ -294,14 +364,14 @@ class Lane:
 
         try:
             if self._reference(res, left(), inputs):
-                res.others = [CaseResult(index, g, Status.DCP, workdir=d, platform=n, arrays=dict(res.arrays),
+                res.others = [Draft(index, g, Status.DCP, workdir=d, platform=n, arrays=dict(res.arrays),
                                          after=res.after)
                               for n in names[1:]]
                 if base and self.base is not None and names[0] == self.primary:
-                    res.base = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0], build="base",
+                    res.base = Draft(index, g, Status.DCP, workdir=d, platform=names[0], build="base",
                                           arrays=dict(res.arrays), after=res.after)
                 if self.threaded is not None and names[0] == self.primary:
-                    res.threads = CaseResult(index, g, Status.DCP, workdir=d, platform=names[0], build="threads",
+                    res.threads = Draft(index, g, Status.DCP, workdir=d, platform=names[0], build="threads",
                                              arrays=dict(res.arrays), after=res.after)
                 for r in res.every_result():
                     self._on_engine(r, left, twin=res if r.build else None)
@@ -316,13 +386,12 @@ class Lane:
                 self._symptom(r, res, left)
             if res.base is not None:  # how far each build is from the reference: read by the verdict only
                 res.error, res.base.error = self._error(res), self._error(res.base)
-                v = case_verdict(res.fingerprint, res.base.fingerprint, self._outputs_agree(res, res.base))
-                res.verdict = v.value if v is not None else ""
+                res.verdict = case_verdict(res.fingerprint, res.base.fingerprint, self._outputs_agree(res, res.base))
         except _Aborted:
             res.aborted = True
         if self.closed:  # what the workers said after close() is not about the model
             raise WorkerClosed("lane closed")
-        return res
+        return res.freeze()
 
     def run_file(self, index: int, model: Path, inputs: dict[str, np.ndarray], outputs: list[str],
                  budget_left: float) -> CaseResult:
@@ -334,15 +403,15 @@ class Lane:
         d.mkdir(parents=True)
         shutil.copyfile(model, d / self.cfg.frontend.model)
         g = Graph(inputs={}, nodes=[], outputs=list(outputs))
-        res = CaseResult(index, g, Status.DCP, workdir=d, platform=self.primary, arrays={"inputs": inputs})
+        res = Draft(index, g, Status.DCP, workdir=d, platform=self.primary, arrays={"inputs": inputs})
         t0 = time.monotonic()
         try:
             self._engine_outputs(res, lambda: budget_left - (time.monotonic() - t0))
         except _Aborted:
             res.aborted = True
-        return res
+        return res.freeze()
 
-    def _stage(self, res: CaseResult, stage: str, w: Worker, msg: dict[str, Any], limit: float,
+    def _stage(self, res: Draft, stage: str, w: Worker, msg: dict[str, Any], limit: float,
                left: float) -> CallResult | None:
         """Run one stage with min(stage limit, budget left); None when it failed (res is judged)."""
         if left <= 0:
@@ -366,7 +435,7 @@ class Lane:
             self._engine_failure(res, r, stage, Status.MCF if stage == "convert" else Status.IF)
         return None
 
-    def _reference(self, res: CaseResult, left: float, inputs: dict[str, np.ndarray] | None = None) -> bool:
+    def _reference(self, res: Draft, left: float, inputs: dict[str, np.ndarray] | None = None) -> bool:
         """TensorFlow builds the model, draws inputs (or takes ``inputs``), computes the expected outputs."""
         msg: dict[str, object] = {"op": "build", "graph": res.graph.to_json(), "dir": str(res.workdir),
                                "tflite": self.cfg.frontend.format == "tflite"}
@@ -379,7 +448,7 @@ class Lane:
         res.arrays["expected"] = unpack(r.reply["expected"])
         return True
 
-    def _on_engine(self, res: CaseResult, left: Callable[[], float], twin: CaseResult | None = None) -> None:
+    def _on_engine(self, res: Draft, left: Callable[[], float], twin: Draft | None = None) -> None:
         """Convert and run on one platform (its own folder for what the engine writes), then judge
         (like ``twin``, the build under test's result, when the outputs are the same)."""
         if not self._engine_outputs(res, left) and not self._again_on_a_fresh_worker(res, left):
@@ -389,7 +458,7 @@ class Lane:
             return
         self._compare(res, left())
 
-    def _engine_outputs(self, res: CaseResult, left: Callable[[], float]) -> bool:
+    def _engine_outputs(self, res: Draft, left: Callable[[], float]) -> bool:
         """Convert and infer; whether the engine gave outputs (else res says how it failed)."""
         w, slow, to = self._worker(res), self.platforms[res.platform].slowdown, self.cfg.timeouts
         d = res.workdir
@@ -407,7 +476,7 @@ class Lane:
         res.arrays["actual"] = unpack(r.reply["outputs"])
         return True
 
-    def _again_on_a_fresh_worker(self, res: CaseResult, left: Callable[[], float]) -> bool:
+    def _again_on_a_fresh_worker(self, res: Draft, left: Callable[[], float]) -> bool:
         """An engine call that raised (not a crash, a timeout or the converter's own "no model")
         is tried once more on a fresh worker; whether that one gave outputs.
 
@@ -430,7 +499,7 @@ class Lane:
             res.notes.append(f"{said}; a fresh worker failed it otherwise")
         return ok
 
-    def _engine_dir(self, res: CaseResult) -> Path:
+    def _engine_dir(self, res: Draft) -> Path:
         """Where the engine writes (its converted model) for res: the case folder for the first
         platform, a subfolder per other platform.  With a base build both builds get
         subfolders of one length ("this", "base"): MNN's heap-damage bugs react to the
@@ -443,12 +512,12 @@ class Lane:
             return d
         return d / {"base": "base", "threads": "more"}.get(res.build, "this")
 
-    def _worker(self, res: CaseResult) -> Worker:
+    def _worker(self, res: Draft) -> Worker:
         if res.build == "threads" and self.threaded is not None:
             return self.threaded
         return self.base if res.build == "base" and self.base is not None else self.engs[res.platform]
 
-    def _cross_check(self, first: CaseResult, left: Callable[[], float]) -> None:
+    def _cross_check(self, first: Draft, left: Callable[[], float]) -> None:
         """Outputs that differ between platforms, where TensorFlow does not tell the platforms apart.
 
         Each platform is judged against TensorFlow element by element (NaN by IEEE rules),
@@ -460,7 +529,7 @@ class Lane:
             if d is not None:
                 self._mark(r, d, Status.XPF, f"differs from {first.platform} first")
 
-    def _cross_build(self, res: CaseResult, left: Callable[[], float]) -> None:
+    def _cross_build(self, res: Draft, left: Callable[[], float]) -> None:
         """The same rule between the base build and the build under test: a difference where
         TensorFlow does not tell the builds apart is an XBF (a behaviour change) of the latter."""
         if res.base is not None:
@@ -468,7 +537,7 @@ class Lane:
             if d is not None:
                 self._mark(res, d, Status.XBF, "differs from the base build")
 
-    def _cross_threads(self, res: CaseResult, left: Callable[[], float]) -> None:
+    def _cross_threads(self, res: Draft, left: Callable[[], float]) -> None:
         """The thread-count oracle, no reference needed: the build under test at more threads
         (res.threads) against itself at one.  Outputs that differ beyond the case's strict bound
         make the case an XTF (a race, or a tiling that reads or sums otherwise): also where the
@@ -486,7 +555,7 @@ class Lane:
         if d is not None:
             self._mark(res, d, Status.XTF, f"differs {MORE_THREADS}")
 
-    def _differs(self, first: CaseResult, r: CaseResult, left: Callable[[], float],
+    def _differs(self, first: Draft, r: Draft, left: Callable[[], float],
                  judged: bool = True) -> OutputDiff | None:
         """The first node where r's outputs differ from first's, where TensorFlow cannot tell
         (``judged``; else wherever they differ)."""
@@ -509,7 +578,7 @@ class Lane:
         return d or bad[0]
 
     @staticmethod
-    def _mark(r: CaseResult, d: OutputDiff, status: Status, what: str) -> None:
+    def _mark(r: Draft, d: OutputDiff, status: Status, what: str) -> None:
         r.status, r.stage, r.node = status, "compare", d.name
         r.op, r.mismatch, r.direction = r.graph.node(d.name).op, mismatch_kind(d), special_direction(d)
         r.message = f"{r.node} ({r.op}) {what}: {d.reason}"
@@ -523,14 +592,14 @@ class Lane:
             self.ref.call({"op": "tflite", "graph": g.to_json(), "dir": str(folder), "name": name}, min(20.0, left))
 
     # -- judging ------------------------------------------------------------------
-    def _error(self, r: CaseResult) -> float | None:
+    def _error(self, r: Draft) -> float | None:
         """r's worst relative error against the reference (oracle.relative_error), or None."""
         if "actual" not in r.arrays or "expected" not in r.arrays:
             return None
         return relative_error(r.arrays["expected"], r.arrays["actual"], list(r.graph.outputs),
                               self._bounds(r.graph).strict)
 
-    def _outputs_agree(self, pr: CaseResult, base: CaseResult) -> bool:
+    def _outputs_agree(self, pr: Draft, base: Draft) -> bool:
         """This build fails the model and the base build's outputs agree with its outputs within
         the strict bound: one failure (or one model on the bound's edge), whichever node each
         build's localisation stopped at (bugs.triage.case_verdict)."""
@@ -550,7 +619,7 @@ class Lane:
         and the repro apply it too)."""
         return bounds_for(g, self.cfg.tolerance, self.half_arithmetic, self.weight_bits)
 
-    def _reference_failure(self, res: CaseResult, r: CallResult) -> None:
+    def _reference_failure(self, res: Draft, r: CallResult) -> None:
         res.stage = "reference"
         res.log = r.log[-8000:]
         if r.kind == "timeout":
@@ -563,7 +632,7 @@ class Lane:
         else:
             res.status, res.message = Status.REF, r.reply.get("error", "")
 
-    def _engine_failure(self, res: CaseResult, r: CallResult, stage: str, status: Status) -> None:
+    def _engine_failure(self, res: Draft, r: CallResult, stage: str, status: Status) -> None:
         res.stage, res.failed_call = stage, r.kind if r.kind != "error" else str(r.reply.get("kind", "error"))
         if r.kind == "timeout":
             res.status, res.message = Status.TIMEOUT, f"{stage} timed out"
@@ -576,7 +645,7 @@ class Lane:
             res.message = res.message or r.reply.get("error", "")
         res.op = op_named_in(r.log, res.graph, self.knowledge)
 
-    def _compare(self, res: CaseResult, left: float) -> None:
+    def _compare(self, res: Draft, left: float) -> None:
         """Judge res's outputs against the reference's (judge), localising a difference first:
         the worker I/O is here, the judgement is a pure function of what it returns."""
         res.stage = "compare"
@@ -595,14 +664,14 @@ class Lane:
             res.localised, res.node, res.op, res.mismatch, res.direction, res.message = \
                 j.localised, j.node, j.op, j.mismatch, j.direction, j.message
 
-    def _probe(self, res: CaseResult, names: list[str], left: float) -> dict[str, np.ndarray] | None:
+    def _probe(self, res: Draft, names: list[str], left: float) -> dict[str, np.ndarray] | None:
         """Intermediate tensors from the engine on res's platform (None if it cannot say)."""
         limit = min(self.cfg.timeouts.infer * self.platforms[res.platform].slowdown, max(left, 0.1))
         r = self._worker(res).call({"op": "probe", "inputs": pack(res.arrays["inputs"]), "outputs": names},
                                    min(limit, _probe_limit(res.timings.get("infer"), len(names))))
         return unpack(r.reply["outputs"]) if r.kind == "ok" else None
 
-    def _localise_between(self, first: CaseResult, other: CaseResult, left: float) -> tuple[str, OutputDiff | None]:
+    def _localise_between(self, first: Draft, other: Draft, left: float) -> tuple[str, OutputDiff | None]:
         """The first node, in topological order, where two platforms' intermediates differ."""
         names = [n.id for n in first.graph.nodes]
         a = self._probe(first, names, left)
@@ -611,12 +680,12 @@ class Lane:
             return FAILED, None
         return _located(first.graph, {**first.arrays["inputs"], **a}, b, self._bounds(first.graph).strict)
 
-    def _localise(self, res: CaseResult, left: float, signed_zero: bool = False) -> tuple[str, OutputDiff | None]:
+    def _localise(self, res: Draft, left: float, signed_zero: bool = False) -> tuple[str, OutputDiff | None]:
         """The first node in topological order whose output differs, with intermediates exposed,
         and how it went (_located); (FAILED, None) when the engine or TensorFlow cannot say (a
         probe that crashes: heap damage)."""
         g = res.graph
-        expected = self.reference_values(res, left)
+        expected = self._draft_values(res, left)
         if expected is None:
             return FAILED, None
         actual = self._probe(res, [n.id for n in g.nodes], left)
@@ -624,32 +693,55 @@ class Lane:
             return FAILED, None
         return _located(g, expected, actual, self._bounds(g).strict, signed_zero)
 
-    def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray] | None:
-        """TensorFlow's value of every node (and graph input) of res's model on res's inputs."""
+    def reference_values(self, res: CaseResult, left: float) -> Mapping[str, np.ndarray] | None:
+        """The reference's value of every node (and graph input) of res's model on res's inputs:
+        localisation's, or asked once (diagnosis asks again and again for one case)."""
         if res.intermediates:
             return res.intermediates
-        g = res.graph
+        if self._values is not None and self._values[0] is res:
+            return self._values[1]
+        values = self._intermediates(res.graph, res.workdir, res.arrays["inputs"], left)[0]
+        if values is not None:  # a failure is asked again, as localisation's is
+            self._values = (res, values)
+        return values
+
+    def _draft_values(self, res: Draft, left: float) -> dict[str, np.ndarray] | None:
+        """reference_values while judging: kept on the draft, and a reference that cannot give
+        them is the harness's own failure on the case."""
+        if res.intermediates:
+            return res.intermediates
+        values, complaint = self._intermediates(res.graph, res.workdir, res.arrays["inputs"], left)
+        if complaint:
+            res.harness = complaint
+        if values is not None:
+            res.intermediates = values
+        return values
+
+    def _intermediates(self, g: Graph, workdir: Path | None, inputs: Mapping[str, np.ndarray],
+                       left: float) -> tuple[dict[str, np.ndarray] | None, str]:
+        """The reference's values of g's nodes and inputs (None when it cannot give them), and,
+        when that is the harness's failure rather than the model's, what went wrong."""
         js, names, limit = g.to_json(), [n.id for n in g.nodes], min(self.cfg.timeouts.reference, max(left, 0.1))
-        assert res.workdir is not None  # a judged case has its folder
-        # The reference keeps the model it built last open: res's, unless another ran since.
-        r = self.ref.call({"op": "intermediates", "graph": js, "dir": str(res.workdir), "names": names,
-                           "inputs": digest(res.arrays["inputs"])}, limit)
+        assert workdir is not None  # a judged case has its folder
+        # The reference keeps the model it built last open: this one's, unless another ran since.
+        r = self.ref.call({"op": "intermediates", "graph": js, "dir": str(workdir), "names": names,
+                           "inputs": digest(dict(inputs))}, limit)
         if r.kind == "error" and r.reply.get("kind") == "stale":
-            msg = {"op": "build", "graph": js, "dir": str(res.workdir / "probe"), "extra_outputs": names,
-                   "inputs": pack(res.arrays["inputs"])}
+            msg = {"op": "build", "graph": js, "dir": str(workdir / "probe"), "extra_outputs": names,
+                   "inputs": pack(dict(inputs))}
             r = self.ref.call(msg, limit)
+        complaint = ""
         if r.kind == "error" and r.reply.get("kind") not in ("reference", "invalid"):
             # Not the model's doing: the reference worker cannot answer at all (an operation it
             # lacks, an exception of its own).  Never a quiet "no localisation": ONNX ran a whole
             # campaign so, every key named after the node where a difference surfaced.
-            res.harness = f"the reference cannot give intermediates: {r.reply.get('error', '')}"[:300]
+            complaint = f"the reference cannot give intermediates: {r.reply.get('error', '')}"[:300]
         if r.kind != "ok":
-            return None
-        res.intermediates = {**res.arrays["inputs"], **unpack(r.reply["expected"])}
-        return res.intermediates
+            return None, complaint
+        return {**inputs, **unpack(r.reply["expected"])}, complaint
 
     # -- symptoms -------------------------------------------------------------------
-    def _symptom(self, r: CaseResult, case: CaseResult, left: Callable[[], float]) -> None:
+    def _symptom(self, r: Draft, case: Draft, left: Callable[[], float]) -> None:
         """The symptom class of r (bugs.rootcause); a failing comparison is run once more with
         the heap perturbed: outputs that change read uninitialised memory."""
         against = _compared_with(r, case)
@@ -668,7 +760,7 @@ class Lane:
                              loose_ok=loose and not made, nondeterministic=r.nondeterministic)
         self._cross_reference(r, case, left())
 
-    def _cross_reference(self, r: CaseResult, case: CaseResult, left: float) -> None:
+    def _cross_reference(self, r: Draft, case: Draft, left: float) -> None:
         """A wrong result against TensorFlow, asked of ONNX Runtime too (the TF graph as ONNX,
         the same inputs).  Where the two references disagree on the outputs r fails, the
         reference is in question and r is a reference disagreement, not the engine's defect;
@@ -696,7 +788,7 @@ class Lane:
         hello = self.second_ref.hello if self.second_ref is not None else {}
         return f"ONNX Runtime {hello.get('version', '')}".strip()
 
-    def _second_reference(self, case: CaseResult, left: float) -> tuple[str, dict[str, np.ndarray] | None]:
+    def _second_reference(self, case: Draft, left: float) -> tuple[str, dict[str, np.ndarray] | None]:
         """ONNX Runtime's outputs of case's model on its inputs (None: no second opinion, and why)."""
         if self._second is not None and self._second[0] is case:
             return self._second[1], self._second[2]
@@ -717,7 +809,7 @@ class Lane:
         self._second = (case, *got)
         return got
 
-    def _changes_on_rerun(self, r: CaseResult, against: dict[str, np.ndarray] | None, left: float) -> bool:
+    def _changes_on_rerun(self, r: Draft, against: dict[str, np.ndarray] | None, left: float) -> bool:
         """Whether an output that fails its comparison changes when inferred again with the heap
         perturbed.  Only a failing one: a garbage output beside it (another operator's) does
         not make a deterministic wrong answer nondeterministic."""
@@ -807,7 +899,7 @@ def _covers(g: Graph, a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> boo
     return all(o in a and o in b for o in g.outputs)
 
 
-def _compared_with(r: CaseResult, case: CaseResult) -> dict[str, np.ndarray] | None:
+def _compared_with(r: Draft, case: Draft) -> dict[str, np.ndarray] | None:
     """What r's outputs were judged against: TensorFlow's, or for an XPF the first platform's, for
     an XBF the base build's and for an XTF the outputs at more threads."""
     if r.status == Status.XPF:
@@ -866,13 +958,13 @@ class _Aborted(Exception):
     pass
 
 
-def _same_outputs(a: CaseResult, b: CaseResult) -> bool:
+def _same_outputs(a: Draft, b: Draft) -> bool:
     x, y = a.arrays.get("actual"), b.arrays.get("actual")
     return (a.stage == "compare" and x is not None and y is not None and x.keys() == y.keys()
             and all(np.array_equal(x[k], y[k], equal_nan=x[k].dtype.kind == "f") for k in x))
 
 
-def _judged_like(res: CaseResult, twin: CaseResult) -> None:
+def _judged_like(res: Draft, twin: Draft) -> None:
     """Copy twin's judgement: localising it again (a TensorFlow build and a probe) would cost
     as much as the model itself, and would find the same node."""
     res.stage, res.status, res.node, res.op = twin.stage, twin.status, twin.node, twin.op

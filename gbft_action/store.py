@@ -23,7 +23,7 @@ import numpy as np
 from .oracle import ENGINE_FAILURES
 from .pipeline import CaseResult
 from .records.case import CaseRecord, PlatformRecord, read_cases
-from .records.enums import Symptom, Verdict
+from .records.enums import Symptom
 from .records.io import write_record
 from .records import Status
 
@@ -96,7 +96,7 @@ class ResultStore:
             shutil.rmtree(res.workdir, ignore_errors=True)
         base = platform_record(res.base, h) if res.base is not None else None
         rec = CaseRecord(**vars(platform_record(res, h)), others=tuple(platform_record(o, h) for o in res.others),
-                         base=base, verdict=Verdict(res.verdict) if base is not None and res.verdict else None,
+                         base=base, verdict=res.verdict if base is not None else None,
                          case_dir=case_dir)
         if self._fh is None:
             self._fh = open(self.cases_path, "a", encoding="utf-8")

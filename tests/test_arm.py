@@ -26,7 +26,7 @@ from gbft_action.summarize import SummaryInputs, summarize
 from gbft_action.records.config import Config
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.records import Status
-from gbft_action.pipeline import CaseResult, Lane, LaneConfig
+from gbft_action.pipeline import Draft, Lane, LaneConfig
 from gbft_action.platforms import Platform, PlatformError, host_machine, parse_platforms, resolve
 from gbft_action.platforms.armroot import KEY_FILE, ArmRootError, build_arm_root, check_root, content_key
 from gbft_action.records.bundle import EngineInfo
@@ -97,8 +97,8 @@ def _results(first_status: Status, other_status: Status, expected: float, first:
     g = _graph()
     shape = (1, 2, 2, 3)
 
-    def res(platform: str, status: Status, value: float) -> CaseResult:
-        r = CaseResult(0, g, status, platform=platform, message=f"{platform} says {status}")
+    def res(platform: str, status: Status, value: float) -> Draft:
+        r = Draft(0, g, status, platform=platform, message=f"{platform} says {status}")
         r.arrays = {"expected": {"n1": np.full(shape, expected, np.float32)},
                     "actual": {"n1": np.full(shape, value, np.float32)}}
         return r

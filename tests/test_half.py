@@ -149,7 +149,7 @@ def test_the_lane_judges_a_float16_model_with_float16s_bound():
     from types import SimpleNamespace
 
     from gbft_action.oracle import judge_outputs
-    from gbft_action.pipeline import CaseResult, Lane
+    from gbft_action.pipeline import Draft, Lane
     from gbft_action.records.enums import Status
 
     x = np.random.default_rng(1).uniform(-1, 1, (2, 8)).astype(np.float32)
@@ -158,7 +158,7 @@ def test_the_lane_judges_a_float16_model_with_float16s_bound():
     assert not all(d.ok for d in judge_outputs(expected, actual, ["n2"], Tolerance()))  # float32's bound fails it
     lane = Lane.__new__(Lane)  # the judgement only: no workers (a localisation would need them)
     lane.cfg = SimpleNamespace(tolerance=Tolerance())
-    res = CaseResult(0, _chain("float16"), Status.DCP, arrays={"expected": expected, "actual": actual})
+    res = Draft(0, _chain("float16"), Status.DCP, arrays={"expected": expected, "actual": actual})
     lane._compare(res, 1.0)
     assert res.status is Status.DCP and all(d["ok"] for d in res.diffs)
 

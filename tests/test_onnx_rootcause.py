@@ -6,6 +6,7 @@ one operator type on purpose (tests/fake_engines.py:OnnxRewrites), so the culpri
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -68,7 +69,7 @@ def test_a_chain_whose_upstream_operator_is_wrong_is_blamed_on_it(onnx_lane):
     # Localised upstream of the Sigmoid the difference reached: to the Exp right after the Neg
     # (MNN drops the Identity the Neg became, so it exposes no value for n1).
     assert res.status == Status.DCF and res.localised and res.node == "n2" and not res.harness
-    res.node = "n3"  # as if localisation had named the output: isolation walks back to Neg
+    res = replace(res, node="n3")  # as if localisation had named the output: isolation walks back to Neg
     b = blame(onnx_lane, res, "n3", None, until=time.monotonic() + 60)
     assert b.tried == ["n3", "n2", "n1"] and b.node == "n1" and b.symptom == "wrong-result"
     meta = case_meta(res.fingerprint, "wrong-result", platforms=(res.platform,))

@@ -20,7 +20,7 @@ from gbft_action.bugs.rootcause import (Diagnosed, RootKey, Sighting, Symptom, a
 from gbft_action.graph.ir import Graph, Node, TensorType
 from gbft_action.oracle import judge_node, judge_outputs
 from gbft_action.records import Status, Tolerance
-from gbft_action.pipeline import CaseResult, _first_difference
+from gbft_action.pipeline import CaseResult, Draft, _first_difference
 from gbft_action.report.reporter import UNISOLATED, tracking_class
 from gbft_action.records.case import CaseRecord
 
@@ -82,23 +82,22 @@ class ToyLane:
         rng = np.random.default_rng(index)
         inputs = inputs or {k: rng.uniform(-1, 1, t.shape).astype(np.float32) for k, t in g.inputs.items()}
         ref, eng = self._eval(g, inputs, False), self._eval(g, inputs, True)
-        res = CaseResult(index, g, Status.DCP, stage="compare", platform="toy",
-                         arrays={"inputs": inputs, "expected": {o: ref[o] for o in g.outputs},
-                                 "actual": {o: eng[o] for o in g.outputs}})
-        res.intermediates = ref
+        res = Draft(index, g, Status.DCP, stage="compare", platform="toy",
+                    arrays={"inputs": inputs, "expected": {o: ref[o] for o in g.outputs},
+                            "actual": {o: eng[o] for o in g.outputs}}, intermediates=ref)
         if any(n.op in self.crashes for n in g.nodes):
-            res.status, res.stage, res.signal, res.symptom = Status.IF, "infer", 11, Symptom.CRASH.value
-            return res
+            res.status, res.stage, res.signal, res.symptom = Status.IF, "infer", 11, Symptom.CRASH
+            return res.freeze()
         said = [(n.op, self.errors[n.op]) for n in g.nodes if n.op in self.errors]
         if said:
-            res.status, res.stage, res.symptom = Status.MCF, "convert", Symptom.CONVERSION.value
+            res.status, res.stage, res.symptom = Status.MCF, "convert", Symptom.CONVERSION
             res.fingerprint = Fingerprint("convert", "MCF", "error", said[-1][1], said[-1][0])
-            return res
+            return res.freeze()
         if not all(d.ok for d in judge_outputs(res.arrays["expected"], res.arrays["actual"], g.outputs)):
             d = _first_difference(g, ref, eng, Tolerance())
             res.status, res.node = Status.DCF, d.name if d else g.outputs[0]
-            res.symptom, res.localised, res.mismatch = Symptom.WRONG.value, d is not None, "values"
-        return res
+            res.symptom, res.localised, res.mismatch = Symptom.WRONG, d is not None, "values"
+        return res.freeze()
 
     def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray]:
         return res.intermediates
@@ -166,13 +165,13 @@ def test_a_probe_pointing_before_or_beside_the_wrong_operator_is_walked_past():
     lane = ToyLane({"Exp": lambda x: np.exp(x) * 2})
     chain = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]))
     res = _failing(lane, chain, {"in0": X, "in1": X})
-    res.node = "n0"  # the probe's artefact: Relu, right alone
+    res = replace(res, node="n0")  # the probe's artefact: Relu, right alone
     b = blame(lane, res, "n0", None, until=1e12)
     assert (b.node, b.tried, b.mismatch) == ("n1", ["n0", "n1"], "values")
     beside = Graph({"in0": T, "in1": T}, [Node("n0", "Relu", ["in0"], {}, T, "Relu"), Node("n1", "Exp", ["in1"], {}, T, "Exp")],
                    ["n0", "n1"], seed=1)
     res = _failing(lane, beside, {"in0": X, "in1": X})
-    res.node, res.diffs = "n0", [{"name": "n0", "ok": True}, {"name": "n1", "ok": False}]
+    res = replace(res, node="n0", diffs=({"name": "n0", "ok": True}, {"name": "n1", "ok": False}))
     b = blame(lane, res, "n0", None, until=1e12)
     assert (b.node, b.tried) == ("n1", ["n0", "n1"])
     # The key takes the blamed node's own mismatch, not the case's (a shape at another output).
@@ -463,7 +462,7 @@ def test_without_a_localised_node_every_node_is_tried_in_order():
     g = _graph(("n0", "Relu", ["in0"]), ("n1", "Exp", ["n0"]))
     lane = ToyLane({"Relu": lambda x: np.where(x < 0, x * 0.5, x)})
     res = _failing(lane, g, {"in0": X, "in1": X})
-    res.node, res.localised = "n1", False
+    res = replace(res, node="n1", localised=False)
     b = blame(lane, res, "n1", None, until=1e12)
     assert b.tried == ["n0"] and b.node == "n0"  # first to last: Relu is wrong alone
 
@@ -508,7 +507,7 @@ def test_blame_in_isolation_on_the_real_engine(tmp_path):
     try:
         res = lane.run(0, g, 120)
         assert res.status == Status.DCF and res.node == ids["Lrn"] and res.localised
-        res.node = ids["Sigmoid"]  # as if the difference had first shown downstream
+        res = replace(res, node=ids["Sigmoid"])  # as if the difference had first shown downstream
         b = blame(lane, res, ids["Sigmoid"], None, until=1e12)
     finally:
         lane.stop()
@@ -760,11 +759,10 @@ class PadLane:
 
     def run(self, index: int, g: Graph, budget: float, platforms: Any = None, base: bool = False,
             inputs: dict[str, np.ndarray] | None = None) -> CaseResult:
-        res = CaseResult(index, g, Status.DCP, stage="compare", platform="toy")
         symptom = self.shows.get(next(n.params["mode"] for n in g.nodes if n.op == "Pad"))
         if symptom:
-            res.status, res.node, res.symptom = Status.DCF, g.outputs[0], symptom.value
-        return res
+            return CaseResult(index, g, Status.DCF, stage="compare", platform="toy", node=g.outputs[0], symptom=symptom)
+        return CaseResult(index, g, Status.DCP, stage="compare", platform="toy")
 
     def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray]:
         return {"in0": np.zeros((1, 2, 3, 3), np.float32)}
@@ -874,8 +872,7 @@ def test_a_crash_no_operator_repeats_alone_is_keyed_by_the_operator_computing_ad
 
     g = _chain(("n0", "Pad", ["in0"], "adapter"), ("n1", "Batchtospacend", ["n0"], "block"),
                ("n2", "Realdiv", ["n1", "in0"], "block"))
-    crashed = CaseResult(0, g, Status.IF, stage="infer", platform="toy")
-    crashed.symptom = Symptom.CRASH.value
+    crashed = CaseResult(0, g, Status.IF, stage="infer", platform="toy", symptom=Symptom.CRASH)
     monkeypatch.setattr(D, "run_graph", lambda *a, **k: crashed)  # comes back on fresh workers
     monkeypatch.setattr(D, "_first_failing_alone", lambda *a, **k: "")  # nothing crashes alone
     fp = {"op": "Realdiv", "code": "SIGSEGV", "kind": "signal"}
@@ -884,7 +881,7 @@ def test_a_crash_no_operator_repeats_alone_is_keyed_by_the_operator_computing_ad
     assert key.ops == ("Batchtospacend",) and key.id == alone.id and not key.isolated and node == "" and node == ""
     # Without one such operator the crash stays "no operator crashes alone".
     plain = _chain(("n0", "Relu", ["in0"], "block"), ("n1", "Exp", ["n0"], "block"))
-    crashed.graph = plain
+    crashed = replace(crashed, graph=plain)
     assert D._key_alone(None, Symptom.CRASH.value, F(fp), plain, None, until=1e12)[0].ops == ()
 
 
@@ -962,12 +959,9 @@ class NearestLane:
     def run(self, index: int, g: Graph, budget: float, platforms: Any = None, base: bool = False,
             inputs: dict[str, np.ndarray] | None = None) -> CaseResult:
         p = g.node("n0").params
-        res = CaseResult(index, g, Status.DCF, stage="compare", platform="toy")
         if p["align_corners"] and p["half_pixel_centers"]:
-            res.status = Status.REF
-        else:
-            res.node, res.symptom = "n0", Symptom.WRONG.value
-        return res
+            return CaseResult(index, g, Status.REF, stage="compare", platform="toy")
+        return CaseResult(index, g, Status.DCF, stage="compare", platform="toy", node="n0", symptom=Symptom.WRONG)
 
     def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray]:
         return {"in0": np.zeros((1, 2, 2, 1), np.float32)}
@@ -1019,10 +1013,9 @@ class CrashLane:
     def run(self, index: int, g: Graph, budget: float, platforms: Any = None, base: bool = False,
             inputs: dict[str, np.ndarray] | None = None) -> CaseResult:
         self.ran.append([n.op for n in g.nodes])
-        res = CaseResult(index, g, Status.DCP, stage="compare", platform="toy")
         if any(n.op == self.op for n in g.nodes):
-            res.status, res.stage, res.symptom = Status.MCF, "convert", Symptom.CRASH.value
-        return res
+            return CaseResult(index, g, Status.MCF, stage="convert", platform="toy", symptom=Symptom.CRASH)
+        return CaseResult(index, g, Status.DCP, stage="compare", platform="toy")
 
     def reference_values(self, res: CaseResult, left: float) -> dict[str, np.ndarray]:
         return {x: np.zeros(res.graph.tensor_type(x).shape, np.float32) for x in [*res.graph.inputs,
@@ -1044,7 +1037,7 @@ def test_the_operator_that_crashes_alone_is_found_however_far_down_the_model():
     g = Graph({"in0": t}, nodes, ["n13"], 1, {"frontend": "onnx"})
     lane = CrashLane("LSTM")
     res = lane.run(0, g, 10)
-    res.arrays["inputs"] = {"in0": np.zeros(t.shape, np.float32)}
+    res = replace(res, arrays={"inputs": {"in0": np.zeros(t.shape, np.float32)}})
     assert D._first_failing_alone(lane, res, Symptom.CRASH.value, None, until=1e12) == "n13"
     assert lane.ran[1:] == [["Relu"], ["LSTM"]]  # the first Relu alone once, its twelve twins not
 
@@ -1125,7 +1118,7 @@ def test_a_simpler_value_right_with_one_draw_of_its_constants_is_tried_with_othe
         def run(self, index, g, budget, platforms=None, base=False, inputs=None):
             res = super().run(index, g, budget, platforms, base, inputs)
             if g.seed % 3 == 2:  # this draw of the constants shows the defect in constant mode too
-                res.status, res.node, res.symptom = Status.DCF, g.outputs[0], Symptom.WRONG.value
+                return replace(res, status=Status.DCF, node=g.outputs[0], symptom=Symptom.WRONG)
             return res
 
     g = Graph({"in0": TensorType((1, 2, 3, 3), "float32")},

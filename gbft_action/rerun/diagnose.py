@@ -20,7 +20,7 @@ import random
 import shutil
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -238,7 +238,7 @@ def needed_params(lane: Lane, res: CaseResult, node: str, symptom: str, where: l
 MAX_SWEPT = 8
 
 
-def failing_values(lane: Lane, g: Graph, node: str, k: str, values: dict[str, np.ndarray], where: list[str] | None,
+def failing_values(lane: Lane, g: Graph, node: str, k: str, values: Mapping[str, np.ndarray], where: list[str] | None,
                    until: float, symptom: str, known_right: Any) -> tuple[list[Any], list[Any]]:
     """The values of ``node``'s parameter ``k`` (needed by its defect) with which the node alone
     is as wrong, its own first, then in its domain's order: "nearest_mode=ceil" and
@@ -271,7 +271,7 @@ def failing_values(lane: Lane, g: Graph, node: str, k: str, values: dict[str, np
 REDRAWS = 2
 
 
-def still_wrong_redrawn(lane: Lane, trial: Graph, node: str, values: dict[str, np.ndarray], where: list[str] | None,
+def still_wrong_redrawn(lane: Lane, trial: Graph, node: str, values: Mapping[str, np.ndarray], where: list[str] | None,
                         until: float, symptom: str) -> tuple[bool | None, Graph]:
     """Whether ``node`` alone in ``trial`` is still wrong (rerun.diagnose._still_wrong), and the
     trial that said so.  Right with one draw of its constants and real-valued parameters is
@@ -502,7 +502,7 @@ def shown_alone(lane: Lane, g: Graph, node: str, symptom: str, where: list[str] 
     return g1 if shows else None
 
 
-def run_alone(lane: Lane, g: Graph, node: str | list[str], values: dict[str, np.ndarray], where: list[str] | None,
+def run_alone(lane: Lane, g: Graph, node: str | list[str], values: Mapping[str, np.ndarray], where: list[str] | None,
               until: float, fresh: bool = False) -> CaseResult | None:
     """Node ``node`` of g (or the chain of nodes ``node``) run alone on ``values`` (the
     reference's, of g's tensors); None when the reference gave no value for one of its inputs."""

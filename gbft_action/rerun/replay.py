@@ -215,9 +215,9 @@ def confirm_bug(lane: Lane, model: Graph, target: Fingerprint, verdict: Verdict,
             durations.append(time.monotonic() - t0)
         if res.aborted or res.base is None:
             return Round(None)
-        outs = {"pr": res.arrays.get("actual", {}), "base": res.base.arrays.get("actual", {})}
+        outs = {"pr": dict(res.arrays.get("actual", {})), "base": dict(res.base.arrays.get("actual", {}))}
         return round_of(target, res.fingerprint, res.base.fingerprint, fixed, outs,
-                        alike=res.verdict == Verdict.PRE_EXISTING.value)
+                        alike=res.verdict is Verdict.PRE_EXISTING)
 
     def same_outputs(a: BuildOutputs, b: BuildOutputs) -> bool:
         if target.status not in ("DCF", "XBF"):  # a crash or an error: its outputs are not the bug
