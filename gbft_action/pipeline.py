@@ -161,8 +161,9 @@ class Draft:
         return [*self.per_platform(), *(r for r in (self.base, self.threads) if r is not None)]
 
     def freeze(self) -> CaseResult:
-        """The judged record: the containers copied (nothing the lane still holds is shared),
-        the other platforms' and builds' drafts frozen with it."""
+        """The judged record: its own lists and dicts (the arrays themselves, the intermediates and
+        the blocks are shared: the lane never changes a draft it has frozen), the other
+        platforms' and builds' drafts frozen with it."""
         plain = {f.name: getattr(self, f.name) for f in fields(self)
                  if f.name not in _COPIED}
         return CaseResult(**plain, timings=dict(self.timings), diffs=tuple(self.diffs), arrays=dict(self.arrays),
@@ -273,7 +274,9 @@ class Lane:
     @property
     def knowledge(self) -> EngineKnowledge:
         """How to read the engine's log (a module:Class adapter: as the engine its hello names)."""
-        return knowledge_of(self.cfg.engine, self.info.engine if self.info is not None else "")
+        # A lane not started runs its workers as its first call starts them: read their hello then.
+        info = self.info or EngineInfo.of_hello(self.eng.hello)
+        return knowledge_of(self.cfg.engine, info.engine)
 
     def _engines(self) -> list[Worker]:
         return [*self.engs.values(), *(w for w in (self.base, self.threaded) if w is not None)]
