@@ -160,6 +160,12 @@ class Draft:
     def every_result(self) -> list[Draft]:
         return [*self.per_platform(), *(r for r in (self.base, self.threads) if r is not None)]
 
+    def sibling(self, platform: str, build: str = "") -> Draft:
+        """The same model on another platform or build, with this one's inputs and reference
+        outputs, not yet run."""
+        return Draft(self.index, self.graph, Status.DCP, workdir=self.workdir, platform=platform, build=build,
+                     arrays=dict(self.arrays), after=self.after)
+
     def freeze(self) -> CaseResult:
         """The judged record: its own lists and dicts (the arrays themselves, the intermediates and
         the blocks are shared: the lane never changes a draft it has frozen), the other
@@ -367,15 +373,11 @@ class Lane:
 
         try:
             if self._reference(res, left(), inputs):
-                res.others = [Draft(index, g, Status.DCP, workdir=d, platform=n, arrays=dict(res.arrays),
-                                         after=res.after)
-                              for n in names[1:]]
+                res.others = [res.sibling(n) for n in names[1:]]
                 if base and self.base is not None and names[0] == self.primary:
-                    res.base = Draft(index, g, Status.DCP, workdir=d, platform=names[0], build="base",
-                                          arrays=dict(res.arrays), after=res.after)
+                    res.base = res.sibling(names[0], "base")
                 if self.threaded is not None and names[0] == self.primary:
-                    res.threads = Draft(index, g, Status.DCP, workdir=d, platform=names[0], build="threads",
-                                             arrays=dict(res.arrays), after=res.after)
+                    res.threads = res.sibling(names[0], "threads")
                 for r in res.every_result():
                     self._on_engine(r, left, twin=res if r.build else None)
                 self._cross_check(res, left)
