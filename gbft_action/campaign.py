@@ -362,7 +362,7 @@ class Campaign:
         why = self.stopping.why
         if self.stopping.outside:  # a signal: the summary from what was judged, at once
             return
-        self.stopping.event.clear()
+        self.stopping.go_on(why)
         budget = why is not None and why.reason is StopReason.BUDGET
         # The reserve the loop kept (with --max-models: at most that much from now).
         end = deadline - tail if budget else \
@@ -371,8 +371,6 @@ class Campaign:
         self._diagnose(lanes, end)
         if budget and not self.stopping.outside:  # only the reserve was reached
             self._more_models(lanes, deadline, tail)
-        elif not self.stopping.outside:
-            self.stopping.go_on(why)
 
     def _more_models(self, lanes: list[Lane], deadline: float, tail: float) -> None:
         """Time the reserve did not need goes to more models, then to what they found, for as
@@ -387,10 +385,9 @@ class Campaign:
             self._loop(lanes, lambda: deadline - self._reserve(self._confirm_tail(tail)), deadline)
             if self.stopping.outside:
                 return
-            self.stopping.event.clear()
+            self.stopping.go_on(self.stopping.why)  # the loop's reason stays: not a stop
             self._confirm(lanes, deadline)
             self._diagnose(lanes, deadline)
-            self.stopping.go_on(self.stopping.why or Stop(StopReason.BUDGET))  # the reason, not a stop
             if done() == before or deadline - time.monotonic() <= GRACE_S:
                 return  # nothing more fitted: the rest is the grace
 
