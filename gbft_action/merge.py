@@ -291,7 +291,7 @@ def _known(parts: list[Part], records: list[CaseRecord], occurrences: dict[str, 
     for fid, cands in sorted(every.items()):
         earlier = max(b for _, b in cands)
         entries = [e for e, _ in cands]
-        pick = min(entries, key=lambda e: json.dumps(e.to_json(), sort_keys=True))
+        pick = _pick(entries, KnownBug.to_json)
         known[fid] = replace(pick, count=earlier + occurrences.get(fid, 0),
                              platforms=tuple(sorted({x for e in entries for x in e.platforms})),
                              first_seen=min(e.first_seen for e in entries), last_seen=max(e.last_seen for e in entries),
@@ -383,8 +383,7 @@ def _summary(parts: list[Part], records: list[CaseRecord], shards: dict[str, Sha
     summaries = [p.summary for p in parts if p.summary is not None]
     platform_info = {name: EngineInfo(machine=s.platforms[name].machine or "" if name in s.platforms else "")
                      for s in summaries for name in s.platform_order}
-    eng = _pick([s.engine for s in summaries] or [EngineInfo()], asdict)
-    engine = replace(eng, engine=eng.engine or rec.config.engine)
+    engine = _pick([s.engine for s in summaries] or [EngineInfo()], asdict)  # summarize names a nameless one
     elapsed = sum(s.elapsed_s for s in sessions)
     base = _pick([s.triage.base for s in summaries if s.triage is not None] or [EngineInfo()], asdict)
     done = summarize_all(SummaryInputs(
@@ -437,7 +436,7 @@ def _confirmed(parts: list[Part]) -> dict[str, tuple[Verdict, str]]:
             if bv.verdict is not Verdict.UNCHECKED and bv.verdict not in (Verdict.PRE_EXISTING,):
                 every.setdefault(fid, []).append(bv)
     return {fid: (bv.verdict, bv.confirmation) for fid, bvs in every.items()
-            for bv in [min(bvs, key=lambda b: json.dumps(b.to_json(), sort_keys=True))]}
+            for bv in [_pick(bvs, triage.BugVerdict.to_json)]}
 
 
 def _minimized(summaries: list[Summary]) -> dict[str, Diagnosis]:
@@ -445,7 +444,7 @@ def _minimized(summaries: list[Summary]) -> dict[str, Diagnosis]:
     for s in summaries:
         for fid, stats in s.minimized.items():
             every.setdefault(fid, []).append(stats)
-    return {fid: min(v, key=lambda d: json.dumps(d.to_json(), sort_keys=True)) for fid, v in sorted(every.items())}
+    return {fid: _pick(v, Diagnosis.to_json) for fid, v in sorted(every.items())}
 
 
 def _campaign_record(parts: list[Part], shards: dict[str, ShardPart], stage: Path, out: Path) -> None:
