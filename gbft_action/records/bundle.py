@@ -9,7 +9,7 @@ shows one sanitises it."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -159,7 +159,7 @@ class BundleMeta:
             "after": list(self.after), "crosscheck": self.crosscheck, "case_index": self.case_index,
             "case_seed": self.case_seed, "graph_hash": self.graph_hash, "tool_version": self.tool_version,
             "engine": self.engine.to_json(), "platforms": list(self.platforms), "occurrences": self.occurrences,
-            "first_seen": self.first_seen, "last_seen": self.last_seen, "tolerance": asdict(self.tolerance),
+            "first_seen": self.first_seen, "last_seen": self.last_seen, "tolerance": self.tolerance.to_json(),
             "original_size": self.original_size, "minimized_size": self.minimized_size, "minimized": self.minimized,
             "flaky": self.flaky}
         if self.minimize is not None:
@@ -180,7 +180,6 @@ class BundleMeta:
             raise RecordError(f"{where}: no fingerprint or engine in it")
         if not re.fullmatch(r"[0-9a-f]{6,64}", f.str("id")):  # it names the bundle's folder and issue markers
             raise RecordError(f"{where}: 'id' must be a fingerprint id (hex digits), got {f.str('id')[:40]!r}")
-        tol = f.obj("tolerance")
         return BundleMeta(
             id=f.str("id"), fingerprint=Fingerprint.from_json(f.d["fingerprint"], f"{where}: fingerprint"),
             title=f.str("title"), status=f.enum("status", Status, "DCF"), stage=f.str("stage"),
@@ -190,7 +189,7 @@ class BundleMeta:
             case_index=f.int("case_index"), case_seed=f.int("case_seed"), graph_hash=f.str("graph_hash"),
             tool_version=f.str("tool_version"), platforms=f.strs("platforms"), occurrences=f.int("occurrences", 1, 0),
             first_seen=f.str("first_seen"), last_seen=f.str("last_seen"),
-            tolerance=Tolerance(tol.float("rtol", 1e-3), tol.float("atol", 1e-5), tol.float("min_ratio", 0.999)),
+            tolerance=Tolerance.from_json(f.obj("tolerance")),
             original_size=f.int("original_size", 0, 0), minimized_size=f.int("minimized_size", 0, 0),
             minimized=f.bool("minimized"), flaky=f.opt_bool("flaky"), minimize=f.opt("minimize", MinimizeStats.from_json),
             root_cause=RootKey.from_json(f.d["root_cause"], f"{where}: root_cause") if f.d.get("root_cause") else None,

@@ -188,7 +188,7 @@ class Config:
         return {**d, "version": CONFIG_VERSION, "out": str(self.out), "blocks": list(self.blocks),
                 "list_only": list(self.list_only), "platforms": list(self.platforms),
                 "shard": shard_text(self.shard), "opsets": list(self.opsets),
-                "timeouts": vars(self.timeouts), "tolerance": vars(self.tolerance),
+                "timeouts": vars(self.timeouts), "tolerance": self.tolerance.to_json(),
                 "base": None if self.base is None else vars(self.base)}
 
     @staticmethod
@@ -212,7 +212,7 @@ class Config:
             guide=f.str("guide"), symptom_policy=f.str_map("symptom_policy"),
             list_only=f.strs("list_only") if "list_only" in f.d else DEFAULT_LIST_ONLY,
             graph=f.str("graph", dflt.graph), jobs=f.int("jobs", dflt.jobs, 1), corpus=f.str("corpus"),
-            timeouts=_timeouts(f.obj("timeouts")), tolerance=_tolerance(f.obj("tolerance")),
+            timeouts=_timeouts(f.obj("timeouts")), tolerance=Tolerance.from_json(f.obj("tolerance")),
             engine_mem_mb=f.int("engine_mem_mb", dflt.engine_mem_mb, 1), mutations=f.bool("mutations", True),
             state=f.str("state"), minimize_share=f.float("minimize_share", dflt.minimize_share),
             minimize_limit=f.float("minimize_limit", dflt.minimize_limit), engine_python=f.str("engine_python"),
@@ -226,11 +226,6 @@ class Config:
 def _timeouts(f: Fields) -> Timeouts:
     t = Timeouts()
     return Timeouts(f.float("reference", t.reference), f.float("convert", t.convert), f.float("infer", t.infer))
-
-
-def _tolerance(f: Fields) -> Tolerance:
-    t = Tolerance()
-    return Tolerance(f.float("rtol", t.rtol), f.float("atol", t.atol), f.float("min_ratio", t.min_ratio))
 
 
 def _build(f: Fields) -> EngineBuild:
