@@ -4,7 +4,7 @@ configuration record they all end in (records.config.Config)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -93,6 +93,25 @@ def test_the_config_is_stored_typed_and_reads_back_equal(tmp_path: Path):
     assert back.opsets == (20,) and back.list_only == Config(out=tmp_path).list_only
     with pytest.raises(RecordError, match="config: 'seed' must be a whole number"):
         Config.from_json({**d, "seed": "9"})
+
+
+def test_every_field_of_the_config_reads_back_from_its_file(tmp_path: Path):
+    """Config.from_json names each field: one it forgets would go back to its default on
+    --resume and in merge.  Every field here differs from its default (a field added later
+    fails the first assertion until it is given a value here too)."""
+    import json
+
+    cfg = Config(out=tmp_path / "o", engine="onnxruntime", budget=7.5, max_models=3, seed=9, blocks=(2, 5),
+                 special_share=0.2, chooser="random", guide="g.onnx", symptom_policy={"precision": "report"},
+                 list_only=(), graph="rn", jobs=3, corpus="c.yaml", timeouts=Timeouts(1.0, 2.0, 3.0),
+                 tolerance=Tolerance(1e-2, 1e-4, 0.99), engine_mem_mb=1024, mutations=False, state="s.json",
+                 minimize_share=0.5, minimize_limit=5.0, engine_python="/v/bin/python",
+                 engine_env={"MNN_PRECISION": "low"}, base=EngineBuild("mnn", "/b/bin/python", {"A": "1"}, "w.whl"),
+                 confirm_rounds=2, platform_label="arm", platforms=("arm64-qemu",), arm_root="/r", frontend="onnx",
+                 shard=(2, 3), threads_oracle=True, engine_coverage=True, opsets=(22,))
+    dflt = Config(out=tmp_path)
+    assert [f.name for f in fields(Config) if getattr(cfg, f.name) == getattr(dflt, f.name)] == []
+    assert Config.from_json(json.loads(json.dumps(cfg.to_json()))) == cfg
 
 
 def test_resume_takes_the_identity_from_the_record_and_the_rest_from_the_command_line(tmp_path: Path):
